@@ -1,0 +1,1 @@
+"""Importing this package registers every dataset adapter in rewardkit.data.registry.DATASETS."""

@@ -1,0 +1,74 @@
+"""The one preference-pair record every adapter produces and every collator consumes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True)
+class PreferencePair:
+    """A prompt (the conversation so far, as turns) with a preferred and a dispreferred response.
+
+    `label` is P(chosen is preferred): 1.0 for gold labels, a teacher's soft probability for weak labels.
+    `domain` names the source (the registry name of the dataset); `metadata` keeps dataset-specific fields
+    (for example RM-Bench style variants or PKU severity levels).
+    """
+
+    prompt: tuple[Turn, ...]
+    chosen: str
+    rejected: str
+    label: float = 1.0
+    domain: str = ""
+    pair_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def prompt_text(self) -> str:
+        """The prompt in HH-RLHF framing: "\\n\\nHuman: ...\\n\\nAssistant: ...\\n\\nAssistant:"."""
+        return render_turns(self.prompt)
+
+    def first_user_turn(self) -> str:
+        for turn in self.prompt:
+            if turn.role == "user":
+                return turn.content
+        return ""
+
+    def group_key(self) -> str:
+        """Key that keeps one conversation on one side of a split (hash of the first human turn)."""
+        return stable_hash(self.first_user_turn().strip().lower())
+
+    def with_label(self, label: float) -> PreferencePair:
+        return PreferencePair(self.prompt, self.chosen, self.rejected, float(label), self.domain,
+                              self.pair_id, dict(self.metadata))
+
+    def swapped(self) -> PreferencePair:
+        """The same pair with sides exchanged: label becomes 1 - label."""
+        return PreferencePair(self.prompt, self.rejected, self.chosen, 1.0 - self.label, self.domain,
+                              self.pair_id, dict(self.metadata))
+
+
+_ROLE_TAG = {"user": "Human", "assistant": "Assistant", "system": "System"}
+
+
+def render_turns(turns: tuple[Turn, ...] | list[Turn]) -> str:
+    """HH framing of a conversation, ending with the cue for the assistant's next turn."""
+    parts = [f"\n\n{_ROLE_TAG[t.role]}: {t.content}" for t in turns]
+    return "".join(parts) + "\n\nAssistant:"
+
+
+def user_prompt(text: str) -> tuple[Turn, ...]:
+    return (Turn("user", text),)
+
+
+def stable_hash(text: str) -> str:
+    """A hash that is the same on every machine and Python run (unlike hash())."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
