@@ -1,0 +1,93 @@
+"""RewardModel: a transformers backbone plus a scalar head, pooled over the response."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+POOLINGS = ("mean", "last", "cls")
+
+
+@dataclass
+class RewardOutput:
+    """rewards: (B,) float32. hidden_states: layer index -> (B, T, H) (0 = embeddings, L = last layer).
+    response_mask: (B, T) bool, the tokens anchoring and mean pooling use. pooled: (B, H) float32."""
+
+    rewards: torch.Tensor
+    pooled: torch.Tensor
+    response_mask: torch.Tensor
+    hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, response_mask: torch.Tensor,
+         pooling: str) -> torch.Tensor:
+    """Pools (B, T, H) hidden states to (B, H) in float32.
+
+    mean: average over response tokens; last: the last attended token (the end of the response for
+    decoders); cls: the first attended token (works under left padding too).
+    """
+    hidden = hidden.float()
+    if pooling == "mean":
+        weights = response_mask.to(hidden.dtype).unsqueeze(-1)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+    positions = torch.arange(attention_mask.shape[1], device=hidden.device).expand_as(attention_mask)
+    if pooling == "last":
+        index = torch.where(attention_mask.bool(), positions, -1).max(dim=1).values
+    elif pooling == "cls":
+        index = torch.where(attention_mask.bool(), positions, attention_mask.shape[1]).min(dim=1).values
+    else:
+        raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+    return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
+
+
+class RewardModel(nn.Module):
+    """backbone -> pooled response representation (fp32) -> linear head -> scalar reward per sequence.
+
+    The head has no bias: Bradley-Terry sees only reward differences, and without it the weights match
+    transformers' *ForSequenceClassification `score` layer for decoder export.
+    """
+
+    def __init__(self, backbone: nn.Module, pooling: str = "mean", kind: str = "encoder",
+                 backbone_name: str = ""):
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        self.backbone = backbone
+        self.pooling = pooling
+        self.kind = kind
+        self.backbone_name = backbone_name
+        hidden_size = int(backbone.config.hidden_size)
+        self.head = nn.Linear(hidden_size, 1, bias=False)
+        nn.init.normal_(self.head.weight, std=1.0 / hidden_size**0.5)
+        self.head.float()
+
+    @property
+    def config(self) -> Any:
+        return self.backbone.config
+
+    def encode(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
+               ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """Runs the backbone. Returns the last hidden state (B, T, H) and the requested layers."""
+        kwargs: dict[str, Any] = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
+                                  "position_ids": batch["position_ids"]}
+        if self.kind == "encoder" and "token_type_ids" in batch and getattr(self.config, "type_vocab_size", 0) > 1:
+            kwargs["token_type_ids"] = batch["token_type_ids"]
+        want = bool(hidden_layers)
+        out = self.backbone(**kwargs, output_hidden_states=want, return_dict=True)
+        states = {}
+        if want:
+            n = len(out.hidden_states)
+            states = {layer: out.hidden_states[layer if layer >= 0 else n + layer] for layer in hidden_layers}
+        return out.last_hidden_state, states
+
+    def forward(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()) -> RewardOutput:
+        """batch: tensors from collate_pairs / pad_texts, each (B, T). Returns RewardOutput."""
+        last, states = self.encode(batch, hidden_layers)
+        pooled = pool(last, batch["attention_mask"], batch["response_mask"], self.pooling)
+        with torch.autocast(device_type=pooled.device.type, enabled=False):
+            rewards = self.head(pooled.float()).squeeze(-1)
+        return RewardOutput(rewards, pooled, batch["response_mask"], states)
