@@ -121,10 +121,13 @@ class PairEncoder:
 
 @dataclass(frozen=True)
 class EncodedPair:
+    """index: position in the pair list; swapped: sides exchanged for this presentation (label = 1 - q)."""
+
     chosen: EncodedText
     rejected: EncodedText
     label: float
     index: int
+    swapped: bool = False
 
     @property
     def length(self) -> int:
@@ -168,12 +171,14 @@ def pad_texts(texts: Sequence[EncodedText], pad_id: int, padding_side: str = "ri
 def collate_pairs(batch: Sequence[EncodedPair], pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:
     """One forward batch for B pairs: rows 0..B-1 are the chosen sides, rows B..2B-1 the rejected.
 
-    Returns the pad_texts tensors (2B, T) plus labels (B,) float32 and pair_index (B,) long.
+    Returns the pad_texts tensors (2B, T) plus labels (B,) float32, pair_index (B,) long and swapped (B,)
+    bool (True where row i holds the pair's original rejected response).
     """
     texts = [p.chosen for p in batch] + [p.rejected for p in batch]
     out = pad_texts(texts, pad_id, padding_side)
     out["labels"] = torch.tensor([p.label for p in batch], dtype=torch.float32)
     out["pair_index"] = torch.tensor([p.index for p in batch], dtype=torch.long)
+    out["swapped"] = torch.tensor([p.swapped for p in batch], dtype=torch.bool)
     return out
 
 

@@ -45,7 +45,7 @@ def swap_decision(seed: int, epoch: int, index: int) -> bool:
 
 
 def _swap_pair(p: EncodedPair) -> EncodedPair:
-    return EncodedPair(p.rejected, p.chosen, 1.0 - p.label, p.index)
+    return EncodedPair(p.rejected, p.chosen, 1.0 - p.label, p.index, not p.swapped)
 
 
 class Trainer:
