@@ -171,3 +171,11 @@ def apply_overrides(obj: Any, overrides: dict[str, Any]) -> None:
         if not hasattr(target, leaf):
             raise ConfigError(f"unknown config key {dotted!r}")
         setattr(target, leaf, value)
+
+
+def help_of(cls: type, name: str) -> str:
+    """The help text declared next to a dataclass field (used by the CLI so it is written once)."""
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name == name:
+            return str(f.metadata.get("help", ""))
+    raise KeyError(name)

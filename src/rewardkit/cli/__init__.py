@@ -31,6 +31,9 @@ def _mount() -> None:
             raise
         if sub is not None:
             app.add_typer(module.app, name=sub)
+        else:
+            for command in module.app.registered_commands:
+                app.registered_commands.append(command)
 
 
 _mount()

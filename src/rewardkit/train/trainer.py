@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,8 @@ from rewardkit.train.checkpoint import load_checkpoint, save_checkpoint
 from rewardkit.train.objectives import Objective, StepInfo, build_objective
 
 CHECKPOINT_FILE = "checkpoint.pt"
+# Fault injection for the resume tests: the process SIGKILLs itself right after this optimiser step.
+KILL_AFTER_STEP_ENV = "REWARDKIT_FAULT_KILL_AFTER_STEP"
 
 
 @dataclass
@@ -179,6 +183,8 @@ class Trainer:
                         bar.update(task, completed=done, description=f"train loss {terms.get('total', terms.get('bt', 0.0)):.3f}")
                 if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
+                if os.environ.get(KILL_AFTER_STEP_ENV) == str(done):
+                    os.kill(os.getpid(), signal.SIGKILL)
         accelerator.wait_for_everyone()
         seconds = time.perf_counter() - t0
         self.model = accelerator.unwrap_model(model)

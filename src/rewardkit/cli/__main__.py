@@ -1,0 +1,3 @@
+from rewardkit.cli import main
+
+main()

@@ -1,0 +1,142 @@
+"""Trainer: learning on an easy task, exact resume after a kill, options that must change training."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from rewardkit.config import ModelConfig, TrainConfig
+from rewardkit.data.schema import PreferencePair, user_prompt
+from rewardkit.evaluate.scoring import score_pairs
+from rewardkit.models import build_reward_model
+from rewardkit.train.trainer import CHECKPOINT_FILE, KILL_AFTER_STEP_ENV, Trainer, swap_decision
+
+torch.set_num_threads(1)
+GOOD = "helpful clear accurate kind detailed careful honest".split()
+BAD = "rude wrong vague lazy useless sloppy false".split()
+
+
+def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
+    rng = random.Random(seed)
+    return [PreferencePair(user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
+                           " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
+                           " ".join(rng.choices(BAD, k=rng.randint(2, 8))), pair_id=str(i)) for i in range(n)]
+
+
+MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
+
+
+def _train(run_dir: Path, **overrides) -> Trainer:
+    cfg = TrainConfig(**{"epochs": 2, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False,
+                         **overrides})
+    model, tok = build_reward_model(MODEL_CFG, seed=cfg.seed)
+    trainer = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, run_dir)
+    trainer.fit()
+    return trainer
+
+
+def test_learns_an_easy_preference(tmp_path) -> None:
+    trainer = _train(tmp_path, epochs=3)
+    chosen, rejected = score_pairs(trainer.model, trainer.tokenizer, easy_pairs(40, seed=9), 32, 8)
+    assert (chosen > rejected).mean() > 0.9
+    log = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == list(range(1, 25))
+    assert not (tmp_path / CHECKPOINT_FILE).exists()
+
+
+def test_resume_from_checkpoint_matches_uninterrupted(tmp_path) -> None:
+    full = _train(tmp_path / "full")
+    # interrupted: stop after 6 steps (a checkpoint exists at step 6), then resume in a new Trainer
+    cut = tmp_path / "cut"
+    cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=3, progress=False)
+    model, tok = build_reward_model(MODEL_CFG, seed=0)
+    first = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, cut)
+    first.total_batches = 7  # stop mid-run, after the step-6 checkpoint, without finishing
+    _fit_without_cleanup(first)
+    assert (cut / CHECKPOINT_FILE).exists()
+    resumed = _train(cut)
+    for (name, a), (_, b) in zip(full.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    steps = [json.loads(x)["step"] for x in (cut / "log.jsonl").read_text().splitlines()]
+    assert steps == sorted(set(steps)) and steps[-1] == full.total_steps
+
+
+def _fit_without_cleanup(trainer: Trainer) -> None:
+    """Runs fit() but keeps the checkpoint, as a run killed after its 7th batch would leave it."""
+    path = trainer.run_dir / CHECKPOINT_FILE
+    original_unlink = Path.unlink
+
+    def keep(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            return
+        original_unlink(self, missing_ok=missing_ok)
+
+    Path.unlink = keep  # type: ignore[method-assign]
+    try:
+        trainer.fit()
+    finally:
+        Path.unlink = original_unlink  # type: ignore[method-assign]
+
+
+def test_options_change_training(tmp_path) -> None:
+    base = _train(tmp_path / "a", max_steps=4)
+    for key, value in {"swap_pairs": False, "seed": 1, "lr": 5e-4, "grad_accum": 2}.items():
+        other = _train(tmp_path / key, max_steps=4, **{key: value})
+        differs = any(not torch.equal(a, b) for a, b in zip(base.model.state_dict().values(),
+                                                           other.model.state_dict().values(), strict=True))
+        assert differs, key
+
+
+def test_swap_decision_is_balanced_and_stable() -> None:
+    flips = [swap_decision(0, 0, i) for i in range(2000)]
+    assert 0.45 < sum(flips) / len(flips) < 0.55
+    assert flips == [swap_decision(0, 0, i) for i in range(2000)]
+    assert flips != [swap_decision(0, 1, i) for i in range(2000)]
+
+
+def test_resume_with_other_settings_is_refused(tmp_path) -> None:
+    cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=3, progress=False)
+    model, tok = build_reward_model(MODEL_CFG)
+    t = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, tmp_path)
+    t.total_batches = 4
+    _fit_without_cleanup(t)
+    from rewardkit.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="seed"):
+        _train(tmp_path, seed=5)
+
+
+@pytest.mark.slow
+def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
+    """A real SIGKILL in the middle of an epoch, then the same command again."""
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"prompt": p.prompt[0].content, "chosen": p.chosen, "rejected": p.rejected})
+                            + "\n" for p in easy_pairs(96)))
+    args = [sys.executable, "-m", "rewardkit.cli", "train", "--train", "file", "--path", str(data),
+            "--backbone", "tiny-bert", "--max-length", "32", "--epochs", "2", "--batch-size", "8", "--lr", "1e-3",
+            "--checkpoint-every", "2", "--quiet"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    killed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env={**env, KILL_AFTER_STEP_ENV: "7"},
+                            capture_output=True, text=True)
+    assert killed.returncode == -9
+    assert (tmp_path / "killed" / CHECKPOINT_FILE).exists()
+    resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
+    assert metrics["train"]["resumed_from_step"] == 6
+    a = load_file(str(tmp_path / "clean" / "model" / "model.safetensors"))
+    b = load_file(str(tmp_path / "killed" / "model" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    ha = load_file(str(tmp_path / "clean" / "model" / "reward_head.safetensors"))["weight"]
+    hb = load_file(str(tmp_path / "killed" / "model" / "reward_head.safetensors"))["weight"]
+    assert torch.equal(ha, hb)
