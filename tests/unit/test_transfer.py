@@ -1,0 +1,127 @@
+"""WRG / AOG / NTS / PGR on hand-built correctness vectors, and the pairing of their bootstrap CIs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rewardkit.evaluate.transfer import (
+    aggregate_transfer_seeds,
+    net_transfer_score,
+    performance_gap_recovered,
+    transfer_metrics,
+)
+
+
+def _vec(n_right: int, n: int) -> np.ndarray:
+    return np.arange(n) < n_right
+
+
+@pytest.fixture
+def correct() -> dict[str, dict[str, np.ndarray]]:
+    # ID 10 pairs, target t1 5 pairs, target t2 4 pairs.
+    return {
+        "teacher": {"id": _vec(6, 10), "t1": _vec(3, 5), "t2": _vec(2, 4)},    # 60, 60, 50
+        "student": {"id": _vec(7, 10), "t1": _vec(4, 5), "t2": _vec(1, 4)},    # 70, 80, 25
+        "naive": {"id": _vec(5, 10), "t1": _vec(4, 5), "t2": _vec(2, 4)},      # 50, 80, 50
+        "ceiling": {"id": _vec(9, 10), "t1": _vec(5, 5), "t2": _vec(3, 4)},    # 90, 100, 75
+    }
+
+
+def test_known_answers(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    out = transfer_metrics(correct, n_boot=200)
+    s = out["student"]
+    assert s["id_acc"] == pytest.approx(70.0)
+    assert s["ood_acc.t1"] == pytest.approx(80.0)
+    assert s["wrg"] == pytest.approx(10.0)
+    assert s["aog.t1"] == pytest.approx(20.0)
+    assert s["nts.t1"] == pytest.approx(20.0)  # no ID loss: NTS = AOG
+    assert s["aog.t2"] == pytest.approx(-25.0)
+    assert s["nts.t2"] == pytest.approx(-25.0)
+    assert s["pgr.id"] == pytest.approx(10 / 30)
+    assert s["pgr.t1"] == pytest.approx(20 / 40)
+    assert s["pgr.t2"] == pytest.approx(-25 / 25)
+    assert s["n.id"] == 10 and s["n.t1"] == 5
+    n = out["naive"]
+    assert n["wrg"] == pytest.approx(-10.0)
+    assert n["aog.t1"] == pytest.approx(20.0)
+    assert n["nts.t1"] == pytest.approx(10.0)  # AOG 20 minus the 10-point ID loss
+    assert n["nts.t2"] == pytest.approx(-10.0)
+    assert out["ceiling"]["pgr.id"] == pytest.approx(1.0)
+    teacher = out["teacher"]
+    assert teacher["id_acc"] == pytest.approx(60.0) and "wrg" not in teacher
+    json.dumps(out, allow_nan=False)
+
+
+def test_every_value_has_a_ci_containing_it(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    out = transfer_metrics(correct, n_boot=300, seed=1)
+    for model, block in out.items():
+        for key, value in block.items():
+            if key.startswith("n.") or key.endswith(("_ci", "_undefined")):
+                continue
+            low, high = block[f"{key}_ci"]
+            assert low - 1e-9 <= value <= high + 1e-9, (model, key)
+
+
+def test_models_share_resampled_pairs() -> None:
+    rng = np.random.default_rng(0)
+    teacher_id, target = rng.random(80) < 0.6, rng.random(60) < 0.5
+    # The student is right wherever the teacher is on ID, so it never trails in any replicate:
+    # NTS replicates equal AOG replicates, and an identical target vector gives AOG exactly 0.
+    student_id = teacher_id | (rng.random(80) < 0.3)
+    out = transfer_metrics({"teacher": {"id": teacher_id, "t": target},
+                            "student": {"id": student_id, "t": target}}, ceiling=None, n_boot=300)
+    s = out["student"]
+    assert s["aog.t_ci"] == [0.0, 0.0]
+    assert s["nts.t_ci"] == s["aog.t_ci"]
+    assert "pgr.id" not in s
+
+
+def test_nts_ci_resamples_id_and_target_jointly() -> None:
+    rng = np.random.default_rng(1)
+    data = {"teacher": {"id": rng.random(100) < 0.7, "t": rng.random(100) < 0.5},
+            "student": {"id": rng.random(100) < 0.6, "t": rng.random(100) < 0.6}}
+    s = transfer_metrics(data, ceiling=None, n_boot=400)["student"]
+    # The ID penalty varies across replicates, so NTS is shifted down and wider than AOG.
+    assert s["nts.t"] < s["aog.t"]
+    assert s["nts.t_ci"][1] - s["nts.t_ci"][0] > s["aog.t_ci"][1] - s["aog.t_ci"][0]
+
+
+def test_pgr_guard_on_tiny_gap(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    correct["ceiling"]["t2"] = correct["teacher"]["t2"].copy()
+    s = transfer_metrics(correct, n_boot=100)["student"]
+    assert s["pgr.t2"] is None and s["pgr.t2_ci"] == [None, None]
+    assert s["pgr.t2_undefined"] is True
+    assert s["pgr.t1_undefined"] is False
+    assert math.isnan(performance_gap_recovered(70.0, 60.0, 60.5))
+    assert performance_gap_recovered(70.0, 60.0, 60.5, min_gap=0.1) == pytest.approx(20.0)
+
+
+def test_scalar_functions_broadcast() -> None:
+    nts = net_transfer_score(np.array([80.0, 80.0]), 60.0, np.array([70.0, 50.0]), 60.0)
+    np.testing.assert_allclose(nts, [20.0, 10.0])
+
+
+def test_input_checks(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    with pytest.raises(ValueError, match="teacher"):
+        transfer_metrics(correct, teacher="weak")
+    correct["student"]["t1"] = np.ones(7, dtype=bool)
+    with pytest.raises(ValueError, match="7 pairs"):
+        transfer_metrics(correct)
+
+
+def test_aggregate_over_seeds(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    first = transfer_metrics(correct, n_boot=50)
+    shifted = {m: {s: v.copy() for s, v in splits.items()} for m, splits in correct.items()}
+    shifted["student"]["id"] = _vec(9, 10)  # second seed: student ID 90, WRG 30
+    second = transfer_metrics(shifted, n_boot=50)
+    agg = aggregate_transfer_seeds([first, second])
+    s = agg["student"]
+    assert s["wrg"] == pytest.approx(20.0)
+    assert s["wrg_std"] == pytest.approx(math.sqrt(200))
+    assert s["wrg_ci"][0] < 20.0 < s["wrg_ci"][1]
+    assert s["n_seeds"] == 2 and s["n.id"] == 10
+    json.dumps(agg, allow_nan=False)
