@@ -1,0 +1,83 @@
+"""UltraFeedback binarized sample: `ultrafeedback`.
+
+Files: <data_dir>/ultrafeedback/train_clean.jsonl (split "train", default) and eval_clean.jsonl ("eval").
+Rows: prompt, chosen, rejected (assistant replies only), source_index, metadata {score_chosen,
+score_rejected} (GPT-4 overall score, 1-10). Pairs with equal scores are dropped ("tie") by default;
+identical responses ("identical") and whitespace-only responses ("empty_response") are always dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rewardkit.data.adapters._common import (
+    BadRow,
+    PairCollector,
+    check_split,
+    data_file,
+    iter_jsonl,
+    require_text,
+)
+from rewardkit.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardkit.data.schema import PreferencePair, user_prompt
+
+ULTRAFEEDBACK_FILES = {"train": "train_clean.jsonl", "eval": "eval_clean.jsonl"}
+
+
+def _score(scores: Mapping[str, Any], key: str) -> float:
+    value = scores.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRow(f"expected a number, got {value!r}"[:120], f"metadata.{key}")
+    return float(value)
+
+
+def load_ultrafeedback(opts: LoadOptions, keep_ties: bool = False) -> PairDataset:
+    """PairDataset of the UltraFeedback sample; pair_id "ultrafeedback:<split>:<0-based row>".
+
+    keep_ties=True keeps equal-score pairs with label 0.5 instead of dropping them.
+    metadata: score_chosen, score_rejected, score_margin, source_index.
+    """
+    name = "ultrafeedback"
+    split = check_split(name, opts.split, tuple(ULTRAFEEDBACK_FILES), "train")
+    path = data_file(opts, "ultrafeedback", ULTRAFEEDBACK_FILES[split])
+    out = PairCollector(name, path, opts)
+    for row_index, (line_no, record) in enumerate(iter_jsonl(path)):
+        if out.full():
+            break
+        out.row_read()
+        try:
+            if isinstance(record, BadRow):
+                raise record
+            if not isinstance(record, Mapping):
+                raise BadRow(f"expected a JSON object, got {type(record).__name__}")
+            prompt = require_text(record, "prompt")
+            chosen = require_text(record, "chosen", allow_empty=True)
+            rejected = require_text(record, "rejected", allow_empty=True)
+            scores = record.get("metadata")
+            if not isinstance(scores, Mapping):
+                raise BadRow("expected an object with score_chosen and score_rejected", "metadata")
+            score_chosen, score_rejected = _score(scores, "score_chosen"), _score(scores, "score_rejected")
+        except BadRow as bad:
+            out.bad_row(bad.message, line_no, bad.field)
+            continue
+        if chosen == rejected:
+            out.drop("identical")
+            continue
+        if not chosen.strip() or not rejected.strip():
+            out.drop("empty_response")
+            continue
+        tie = score_chosen == score_rejected
+        if tie and not keep_ties:
+            out.drop("tie")
+            continue
+        out.add(PreferencePair(
+            prompt=user_prompt(prompt), chosen=chosen.strip(), rejected=rejected.strip(),
+            label=0.5 if tie else 1.0, domain=name, pair_id=f"{name}:{split}:{row_index}",
+            metadata={"score_chosen": score_chosen, "score_rejected": score_rejected,
+                      "score_margin": score_chosen - score_rejected,
+                      "source_index": record.get("source_index")}))
+    return out.dataset
+
+
+DATASETS.add("ultrafeedback", load_ultrafeedback)
