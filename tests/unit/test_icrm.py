@@ -1,0 +1,188 @@
+"""ICRM: heads, set-mode pooling invariances, cache reuse, episode sampling, save/load, RL reward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rewardkit.data.schema import PreferencePair, user_prompt
+from rewardkit.icrm.config import EpisodeConfig, ICRMModelConfig
+from rewardkit.icrm.episodes import EpisodeSampler, PairPool, Standard, draw_demos, split_pool, target_episode
+from rewardkit.icrm.model import (
+    BetaRewardModel,
+    SetContextEncoder,
+    build_beta_reward_model,
+    load_beta_reward_model,
+    save_beta_reward_model,
+)
+from rewardkit.icrm.reward import ICRMReward, directional_reward
+from rewardkit.icrm.scoring import DemoCache, ICRMScorer, demo_key
+
+
+def _pairs(n: int, tag: str = "q") -> list[PreferencePair]:
+    return [PreferencePair(user_prompt(f"{tag} question number {i} about item {i % 5}"),
+                           f"a careful kind answer {i}", f"a short rude reply {i}", pair_id=f"{tag}:{i}")
+            for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def tiny_set() -> tuple[BetaRewardModel, object]:
+    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16,
+                          bf16=False)
+    model, tok = build_beta_reward_model(cfg, seed=0)
+    return model.eval(), tok
+
+
+def test_head_shapes_and_posterior(tiny_set) -> None:
+    model, _ = tiny_set
+    h1, h2 = torch.randn(5, model.hidden_size), torch.randn(5, model.hidden_size)
+    demo_w, demo_l = torch.randn(5, 3, model.hidden_size), torch.randn(5, 3, model.hidden_size)
+    mask = torch.ones(5, 3, dtype=torch.bool)
+    context, n = model.context(demo_w, demo_l, mask)
+    assert context.shape == (5, model.context_dim) and torch.equal(n, torch.full((5,), 3.0))
+    scores = model.score_embeddings(h1, h2, context, n)
+    assert scores.u_first.shape == (5,) and scores.s_first.shape == (5,)
+    assert torch.all((scores.mu > 0) & (scores.mu < 1)) and torch.all(scores.tau > 1)
+    # Exchanging the two responses mirrors the posterior: mu -> 1 - mu, tau unchanged.
+    swapped = model.score_embeddings(h2, h1, context, n)
+    assert torch.allclose(swapped.mu, 1 - scores.mu, atol=1e-6)
+    assert torch.allclose(swapped.tau, scores.tau)
+
+
+def test_set_pooling_invariant_to_order_and_padding(tiny_set) -> None:
+    model, _ = tiny_set
+    torch.manual_seed(1)
+    w, lo = torch.randn(1, 6, model.hidden_size), torch.randn(1, 6, model.hidden_size)
+    c, _ = model.context(w, lo, torch.ones(1, 6, dtype=torch.bool))
+    perm = torch.randperm(6)
+    c_perm, _ = model.context(w[:, perm], lo[:, perm], torch.ones(1, 6, dtype=torch.bool))
+    assert torch.allclose(c, c_perm, atol=1e-6)
+    # Extra masked-out slots (padding to a longer batch) change nothing.
+    pad = torch.randn(1, 3, model.hidden_size)
+    mask = torch.cat([torch.ones(1, 6, dtype=torch.bool), torch.zeros(1, 3, dtype=torch.bool)], dim=1)
+    c_pad, n_pad = model.context(torch.cat([w, pad], 1), torch.cat([lo, pad], 1), mask)
+    assert torch.allclose(c, c_pad, atol=1e-6) and float(n_pad) == 6.0
+
+
+def test_flipped_demos_negate_context_and_mixtures_shrink_it(tiny_set) -> None:
+    model, _ = tiny_set
+    w, lo = torch.randn(1, 4, model.hidden_size), torch.randn(1, 4, model.hidden_size)
+    mask = torch.ones(1, 4, dtype=torch.bool)
+    c, _ = model.context(w, lo, mask)
+    c_flip, _ = model.context(lo, w, mask)
+    assert torch.allclose(c_flip, -c, atol=1e-6)
+    # Half the demonstrations flipped: their votes cancel exactly.
+    both_w = torch.cat([w, lo], 1)
+    both_l = torch.cat([lo, w], 1)
+    c_half, _ = model.context(both_w, both_l, torch.ones(1, 8, dtype=torch.bool))
+    assert torch.allclose(c_half, torch.zeros_like(c_half), atol=1e-6)
+
+
+def test_no_demos_gives_zero_context() -> None:
+    vectors = torch.randn(2, 3, 4)
+    context, n = SetContextEncoder.pool(vectors, torch.zeros(2, 3, dtype=torch.bool))
+    assert torch.equal(context, torch.zeros(2, 4)) and torch.equal(n, torch.zeros(2))
+
+
+def test_scorer_cache_reuse_gives_identical_scores(tiny_set) -> None:
+    model, tok = tiny_set
+    demos, targets = _pairs(5, "demo"), _pairs(7, "target")
+    scorer = ICRMScorer(model, tok, max_length=32, min_prompt_tokens=8, batch_size=4)
+    first = scorer.score_pairs(targets, demos)
+    assert scorer.cache.misses == 1 and scorer.cache.hits == 0
+    second = scorer.score_pairs(targets, list(reversed(demos)))  # same standard, other order: a cache hit
+    assert scorer.cache.hits == 1
+    np.testing.assert_array_equal(first.u_chosen, second.u_chosen)
+    np.testing.assert_array_equal(first.s_rejected, second.s_rejected)
+    fresh = ICRMScorer(model, tok, max_length=32, min_prompt_tokens=8, batch_size=3, cache=DemoCache())
+    np.testing.assert_allclose(fresh.score_pairs(targets, demos).mu, first.mu, atol=1e-5)
+    assert demo_key(demos) == demo_key(list(reversed(demos))) != demo_key(demos[:4])
+
+
+def test_sampler_flip_fractions_and_determinism() -> None:
+    pool = PairPool("src", _pairs(400))
+    rng = np.random.default_rng(0)
+    for p in (0.0, 0.25, 0.5, 1.0):
+        flips = [not d.chosen_wins for _ in range(40) for d in draw_demos(pool, Standard("src", flip_rate=p), 64, rng)]
+        assert abs(np.mean(flips) - p) < 0.04, p
+    cfg = EpisodeConfig(sources=["src"], max_demos=16, flip_prob=0.5, mixture_prob=0.0)
+    sampler = EpisodeSampler({"src": pool}, cfg, seed=3)
+    batch = sampler.batch(7, 400)
+    assert batch == sampler.batch(7, 400)  # a pure function of (seed, step): exact resume
+    rates = [e.standard.flip_rate for e in batch]
+    assert set(rates) <= {0.0, 1.0} and 0.4 < np.mean(rates) < 0.6
+    for e in batch:
+        assert 0 <= e.n_demos <= 16 and e.target not in {d.index for d in e.demos}
+        # Flipped standard: every demonstration shows the stored rejected response as preferred.
+        assert all(d.chosen_wins == (e.standard.flip_rate == 0.0) for d in e.demos)
+        q_chosen = e.label if e.first_is_chosen else 1 - e.label
+        assert q_chosen == (1.0 if e.standard.flip_rate == 0.0 else 0.0)
+
+
+def test_mixture_labels_and_pku_helpful_labelling() -> None:
+    pool = PairPool("src", _pairs(50), {"harmless": np.ones(50, bool), "helpful": np.arange(50) % 4 != 0})
+    rng = np.random.default_rng(0)
+    ep = target_episode(pool, pool, Standard("src", "helpful", 0.3), 4, 10, rng, first_is_chosen=True)
+    assert ep.label == pytest.approx(0.3)  # pair 4: helpful prefers the stored rejected response
+    ep = target_episode(pool, pool, Standard("src", "harmless", 0.3), 4, 10, rng, first_is_chosen=False)
+    assert ep.label == pytest.approx(0.3)  # presented swapped: P(first = rejected preferred) = p
+
+
+def test_split_keeps_conversations_apart() -> None:
+    pairs = _pairs(200) + [PreferencePair(p.prompt, p.chosen + " again", p.rejected, pair_id=p.pair_id + "b")
+                           for p in _pairs(200)]
+    parts = split_pool("src", pairs, EpisodeConfig())
+    keys = {name: {p.group_key() for p in pool.pairs} for name, pool in parts.items()}
+    assert not keys["train"] & keys["test"] and not keys["train"] & keys["demo"] and not keys["demo"] & keys["test"]
+    assert sum(len(p) for p in parts.values()) == 400
+
+
+def test_save_load_round_trip(tiny_set, tmp_path) -> None:
+    model, tok = tiny_set
+    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16,
+                          bf16=False)
+    save_beta_reward_model(model, tok, tmp_path / "m", cfg)
+    loaded, tok2, cfg2 = load_beta_reward_model(tmp_path / "m")
+    assert cfg2 == cfg
+    demos, targets = _pairs(3, "d"), _pairs(4, "t")
+    a = ICRMScorer(model, tok, 32, 8).score_pairs(targets, demos)
+    b = ICRMScorer(loaded, tok2, 32, 8).score_pairs(targets, demos)
+    np.testing.assert_allclose(a.mu, b.mu, atol=1e-6)
+    np.testing.assert_allclose(a.tau, b.tau, atol=1e-5)
+
+
+def test_concat_mode_scores_and_demos_change_them() -> None:
+    cfg = ICRMModelConfig(backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32,
+                          freeze_backbone=False, bf16=False)
+    model, tok = build_beta_reward_model(cfg, seed=0)
+    scorer = ICRMScorer(model, tok, 96, 32)
+    targets = _pairs(3, "t")
+    plain = scorer.score_pairs(targets)
+    steered = scorer.score_pairs(targets, _pairs(2, "d"))
+    assert plain.mu.shape == (3,)
+    assert not np.allclose(plain.u_chosen, steered.u_chosen)
+
+
+def test_directional_reward() -> None:
+    u, s = np.array([1.0, -1.0, 0.0, 3.0]), np.array([0.0, 0.0, 5.0, -20.0])
+    r = directional_reward(u, s)
+    assert r[0] > 0 > r[1] and r[0] == pytest.approx(-r[1]) and r[2] == pytest.approx(0.0)
+    assert abs(r[3]) < 1e-6  # no evidence: no push, whatever the utility
+    assert np.all(np.abs(r) < 1)
+    # More evidence, same utility: a larger reward.
+    assert directional_reward(np.array([1.0]), np.array([3.0]))[0] > r[0]
+
+
+def test_grpo_reward_signature(tiny_set) -> None:
+    model, tok = tiny_set
+    reward = ICRMReward(ICRMScorer(model, tok, 32, 8), _pairs(2, "d"))
+    out = reward(prompts=["hello", "hello", "bye", "bye"], completions=["a", "b", "c", "d"],
+                 completion_ids=[[1]] * 4, trainer_state=None)
+    assert len(out) == 4 and all(isinstance(x, float) for x in out)
+    # Group baseline: rewards of one prompt's completions straddle zero.
+    assert out[0] * out[1] <= 0
+    conversational = reward(prompts=[[{"role": "user", "content": "hello"}]] * 2,
+                            completions=[[{"role": "assistant", "content": "a"}],
+                                         [{"role": "assistant", "content": "b"}]])
+    assert conversational == pytest.approx(out[:2], abs=1e-6)
