@@ -213,9 +213,11 @@ def load_maps(path: str | Path) -> CalibrationMaps:
         raise DataError("calibration file not found", path=path)
     try:
         if path.suffix.lower() == ".json":
-            payload = json.loads(path.read_text())
-            frame = pd.DataFrame(payload["raters"])
-            header = payload
+            header = json.loads(path.read_text())
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                found = header.get("format") if isinstance(header, dict) else None
+                raise DataError(f"unknown calibration format {found!r} (expected {FORMAT})", path=path)
+            frame = pd.DataFrame(header["raters"])
         else:
             import pyarrow.parquet as pq
 

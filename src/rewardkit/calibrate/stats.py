@@ -208,7 +208,8 @@ def rater_stats_duckdb(
             con.execute(f"SET threads TO {int(threads)}")
         if memory_limit:
             con.execute(f"SET memory_limit = '{memory_limit}'")
-        con.execute("CREATE TEMP VIEW ratings AS SELECT * FROM read_parquet(?)", [paths])
+        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)  # a view takes no parameters
+        con.execute(f"CREATE TEMP VIEW ratings AS SELECT * FROM read_parquet([{quoted}])")
         cols = {str(row[0]) for row in con.execute("DESCRIBE ratings").fetchall()}
         missing = [c for c in (rater_col, model_score_col, score_col, *group_columns) if c not in cols]
         if missing:

@@ -295,7 +295,11 @@ def _file_adapter(opts: RatingsOptions) -> RatingTable:
         c
         for c in frame.columns
         if c not in REQUIRED_COLUMNS
-        and (frame[c].dtype == object or str(frame[c].dtype) in ("string", "category"))
+        and (
+            pd.api.types.is_string_dtype(frame[c])
+            or pd.api.types.is_object_dtype(frame[c])
+            or isinstance(frame[c].dtype, pd.CategoricalDtype)
+        )
     )
     return rating_table(
         frame,
