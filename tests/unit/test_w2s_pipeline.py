@@ -1,0 +1,193 @@
+"""The W2S pipeline on tiny models: reference cache, SEAM refiner, objectives, metrics.json keys, report."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from rewardkit.config import ModelConfig, TrainConfig
+from rewardkit.data.collate import PairEncoder, collate_pairs, encode_pairs
+from rewardkit.data.schema import PreferencePair, user_prompt
+from rewardkit.errors import ConfigError
+from rewardkit.models.factory import build_reward_model
+from rewardkit.train.objectives import OBJECTIVES, StepInfo, build_objective
+from rewardkit.train.trainer import _swap_pair
+from rewardkit.w2s.config import MethodConfig, ShiftConfig, TeacherConfig
+from rewardkit.w2s.pipeline import ShiftData, _layers_for, run_shift
+from rewardkit.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
+from rewardkit.w2s.refiners import LABEL_REFINERS, seam_refine
+from rewardkit.w2s.report import length_control_weights
+
+GOOD = ["good", "kind", "helpful", "safe", "polite", "clear"]
+BAD = ["bad", "rude", "harmful", "unsafe", "mean", "vague"]
+
+
+def _pairs(n: int, tag: str, seed: int = 0) -> list[PreferencePair]:
+    rng = random.Random(seed)
+    return [
+        PreferencePair(
+            user_prompt(f"question {i} about {tag} " + "x " * rng.randint(0, 6)),
+            " ".join(rng.choice(GOOD) for _ in range(rng.randint(2, 7))),
+            " ".join(rng.choice(BAD) for _ in range(rng.randint(2, 7))),
+            domain=tag,
+            pair_id=f"{tag}{i}",
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[object, object, list]:
+    model, tok = build_reward_model(ModelConfig(backbone="tiny-bert", max_length=32), seed=0)
+    encoded = encode_pairs(PairEncoder(tok, 32, 8), _pairs(6, "c"))
+    return model, tok, encoded
+
+
+def test_objectives_registered() -> None:
+    for name in ("naive", "confidence", "anchor", "ceiling"):
+        assert name in OBJECTIVES
+    assert {"seam", "none"} <= set(LABEL_REFINERS.names())
+
+
+def test_cached_reference_matches_a_frozen_copy_under_swaps(tiny) -> None:
+    model, tok, encoded = tiny
+    layers = [1, 2]
+    cache = ReferenceStateCache.build(model, encoded, layers, int(tok.pad_token_id))
+    # Present pairs 1 and 3 swapped, as the trainer does: the cache must follow batch["swapped"].
+    items = [_swap_pair(p) if p.index in (1, 3) else p for p in encoded]
+    batch = collate_pairs(items, int(tok.pad_token_id))
+    cached = CachedReference(cache)(model, batch, layers)
+    exact = FrozenCopyReference(model)(model, batch, layers)
+    mask = batch["response_mask"]
+    for layer in layers:
+        assert torch.allclose(cached[layer][mask], exact[layer][mask], atol=2e-2, rtol=1e-2)  # fp16 storage
+        assert torch.all(cached[layer][~mask] == 0)
+    assert cache.pooled is not None and cache.pooled.shape == (len(encoded), 2, model.config.hidden_size)
+
+
+def test_disk_cache_is_reused_and_checked(tiny, tmp_path: Path) -> None:
+    model, tok, encoded = tiny
+    first = ReferenceStateCache.build(model, encoded, [2], int(tok.pad_token_id), path=tmp_path / "ref")
+    assert isinstance(first.states, np.memmap) and first.states.dtype == np.float16
+    again = ReferenceStateCache.load(tmp_path / "ref", first.fingerprint)
+    assert again is not None and np.array_equal(np.asarray(again.states), np.asarray(first.states))
+    assert ReferenceStateCache.load(tmp_path / "ref", "another-fingerprint") is None
+
+
+def test_anchor_objective_logs_drift_and_weight_changes_loss(tiny) -> None:
+    model, tok, encoded = tiny
+    batch = collate_pairs(encoded, int(tok.pad_token_id))
+    batch["labels"] = torch.full_like(batch["labels"], 0.7)
+
+    class Shifted:
+        def __call__(self, m, b, layers):
+            _, states = m.encode(b, layers)
+            return {k: v.detach() + 0.5 for k, v in states.items()}
+
+    info = StepInfo(0, 10)
+    light = build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1e-4)(model, batch, info)
+    heavy = build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1.0)(model, batch, info)
+    naive = build_objective("naive")(model, batch, info)
+    assert light.terms["anchor_drift.L2"] == pytest.approx(0.25, rel=1e-4)
+    assert heavy.total.item() == pytest.approx(naive.total.item() + 0.25, rel=1e-4)
+    assert light.total.item() != pytest.approx(heavy.total.item())
+    with pytest.raises(ConfigError):
+        build_objective("anchor")
+
+
+def test_layers_from_depth_fractions() -> None:
+    assert _layers_for([1.0], 6) == [6]
+    assert _layers_for([0.5, 0.75], 6) == [3, 5]
+    with pytest.raises(ConfigError):
+        _layers_for([0.0], 6)
+
+
+def test_seam_refiner_denoises_toward_strong_features() -> None:
+    rng = np.random.default_rng(0)
+    n, h = 400, 16
+    truth = rng.random(n) < 0.5
+    direction = np.zeros(h)
+    direction[0] = 1.0
+    features = rng.normal(size=(n, 2, h))
+    sign = np.where(truth, 1.0, -1.0)
+    features[:, 0] += 1.5 * sign[:, None] * direction
+    features[:, 1] -= 1.5 * sign[:, None] * direction
+    # A weak teacher: right 65% of the time, with little confidence.
+    flip = rng.random(n) < 0.35
+    q = np.where(truth ^ flip, 0.6, 0.4)
+    refined = seam_refine(q, features)
+    assert refined.shape == (n,) and np.all((refined > 0) & (refined < 1))
+    assert np.mean((refined > 0.5) == truth) > np.mean((q > 0.5) == truth) + 0.1
+    assert np.array_equal(seam_refine(q, features), refined)  # deterministic
+
+
+def test_length_control_weights_give_the_group_mean() -> None:
+    chosen = np.array([5, 5, 5, 1, 1, 3.0])
+    rejected = np.array([1, 1, 1, 5, 5, 3.0])
+    correct = np.array([1, 1, 0, 1, 0, 1.0])
+    keep, w = length_control_weights(chosen, rejected)
+    assert keep.tolist() == [True] * 5 + [False]
+    assert np.mean(correct[keep] * w) == pytest.approx(0.5 * (2 / 3) + 0.5 * 0.5)
+
+
+def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
+    tiny_model = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
+    cfg = ShiftConfig(
+        name="tiny",
+        teacher=TeacherConfig(
+            model=ModelConfig(
+                backbone="tiny-bert", max_length=32, min_prompt_tokens=8, num_layers=1, freeze_backbone=True
+            ),
+            train=TrainConfig(epochs=1, batch_size=8, lr=1e-2, checkpoint_every=0, progress=False),
+        ),
+        student=tiny_model,
+        train=TrainConfig(batch_size=8, lr=1e-3, checkpoint_every=0, progress=False),
+        methods=[
+            MethodConfig("naive"),
+            MethodConfig("confidence", "confidence", confidence_form="eleuther"),
+            MethodConfig("seam", "naive", refiner="seam", seam_criteria=4, seam_selected=2),
+            MethodConfig("anchor", "anchor", anchor_weight=1e-4, reference="disk"),
+            MethodConfig("anchor-1", "anchor", anchor_weight=1.0, anchor_layers=[0.5, 1.0]),
+        ],
+        seeds=[0, 1],
+    )
+    cfg.eval.n_boot = 50
+    data = ShiftData(
+        _pairs(16, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)}
+    )
+    metrics = run_shift(cfg, tmp_path, data=data, progress=False)
+    saved = json.loads((tmp_path / "metrics.json").read_text())
+    for name in ("naive", "confidence", "seam", "anchor", "anchor-1"):
+        rec = saved["methods"][name]
+        for key in ("id_acc", "wrg", "ood_acc.tgt", "aog.tgt", "nts.tgt", "pgr.tgt"):
+            assert key in rec and f"{key}_ci" in rec
+        assert "id_acc_seed_std" in rec and rec["n_seeds"] == 2
+        assert "nts.tgt" in saved["length_controlled"][name]
+    assert saved["teacher_id_acc"] is not None and saved["ceiling_id_acc"] is not None
+    assert set(saved["gap_ceiling_minus_teacher"]) == {"id", "tgt"}
+    assert "d_ood_acc.tgt" in saved["vs_naive"]["anchor"]
+    assert (tmp_path / "report.md").exists() and (tmp_path / "report.html").exists()
+    assert (tmp_path / "plots" / "id_vs_ood_tgt.png").exists()
+    assert list((tmp_path / "plots").glob("lambda_sweep*.png")) == []  # the two anchors differ in layers too
+    log = [json.loads(x) for x in (tmp_path / "seed0" / "anchor-1" / "log.jsonl").read_text().splitlines()]
+    assert {"anchor_drift.L1", "anchor_drift.L2"} <= set(log[-1])
+    assert (tmp_path / "cache" / "reference-L2.npy").exists()
+    # Teacher labels are cached and reused: a rerun trains nothing and gives the same numbers.
+    before = (tmp_path / "teacher" / "margins.npz").stat().st_mtime
+    again = run_shift(cfg, tmp_path, data=data, progress=False)
+    assert (tmp_path / "teacher" / "margins.npz").stat().st_mtime == before
+    assert again["methods"]["naive"]["id_acc"] == metrics["methods"]["naive"]["id_acc"]
+
+
+def test_bad_method_names_fail_fast(tmp_path: Path) -> None:
+    cfg = ShiftConfig(methods=[MethodConfig("teacher")])
+    with pytest.raises(ConfigError):
+        run_shift(cfg, tmp_path, data=ShiftData([], [], {}))
+    cfg = ShiftConfig(methods=[MethodConfig("x", "no-such-objective")])
+    with pytest.raises(Exception, match="no-such-objective"):
+        run_shift(cfg, tmp_path, data=ShiftData([], [], {}))
