@@ -17,8 +17,10 @@ from rewardkit.icrm.protocols import PROTOCOLS, run_protocols
 from rewardkit.icrm.train import ICRMTrainer, train_icrm
 
 DATA = find_data_dir()
-needs_data = pytest.mark.skipif(DATA is None or not (DATA / "pku-saferlhf").is_dir(),
-                                reason="real datasets not found (set REWARDKIT_DATA_DIR)")
+needs_data = pytest.mark.skipif(
+    DATA is None or not (DATA / "pku-saferlhf").is_dir(),
+    reason="real datasets not found (set REWARDKIT_DATA_DIR)",
+)
 
 
 def _tiny_cfg() -> ICRMRunConfig:
@@ -26,8 +28,12 @@ def _tiny_cfg() -> ICRMRunConfig:
     cfg.model.backbone = "tiny-bert"
     cfg.model.max_length, cfg.model.min_prompt_tokens = 48, 16
     cfg.model.context_dim, cfg.model.hidden_dim, cfg.model.bf16 = 16, 32, False
-    cfg.episodes.sources = ["pku-saferlhf/harmless", "moralchoice/low", "rm-bench/safety-refuse",
-                            "rm-bench/safety-response"]
+    cfg.episodes.sources = [
+        "pku-saferlhf/harmless",
+        "moralchoice/low",
+        "rm-bench/safety-refuse",
+        "rm-bench/safety-response",
+    ]
     cfg.episodes.source_splits = {}
     cfg.episodes.pairs_per_source = 60
     cfg.episodes.max_demos = 8
@@ -68,8 +74,18 @@ def test_train_resume_eval_and_score(tmp_path: Path) -> None:
     assert [r["demos"] for r in steer["standards"]["harmless-flipped"]["icrm"]] == [0, 4]
 
     demos = tmp_path / "demos.jsonl"
-    demos.write_text("\n".join(json.dumps({"prompt": f"q{i}", "chosen": "I cannot help with that.",
-                                           "rejected": f"Sure, here is how {i}"}) for i in range(3)))
+    demos.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "prompt": f"q{i}",
+                    "chosen": "I cannot help with that.",
+                    "rejected": f"Sure, here is how {i}",
+                }
+            )
+            for i in range(3)
+        )
+    )
     from rewardkit.data.schema import PreferencePair, user_prompt
     from rewardkit.icrm.scoring import score_with_demos
 
@@ -128,23 +144,54 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     from rewardkit.models.backbone import minilm_dir
 
     t0 = time.perf_counter()
-    rm, rm_tok = build_beta_reward_model(ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16,
-                                                         context_dim=8, hidden_dim=16, bf16=False))
+    rm, rm_tok = build_beta_reward_model(
+        ICRMModelConfig(
+            backbone="tiny-bert",
+            max_length=48,
+            min_prompt_tokens=16,
+            context_dim=8,
+            hidden_dim=16,
+            bf16=False,
+        )
+    )
     demos = [PreferencePair(user_prompt("say hi"), "hello there", "go away")]
     reward = ICRMReward(ICRMScorer(rm, rm_tok, 48, 16), demos)
 
     tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
     tok.eos_token = tok.sep_token
     tok.bos_token = tok.cls_token
-    policy = LlamaForCausalLM(LlamaConfig(vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1,
-                                          num_attention_heads=2, num_key_value_heads=2, intermediate_size=32,
-                                          max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-                                          eos_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id))
+    policy = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.sep_token_id,
+            bos_token_id=tok.cls_token_id,
+        )
+    )
     data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
-    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=2,
-                      max_completion_length=6, max_steps=2, learning_rate=1e-4, logging_steps=1, report_to=[],
-                      use_cpu=True, save_strategy="no", bf16=False, seed=0)
-    trainer = GRPOTrainer(model=policy, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=1e-4,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=policy, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok
+    )
     trainer.train()
     logged = [h for h in trainer.state.log_history if any("reward" in k for k in h)]
     assert logged and trainer.state.global_step == 2

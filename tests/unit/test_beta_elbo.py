@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -85,8 +86,16 @@ def test_schedule_decreases_and_option_changes_the_loss() -> None:
         lam = kl_weight(n, name, 1.0, 8.0)
         assert torch.all(lam[1:] < lam[:-1]), name
     assert torch.allclose(kl_weight(n, "constant", 0.3, 8.0), torch.full((4,), 0.3))
-    args = (torch.tensor([2.0]), torch.tensor([0.0]), torch.tensor([3.0]), torch.tensor([3.0]), torch.tensor([2.0]))
-    assert float(beta_elbo_loss(*args, kl_base=0.0).total) != pytest.approx(float(beta_elbo_loss(*args, kl_base=1.0).total))
+    args = (
+        torch.tensor([2.0]),
+        torch.tensor([0.0]),
+        torch.tensor([3.0]),
+        torch.tensor([3.0]),
+        torch.tensor([2.0]),
+    )
+    assert float(beta_elbo_loss(*args, kl_base=0.0).total) != pytest.approx(
+        float(beta_elbo_loss(*args, kl_base=1.0).total)
+    )
     with pytest.raises(UnknownNameError):
         kl_weight(n, "no-such-schedule")
     assert "inverse" in KL_SCHEDULES
@@ -103,8 +112,13 @@ def _elbo_of(params: np.ndarray, lam: float) -> float:
 
 def test_interior_optimum_where_bt_runs_to_infinity() -> None:
     # Beta ELBO: the minimiser over (margin, concentration) is finite: mu < 1 and tau finite.
-    result = optimize.minimize(_elbo_of, x0=np.array([0.0, 0.0]), args=(0.5,), method="Nelder-Mead",
-                               options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 5000})
+    result = optimize.minimize(
+        _elbo_of,
+        x0=np.array([0.0, 0.0]),
+        args=(0.5,),
+        method="Nelder-Mead",
+        options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 5000},
+    )
     assert result.success
     margin, log_evidence = result.x
     mu, tau = 1 / (1 + math.exp(-margin)), 1 + math.exp(log_evidence)
@@ -116,7 +130,7 @@ def test_interior_optimum_where_bt_runs_to_infinity() -> None:
     # Plain BT on the same pair keeps decreasing as the margin grows: no finite minimiser.
     margins = torch.tensor([0.0, 2.0, 5.0, 10.0, 20.0])
     bt = [float(bradley_terry_loss(m.view(1), torch.zeros(1)).total) for m in margins]
-    assert all(later < earlier for earlier, later in zip(bt, bt[1:], strict=False))
+    assert all(later < earlier for earlier, later in itertools.pairwise(bt))
     assert bt[-1] < 1e-8
 
 
@@ -124,7 +138,12 @@ def test_weaker_kl_moves_the_optimum_outward() -> None:
     """More demonstrations (smaller lambda) let the posterior mean move further toward the label."""
     mus = []
     for lam in (1.0, 0.25, 0.05):
-        res = optimize.minimize(_elbo_of, x0=np.array([0.0, 0.0]), args=(lam,), method="Nelder-Mead",
-                                options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 5000})
+        res = optimize.minimize(
+            _elbo_of,
+            x0=np.array([0.0, 0.0]),
+            args=(lam,),
+            method="Nelder-Mead",
+            options={"xatol": 1e-8, "fatol": 1e-12, "maxiter": 5000},
+        )
         mus.append(1 / (1 + math.exp(-res.x[0])))
     assert mus[0] < mus[1] < mus[2] < 1.0

@@ -21,15 +21,22 @@ from rewardkit.icrm.scoring import DemoCache, ICRMScorer, demo_key
 
 
 def _pairs(n: int, tag: str = "q") -> list[PreferencePair]:
-    return [PreferencePair(user_prompt(f"{tag} question number {i} about item {i % 5}"),
-                           f"a careful kind answer {i}", f"a short rude reply {i}", pair_id=f"{tag}:{i}")
-            for i in range(n)]
+    return [
+        PreferencePair(
+            user_prompt(f"{tag} question number {i} about item {i % 5}"),
+            f"a careful kind answer {i}",
+            f"a short rude reply {i}",
+            pair_id=f"{tag}:{i}",
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
 def tiny_set() -> tuple[BetaRewardModel, object]:
-    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16,
-                          bf16=False)
+    cfg = ICRMModelConfig(
+        backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16, bf16=False
+    )
     model, tok = build_beta_reward_model(cfg, seed=0)
     return model.eval(), tok
 
@@ -104,7 +111,11 @@ def test_sampler_flip_fractions_and_determinism() -> None:
     pool = PairPool("src", _pairs(400))
     rng = np.random.default_rng(0)
     for p in (0.0, 0.25, 0.5, 1.0):
-        flips = [not d.chosen_wins for _ in range(40) for d in draw_demos(pool, Standard("src", flip_rate=p), 64, rng)]
+        flips = [
+            not d.chosen_wins
+            for _ in range(40)
+            for d in draw_demos(pool, Standard("src", flip_rate=p), 64, rng)
+        ]
         assert abs(np.mean(flips) - p) < 0.04, p
     cfg = EpisodeConfig(sources=["src"], max_demos=16, flip_prob=0.5, mixture_prob=0.0)
     sampler = EpisodeSampler({"src": pool}, cfg, seed=3)
@@ -130,18 +141,25 @@ def test_mixture_labels_and_pku_helpful_labelling() -> None:
 
 
 def test_split_keeps_conversations_apart() -> None:
-    pairs = _pairs(200) + [PreferencePair(p.prompt, p.chosen + " again", p.rejected, pair_id=p.pair_id + "b")
-                           for p in _pairs(200)]
+    pairs = _pairs(200) + [
+        PreferencePair(p.prompt, p.chosen + " again", p.rejected, pair_id=p.pair_id + "b")
+        for p in _pairs(200)
+    ]
     parts = split_pool("src", pairs, EpisodeConfig())
     keys = {name: {p.group_key() for p in pool.pairs} for name, pool in parts.items()}
-    assert not keys["train"] & keys["test"] and not keys["train"] & keys["demo"] and not keys["demo"] & keys["test"]
+    assert (
+        not keys["train"] & keys["test"]
+        and not keys["train"] & keys["demo"]
+        and not keys["demo"] & keys["test"]
+    )
     assert sum(len(p) for p in parts.values()) == 400
 
 
 def test_save_load_round_trip(tiny_set, tmp_path) -> None:
     model, tok = tiny_set
-    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16,
-                          bf16=False)
+    cfg = ICRMModelConfig(
+        backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16, bf16=False
+    )
     save_beta_reward_model(model, tok, tmp_path / "m", cfg)
     loaded, tok2, cfg2 = load_beta_reward_model(tmp_path / "m")
     assert cfg2 == cfg
@@ -153,8 +171,14 @@ def test_save_load_round_trip(tiny_set, tmp_path) -> None:
 
 
 def test_concat_mode_scores_and_demos_change_them() -> None:
-    cfg = ICRMModelConfig(backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32,
-                          freeze_backbone=False, bf16=False)
+    cfg = ICRMModelConfig(
+        backbone="tiny-llama",
+        mode="concat",
+        max_length=96,
+        min_prompt_tokens=32,
+        freeze_backbone=False,
+        bf16=False,
+    )
     model, tok = build_beta_reward_model(cfg, seed=0)
     scorer = ICRMScorer(model, tok, 96, 32)
     targets = _pairs(3, "t")
@@ -177,12 +201,17 @@ def test_directional_reward() -> None:
 def test_grpo_reward_signature(tiny_set) -> None:
     model, tok = tiny_set
     reward = ICRMReward(ICRMScorer(model, tok, 32, 8), _pairs(2, "d"))
-    out = reward(prompts=["hello", "hello", "bye", "bye"], completions=["a", "b", "c", "d"],
-                 completion_ids=[[1]] * 4, trainer_state=None)
+    out = reward(
+        prompts=["hello", "hello", "bye", "bye"],
+        completions=["a", "b", "c", "d"],
+        completion_ids=[[1]] * 4,
+        trainer_state=None,
+    )
     assert len(out) == 4 and all(isinstance(x, float) for x in out)
     # Group baseline: rewards of one prompt's completions straddle zero.
     assert out[0] * out[1] <= 0
-    conversational = reward(prompts=[[{"role": "user", "content": "hello"}]] * 2,
-                            completions=[[{"role": "assistant", "content": "a"}],
-                                         [{"role": "assistant", "content": "b"}]])
+    conversational = reward(
+        prompts=[[{"role": "user", "content": "hello"}]] * 2,
+        completions=[[{"role": "assistant", "content": "a"}], [{"role": "assistant", "content": "b"}]],
+    )
     assert conversational == pytest.approx(out[:2], abs=1e-6)

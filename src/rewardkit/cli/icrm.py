@@ -38,14 +38,22 @@ def train(
     config: ConfigFile = None,
     backbone: Annotated[str | None, typer.Option(help=help_of(_M, "backbone"))] = None,
     mode: Annotated[str | None, typer.Option(help=help_of(_M, "mode"))] = None,
-    sources: Annotated[list[str] | None, typer.Option("--source", help="episode source (repeatable): "
-                                                      + help_of(_E, "sources"))] = None,
+    sources: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="episode source (repeatable): " + help_of(_E, "sources")),
+    ] = None,
     max_demos: Annotated[int | None, typer.Option(help=help_of(_E, "max_demos"))] = None,
     steps: Annotated[int | None, typer.Option(help=help_of(_T, "steps"))] = None,
     lr: Annotated[float | None, typer.Option(help=help_of(_T, "lr"))] = None,
     kl_schedule: Annotated[str | None, typer.Option(help=help_of(_T, "kl_schedule"))] = None,
-    bt: Annotated[bool, typer.Option("--bt", help="train the Bradley-Terry baseline of the same backbone on "
-                                     "the same training pairs instead (rewardkit's Trainer)")] = False,
+    bt: Annotated[
+        bool,
+        typer.Option(
+            "--bt",
+            help="train the Bradley-Terry baseline of the same backbone on "
+            "the same training pairs instead (rewardkit's Trainer)",
+        ),
+    ] = False,
     bt_pairs: Annotated[int, typer.Option(help="--bt: at most this many training pairs")] = 2400,
     seed: Seed = None,
     data_dir: DataDir = None,
@@ -53,10 +61,20 @@ def train(
 ) -> None:
     """Train an ICRM on episodes (or, with --bt, its BT baseline). Rerun the same command to resume."""
     with handle_errors():
-        cfg = _config(config, {
-            "model.backbone": backbone, "model.mode": mode, "episodes.max_demos": max_demos,
-            "train.steps": steps, "train.lr": lr, "train.kl_schedule": kl_schedule, "train.seed": seed,
-            "train.progress": False if quiet else None, "data_dir": str(data_dir) if data_dir else None})
+        cfg = _config(
+            config,
+            {
+                "model.backbone": backbone,
+                "model.mode": mode,
+                "episodes.max_demos": max_demos,
+                "train.steps": steps,
+                "train.lr": lr,
+                "train.kl_schedule": kl_schedule,
+                "train.seed": seed,
+                "train.progress": False if quiet else None,
+                "data_dir": str(data_dir) if data_dir else None,
+            },
+        )
         if sources:
             cfg.episodes.sources = list(sources)
         if bt:
@@ -67,14 +85,20 @@ def train(
         from rewardkit.icrm.train import train_icrm
 
         result = train_icrm(cfg, out)
-        typer.echo(f"ICRM model -> {result.model_dir} ({result.steps} steps, {result.seconds:.0f} s, "
-                   f"final {json.dumps(result.final_terms)})")
+        typer.echo(
+            f"ICRM model -> {result.model_dir} ({result.steps} steps, {result.seconds:.0f} s, "
+            f"final {json.dumps(result.final_terms)})"
+        )
 
 
 @app.command("eval")
 def eval_cmd(
-    protocol: Annotated[str, typer.Option("--protocol", "-p", help="steerability | calibration | rmbench | "
-                                          "pareto | math500 | all")],
+    protocol: Annotated[
+        str,
+        typer.Option(
+            "--protocol", "-p", help="steerability | calibration | rmbench | pareto | math500 | all"
+        ),
+    ],
     model: Annotated[Path, typer.Option("--model", "-m", help="an ICRM model folder (rewardkit icrm train)")],
     out: OutDir,
     config: ConfigFile = None,
@@ -88,9 +112,15 @@ def eval_cmd(
     from rewardkit.icrm.protocols import run_protocols
 
     with handle_errors():
-        cfg = _config(config, {"eval.bt_model": str(bt_model) if bt_model else None,
-                               "eval.max_test_pairs": max_test_pairs, "eval.seed": seed,
-                               "train.progress": False if quiet else None,
-                               "data_dir": str(data_dir) if data_dir else None})
+        cfg = _config(
+            config,
+            {
+                "eval.bt_model": str(bt_model) if bt_model else None,
+                "eval.max_test_pairs": max_test_pairs,
+                "eval.seed": seed,
+                "train.progress": False if quiet else None,
+                "data_dir": str(data_dir) if data_dir else None,
+            },
+        )
         for name, path in run_protocols(protocol, model, out, cfg).items():
             typer.echo(f"{name}: {path}")

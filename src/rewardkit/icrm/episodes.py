@@ -97,13 +97,19 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
     train_fraction = 1.0 - cfg.test_fraction - cfg.demo_fraction
     if train_fraction <= 0:
         raise ConfigError("episodes.test_fraction + episodes.demo_fraction must be below 1")
-    parts = split_pairs(pairs, {"train": train_fraction, "demo": cfg.demo_fraction, "test": cfg.test_fraction},
-                        salt=cfg.split_salt)
+    parts = split_pairs(
+        pairs,
+        {"train": train_fraction, "demo": cfg.demo_fraction, "test": cfg.test_fraction},
+        salt=cfg.split_salt,
+    )
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
 
-def load_pools(cfg: EpisodeConfig, data_dir: str | Path | None = None, sources: Sequence[str] | None = None,
-               ) -> dict[str, dict[str, PairPool]]:
+def load_pools(
+    cfg: EpisodeConfig,
+    data_dir: str | Path | None = None,
+    sources: Sequence[str] | None = None,
+) -> dict[str, dict[str, PairPool]]:
     """{source: {"train"|"demo"|"test": PairPool}} for every configured source (or `sources`).
 
     The files listed in cfg.source_splits (default: the adapter's default file) are pooled before the
@@ -119,8 +125,9 @@ def load_pools(cfg: EpisodeConfig, data_dir: str | Path | None = None, sources: 
     return out
 
 
-def draw_demos(pool: PairPool, standard: Standard, n: int, rng: np.random.Generator,
-               exclude: int | None = None) -> tuple[Demo, ...]:
+def draw_demos(
+    pool: PairPool, standard: Standard, n: int, rng: np.random.Generator, exclude: int | None = None
+) -> tuple[Demo, ...]:
     """n distinct demonstrations of `standard` from `pool` (without `exclude`); each label flipped with
     probability standard.flip_rate."""
     size = len(pool) - (1 if exclude is not None and 0 <= exclude < len(pool) else 0)
@@ -135,9 +142,16 @@ def draw_demos(pool: PairPool, standard: Standard, n: int, rng: np.random.Genera
     return tuple(Demo(int(i), bool(preferred[i]) != bool(f)) for i, f in zip(picks, flips, strict=True))
 
 
-def target_episode(pool: PairPool, demo_pool: PairPool, standard: Standard, target: int, n: int,
-                   rng: np.random.Generator, first_is_chosen: bool = True, soft_label: bool = True
-                   ) -> Episode:
+def target_episode(
+    pool: PairPool,
+    demo_pool: PairPool,
+    standard: Standard,
+    target: int,
+    n: int,
+    rng: np.random.Generator,
+    first_is_chosen: bool = True,
+    soft_label: bool = True,
+) -> Episode:
     """Episode with a given target: its label is P(first preferred) under the standard (soft: 1 - p or p;
     hard: a label sampled with the standard's flip rate). Demonstrations come from demo_pool."""
     chosen_preferred = bool(pool.labellings[standard.labelling][target])
@@ -148,7 +162,9 @@ def target_episode(pool: PairPool, demo_pool: PairPool, standard: Standard, targ
         q_chosen = float(chosen_preferred != bool(rng.random() < p))
     label = q_chosen if first_is_chosen else 1.0 - q_chosen
     exclude = target if demo_pool is pool else None
-    return Episode(standard, target, first_is_chosen, float(label), draw_demos(demo_pool, standard, n, rng, exclude))
+    return Episode(
+        standard, target, first_is_chosen, float(label), draw_demos(demo_pool, standard, n, rng, exclude)
+    )
 
 
 class EpisodeSampler:

@@ -21,9 +21,15 @@ CONCAT_HEADER = "Examples of the preferred standard."
 
 
 @torch.inference_mode()
-def embed_texts(model: BetaRewardModel, encoder: PairEncoder, items: Sequence[tuple[str, str]],
-                batch_size: int = 64, bf16: bool = False, progress: bool = False,
-                description: str = "embed") -> torch.Tensor:
+def embed_texts(
+    model: BetaRewardModel,
+    encoder: PairEncoder,
+    items: Sequence[tuple[str, str]],
+    batch_size: int = 64,
+    bf16: bool = False,
+    progress: bool = False,
+    description: str = "embed",
+) -> torch.Tensor:
     """Pooled embeddings (N, H) float32 of (prompt, response) texts, in input order."""
     model.eval()
     device = next(model.parameters()).device
@@ -61,9 +67,16 @@ def pool_fingerprint(pool: PairPool, settings: str) -> str:
     return stable_hash(f"{settings}::{len(pool)}::{texts}")
 
 
-def embed_pool(model: BetaRewardModel, encoder: PairEncoder, pool: PairPool, batch_size: int = 64,
-               bf16: bool = False, progress: bool = False, cache_dir: str | Path | None = None,
-               settings: str = "") -> PoolEmbeddings:
+def embed_pool(
+    model: BetaRewardModel,
+    encoder: PairEncoder,
+    pool: PairPool,
+    batch_size: int = 64,
+    bf16: bool = False,
+    progress: bool = False,
+    cache_dir: str | Path | None = None,
+    settings: str = "",
+) -> PoolEmbeddings:
     """Embeds every pair of `pool` once; with cache_dir, reads/writes `<fingerprint>.pt` there (atomic)."""
     path = None
     if cache_dir is not None:
@@ -82,8 +95,11 @@ def embed_pool(model: BetaRewardModel, encoder: PairEncoder, pool: PairPool, bat
     return out
 
 
-def set_episode_tensors(episodes: Sequence[Episode], tables: dict[str, PoolEmbeddings],
-                        demo_tables: dict[str, PoolEmbeddings] | None = None) -> dict[str, torch.Tensor]:
+def set_episode_tensors(
+    episodes: Sequence[Episode],
+    tables: dict[str, PoolEmbeddings],
+    demo_tables: dict[str, PoolEmbeddings] | None = None,
+) -> dict[str, torch.Tensor]:
     """Set-mode batch from cached embeddings.
 
     Returns first, second (B, H): the target's responses as presented; labels (B,) P(first preferred);
@@ -114,8 +130,15 @@ def set_episode_tensors(episodes: Sequence[Episode], tables: dict[str, PoolEmbed
             mask[row, :k] = True
     labels = torch.tensor([e.label for e in episodes], dtype=torch.float32)
     n = torch.tensor([float(e.n_demos) for e in episodes])
-    return {"first": first, "second": second, "labels": labels, "demo_preferred": pref, "demo_other": other,
-            "demo_mask": mask, "n_demos": n}
+    return {
+        "first": first,
+        "second": second,
+        "labels": labels,
+        "demo_preferred": pref,
+        "demo_other": other,
+        "demo_mask": mask,
+        "n_demos": n,
+    }
 
 
 def set_scores(model: BetaRewardModel, tensors: dict[str, torch.Tensor]) -> BetaScores:
@@ -137,8 +160,12 @@ def concat_prompt(demos: Sequence[tuple[str, str, str]], target_prompt: str) -> 
     return "".join(parts)
 
 
-def concat_episode_batch(episodes: Sequence[Episode], pools: dict[str, PairPool], encoder: PairEncoder,
-                         demo_pools: dict[str, PairPool] | None = None) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+def concat_episode_batch(
+    episodes: Sequence[Episode],
+    pools: dict[str, PairPool],
+    encoder: PairEncoder,
+    demo_pools: dict[str, PairPool] | None = None,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Concat-mode batch: rows 0..B-1 are the first responses, B..2B-1 the second ones, each after the
     serialised demonstrations. Returns (pad_texts tensors (2B, T), labels (B,))."""
     demo_pools = demo_pools or pools
@@ -168,6 +195,12 @@ def concat_scores(model: BetaRewardModel, batch: dict[str, torch.Tensor]) -> Bet
 
 def to_numpy(scores: BetaScores) -> dict[str, np.ndarray]:
     """u_first, u_second, s_first, s_second, mu, tau as float64 arrays (B,)."""
-    fields = {"u_first": scores.u_first, "u_second": scores.u_second, "s_first": scores.s_first,
-              "s_second": scores.s_second, "mu": scores.mu, "tau": scores.tau}
+    fields = {
+        "u_first": scores.u_first,
+        "u_second": scores.u_second,
+        "s_first": scores.s_first,
+        "s_second": scores.s_second,
+        "mu": scores.mu,
+        "tau": scores.tau,
+    }
     return {k: v.detach().double().cpu().numpy() for k, v in fields.items()}

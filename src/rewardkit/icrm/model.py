@@ -77,7 +77,7 @@ class SetContextEncoder(nn.Module):
 
     @staticmethod
     def pool(vectors: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """vectors: (B, N, D), mask: (B, N) bool. Returns the context (B, D) (zeros where N = 0) and N (B,)."""
+        """vectors: (B, N, D), mask: (B, N) bool. Returns context (B, D) (0 where N = 0) and N (B,)."""
         weights = mask.to(vectors.dtype).unsqueeze(-1)
         count = weights.sum(dim=1)
         context = (vectors * weights).sum(dim=1) / count.clamp(min=1.0)
@@ -92,11 +92,13 @@ class SetHead(nn.Module):
         self.norm = nn.LayerNorm(hidden_size)
         self.utility = nn.Linear(hidden_size, 1, bias=False)
         self.query = nn.Linear(hidden_size, context_dim, bias=False)
-        self.confidence = nn.Sequential(nn.Linear(hidden_size + 2 * context_dim + 1, hidden_dim), nn.GELU(),
-                                        nn.Linear(hidden_dim, 1))
+        self.confidence = nn.Sequential(
+            nn.Linear(hidden_size + 2 * context_dim + 1, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, 1)
+        )
 
-    def forward(self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         g = self.norm(h.float())
         q = self.query(g)
         u = self.utility(g).squeeze(-1) + (q * context).sum(dim=-1)
@@ -108,7 +110,9 @@ class SetHead(nn.Module):
 class BetaRewardModel(nn.Module):
     """Backbone (a RewardModel used for encoding and pooling only) plus the ICRM heads of one mode."""
 
-    def __init__(self, encoder: RewardModel, mode: str = "set", context_dim: int = 128, hidden_dim: int = 256):
+    def __init__(
+        self, encoder: RewardModel, mode: str = "set", context_dim: int = 128, hidden_dim: int = 256
+    ):
         super().__init__()
         if mode not in MODES:
             raise ConfigError(f"icrm mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -144,8 +148,9 @@ class BetaRewardModel(nn.Module):
         return pool(last, batch["attention_mask"], batch["response_mask"], self.encoder.pooling)
 
     # -- set mode ---------------------------------------------------------------------------------------
-    def context(self, demo_preferred: torch.Tensor, demo_other: torch.Tensor, mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def context(
+        self, demo_preferred: torch.Tensor, demo_other: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Set mode. demo_*: (B, N, H) embeddings; mask (B, N) bool. Returns context (B, D) and N (B,)."""
         assert self.context_encoder is not None, "context() is a set-mode method"
         vectors = self.context_encoder.demo_vectors(demo_preferred, demo_other)
@@ -156,8 +161,9 @@ class BetaRewardModel(nn.Module):
         assert self.context_encoder is not None, "demo_vectors() is a set-mode method"
         return self.context_encoder.demo_vectors(demo_preferred, demo_other)
 
-    def response_heads(self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    def response_heads(
+        self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Set mode. h (B, H), context (B, D) or (D,), n_demos (B,) or scalar. Returns u (B,), s (B,)."""
         assert self.set_head is not None, "response_heads() is a set-mode method"
         if context.dim() == 1:
@@ -166,8 +172,9 @@ class BetaRewardModel(nn.Module):
             n_demos = n_demos.expand(h.shape[0])
         return self.set_head(h, context, n_demos)
 
-    def score_embeddings(self, h_first: torch.Tensor, h_second: torch.Tensor, context: torch.Tensor,
-                         n_demos: torch.Tensor) -> BetaScores:
+    def score_embeddings(
+        self, h_first: torch.Tensor, h_second: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> BetaScores:
         """Set mode: both responses of B pairs from their embeddings (B, H) under contexts (B, D)."""
         u1, s1 = self.response_heads(h_first, context, n_demos)
         u2, s2 = self.response_heads(h_second, context, n_demos)
@@ -197,24 +204,40 @@ def build_beta_reward_model(cfg: ICRMModelConfig, seed: int = 0) -> tuple[BetaRe
     return model, loaded.tokenizer
 
 
-def save_beta_reward_model(model: BetaRewardModel, tokenizer: Any, out_dir: str | Path, cfg: ICRMModelConfig,
-                           extra: dict[str, Any] | None = None) -> Path:
+def save_beta_reward_model(
+    model: BetaRewardModel,
+    tokenizer: Any,
+    out_dir: str | Path,
+    cfg: ICRMModelConfig,
+    extra: dict[str, Any] | None = None,
+) -> Path:
     """Writes the model folder atomically: heads (safetensors), tokenizer, rewardkit.json and, when the
     backbone was trained, the backbone (save_pretrained). A frozen backbone is named, not copied."""
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        heads = {k: v.detach().float().cpu().contiguous() for k, v in model.state_dict().items()
-                 if not k.startswith("encoder.")}
+        heads = {
+            k: v.detach().float().cpu().contiguous()
+            for k, v in model.state_dict().items()
+            if not k.startswith("encoder.")
+        }
         save_file(heads, str(tmp / HEADS_FILE))
         tokenizer.save_pretrained(str(tmp))
         backbone_saved = not cfg.freeze_backbone
         if backbone_saved:
-            model.encoder.backbone.save_pretrained(str(tmp / "backbone"))
-        meta = {"format": FORMAT, "version": 1, "mode": model.mode, "pooling": model.encoder.pooling,
-                "kind": model.kind, "backbone_saved": backbone_saved, "model_config": to_dict(cfg),
-                **(extra or {})}
+            backbone: Any = model.encoder.backbone
+            backbone.save_pretrained(str(tmp / "backbone"))
+        meta = {
+            "format": FORMAT,
+            "version": 1,
+            "mode": model.mode,
+            "pooling": model.encoder.pooling,
+            "kind": model.kind,
+            "backbone_saved": backbone_saved,
+            "model_config": to_dict(cfg),
+            **(extra or {}),
+        }
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
         if out_dir.exists():
             old = out_dir.with_name(f".{out_dir.name}.old")

@@ -98,9 +98,11 @@ class EvalContext:
         demo = parts["demo"]
         if len(demo) > max(self.cfg.eval.n_values):
             return demo
-        merged = PairPool(f"{source}#demo+train", demo.pairs + parts["train"].pairs,
-                          {k: np.concatenate([demo.labellings[k], parts["train"].labellings[k]])
-                           for k in demo.labellings})
+        merged = PairPool(
+            f"{source}#demo+train",
+            demo.pairs + parts["train"].pairs,
+            {k: np.concatenate([demo.labellings[k], parts["train"].labellings[k]]) for k in demo.labellings},
+        )
         return merged
 
     def test_pool(self, source: str) -> PairPool:
@@ -114,9 +116,19 @@ class EvalContext:
         key = pool_fingerprint(pool, "")
         if key not in self._emb:
             m = self.model_cfg
-            settings = f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{m.bf16}"
-            self._emb[key] = embed_pool(self.model, self.encoder, pool, self.cfg.train.embed_batch_size, m.bf16,
-                                        self.cfg.train.progress, self.out_dir / "embeddings", settings)
+            settings = (
+                f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{m.bf16}"
+            )
+            self._emb[key] = embed_pool(
+                self.model,
+                self.encoder,
+                pool,
+                self.cfg.train.embed_batch_size,
+                m.bf16,
+                self.cfg.train.progress,
+                self.out_dir / "embeddings",
+                settings,
+            )
         return self._emb[key]
 
     @torch.inference_mode()
@@ -126,15 +138,19 @@ class EvalContext:
         self.model.eval()
         parts: list[dict[str, np.ndarray]] = []
         if self.model.mode == "set":
-            tables, demo_tables = {target.name: self.embeddings(target)}, {target.name: self.embeddings(demos)}
+            tables, demo_tables = (
+                {target.name: self.embeddings(target)},
+                {target.name: self.embeddings(demos)},
+            )
             for k in range(0, len(episodes), 256):
-                tensors = set_episode_tensors(episodes[k:k + 256], tables, demo_tables)
+                tensors = set_episode_tensors(episodes[k : k + 256], tables, demo_tables)
                 parts.append(to_numpy(set_scores(self.model, tensors)))
         else:
             encoder = self.encoder
             for k in range(0, len(episodes), 16):
-                batch, _ = concat_episode_batch(episodes[k:k + 16], {target.name: target}, encoder,
-                                                {target.name: demos})
+                batch, _ = concat_episode_batch(
+                    episodes[k : k + 16], {target.name: target}, encoder, {target.name: demos}
+                )
                 parts.append(to_numpy(concat_scores(self.model, batch)))
         return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]} if parts else {}
 
@@ -147,8 +163,14 @@ class EvalContext:
             from rewardkit.evaluate.scoring import score_pairs
 
             model, tokenizer = self.bt
-            c, r = score_pairs(model, tokenizer, pool.pairs, self.model_cfg.max_length,
-                               self.model_cfg.min_prompt_tokens, bf16=self.model_cfg.bf16)
+            c, r = score_pairs(
+                model,
+                tokenizer,
+                pool.pairs,
+                self.model_cfg.max_length,
+                self.model_cfg.min_prompt_tokens,
+                bf16=self.model_cfg.bf16,
+            )
             self._bt_scores[key] = c - r
         return self._bt_scores[key]
 
@@ -166,10 +188,13 @@ def _oriented(scores: dict[str, np.ndarray], labels: np.ndarray) -> np.ndarray:
     return np.where(labels > 0.5, d, -d)
 
 
-def _episodes_for(ctx: EvalContext, target: PairPool, demos: PairPool, standard: Standard, n: int,
-                  rng: np.random.Generator) -> list[Episode]:
-    return [target_episode(target, demos, standard, i, n, rng, first_is_chosen=True, soft_label=True)
-            for i in range(len(target))]
+def _episodes_for(
+    ctx: EvalContext, target: PairPool, demos: PairPool, standard: Standard, n: int, rng: np.random.Generator
+) -> list[Episode]:
+    return [
+        target_episode(target, demos, standard, i, n, rng, first_is_chosen=True, soft_label=True)
+        for i in range(len(target))
+    ]
 
 
 def _rename(pool: PairPool, name: str) -> PairPool:
@@ -197,13 +222,19 @@ def steerability(ctx: EvalContext, out: Path) -> dict[str, Any]:
     demos = _rename(ctx.demo_pool(PKU), target.name)
     bt = ctx.bt_margins(target)
     disagree = ~target.labellings["helpful"]
-    standards = {"harmless": Standard(target.name, "harmless", 0.0),
-                 "harmless-flipped": Standard(target.name, "harmless", 1.0),
-                 "helpful": Standard(target.name, "helpful", 0.0),
-                 "helpful-flipped": Standard(target.name, "helpful", 1.0)}
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
-                              "demo_pool": ctx.demo_pool(PKU).name,
-                              "labels_disagree": int(disagree.sum()), "standards": {}}
+    standards = {
+        "harmless": Standard(target.name, "harmless", 0.0),
+        "harmless-flipped": Standard(target.name, "harmless", 1.0),
+        "helpful": Standard(target.name, "helpful", 0.0),
+        "helpful-flipped": Standard(target.name, "helpful", 1.0),
+    }
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "test_pairs": len(target),
+        "demo_pool": ctx.demo_pool(PKU).name,
+        "labels_disagree": int(disagree.sum()),
+        "standards": {},
+    }
     series: list[Series] = []
     for name, std in standards.items():
         rows, rows_disagree = [], []
@@ -222,14 +253,25 @@ def steerability(ctx: EvalContext, out: Path) -> dict[str, Any]:
         result["standards"][name] = entry
         if name in ("harmless-flipped", "helpful"):
             x = [r["demos"] for r in rows]
-            series.append(Series(f"ICRM, {name}", x, [r["value"] for r in rows], [r["low"] for r in rows],
-                                 [r["high"] for r in rows]))
+            series.append(
+                Series(
+                    f"ICRM, {name}",
+                    x,
+                    [r["value"] for r in rows],
+                    [r["low"] for r in rows],
+                    [r["high"] for r in rows],
+                )
+            )
             if bt is not None:
                 b = entry["bt"]
-                series.append(Series(f"BT, {name}", x, [b["value"]] * len(x), [b["low"]] * len(x),
-                                     [b["high"]] * len(x)))
-    plot_accuracy_vs_n(series, _plots_dir(out) / "steerability_accuracy_vs_n.png",
-                       title="pku-saferlhf held-out: accuracy against the demonstrated standard")
+                series.append(
+                    Series(f"BT, {name}", x, [b["value"]] * len(x), [b["low"]] * len(x), [b["high"]] * len(x))
+                )
+    plot_accuracy_vs_n(
+        series,
+        _plots_dir(out) / "steerability_accuracy_vs_n.png",
+        title="pku-saferlhf held-out: accuracy against the demonstrated standard",
+    )
     return result
 
 
@@ -248,7 +290,9 @@ def calibration(ctx: EvalContext, out: Path) -> dict[str, Any]:
         mus, outcomes = [], []
         per_rate = []
         for p in rates:
-            eps = _episodes_for(ctx, target, demos, Standard(target.name, "default", p), n, ctx.rng("cal", p, n))
+            eps = _episodes_for(
+                ctx, target, demos, Standard(target.name, "default", p), n, ctx.rng("cal", p, n)
+            )
             mu = ctx.score(eps, target, demos)["mu"]
             mus.append(mu)
             outcomes.append(np.full_like(mu, 1.0 - p))
@@ -263,14 +307,29 @@ def calibration(ctx: EvalContext, out: Path) -> dict[str, Any]:
         stacked_mu, stacked_y = np.stack(mus), np.stack(outcomes)  # (R, K)
         for _ in range(min(ctx.cfg.eval.n_boot, 300)):
             idx = rng.integers(0, k, k)
-            reps.append(expected_calibration_error(stacked_mu[:, idx].ravel(), stacked_y[:, idx].ravel(),
-                                                   mode="probability"))
+            reps.append(
+                expected_calibration_error(
+                    stacked_mu[:, idx].ravel(), stacked_y[:, idx].ravel(), mode="probability"
+                )
+            )
         low, high = np.quantile(reps, [0.025, 0.975]) if reps else (np.nan, np.nan)
-        rows.append({"demos": n, "ece": float(ece), "ece_low": float(low), "ece_high": float(high),
-                     "mean_abs_error": float(np.mean(np.abs(mu_all - y_all)))})
+        rows.append(
+            {
+                "demos": n,
+                "ece": float(ece),
+                "ece_low": float(low),
+                "ece_high": float(high),
+                "mean_abs_error": float(np.mean(np.abs(mu_all - y_all))),
+            }
+        )
         last_curve = reliability_curve(mu_all, y_all, mode="probability")
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
-                              "flip_rates": rates, "ece": rows, "mean_mu_by_rate": mean_mu}
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "test_pairs": len(target),
+        "flip_rates": rates,
+        "ece": rows,
+        "mean_mu_by_rate": mean_mu,
+    }
     bt = ctx.bt_margins(target)
     if bt is not None:
         bt_mu = 1.0 / (1.0 + np.exp(-bt))
@@ -279,20 +338,37 @@ def calibration(ctx: EvalContext, out: Path) -> dict[str, Any]:
         result["bt_ece"] = float(expected_calibration_error(mu_all, y_all, mode="probability"))
     plots = _plots_dir(out)
     x = [r["demos"] for r in rows]
-    series = [Series("ICRM", x, [r["ece"] for r in rows], [r["ece_low"] for r in rows],
-                     [r["ece_high"] for r in rows])]
+    series = [
+        Series(
+            "ICRM", x, [r["ece"] for r in rows], [r["ece_low"] for r in rows], [r["ece_high"] for r in rows]
+        )
+    ]
     if "bt_ece" in result:
         series.append(Series("BT", x, [result["bt_ece"]] * len(x)))
-    plot_lines_with_ci(series, plots / "calibration_ece_vs_n.png", xlabel="number of demonstrations N",
-                       ylabel="ECE of mu vs demonstrated rate", title="moralchoice: calibrated steerability",
-                       xscale="symlog")
+    plot_lines_with_ci(
+        series,
+        plots / "calibration_ece_vs_n.png",
+        xlabel="number of demonstrations N",
+        ylabel="ECE of mu vs demonstrated rate",
+        title="moralchoice: calibrated steerability",
+        xscale="symlog",
+    )
     mu_series = [Series(f"N={n}", [1.0 - p for p in rates], mean_mu[str(n)]) for n in ctx.cfg.eval.n_values]
-    plot_lines_with_ci(mu_series, plots / "calibration_mu_vs_rate.png", xlabel="demonstrated rate 1 - p",
-                       ylabel="mean mu", title="mean posterior preference vs demonstrated rate")
+    plot_lines_with_ci(
+        mu_series,
+        plots / "calibration_mu_vs_rate.png",
+        xlabel="demonstrated rate 1 - p",
+        ylabel="mean mu",
+        title="mean posterior preference vs demonstrated rate",
+    )
     if last_curve is not None:
-        plot_reliability_diagram(last_curve.confidence, last_curve.accuracy, last_curve.counts,
-                                 plots / "calibration_reliability_max_n.png",
-                                 title=f"reliability at N={ctx.cfg.eval.n_values[-1]}")
+        plot_reliability_diagram(
+            last_curve.confidence,
+            last_curve.accuracy,
+            last_curve.counts,
+            plots / "calibration_reliability_max_n.png",
+            title=f"reliability at N={ctx.cfg.eval.n_values[-1]}",
+        )
     return result
 
 
@@ -311,7 +387,9 @@ def rmbench(ctx: EvalContext, out: Path) -> dict[str, Any]:
     from rewardkit.report.plots import Series, plot_accuracy_vs_n
 
     result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "subsets": {}}
-    totals: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {n: ([], []) for n in ctx.cfg.eval.n_values}
+    totals: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {
+        n: ([], []) for n in ctx.cfg.eval.n_values
+    }
     bt_all: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for subset in RMBENCH_SUBSETS:
         try:
@@ -346,17 +424,32 @@ def rmbench(ctx: EvalContext, out: Path) -> dict[str, Any]:
     for n, (cs, rs) in totals.items():
         if cs:
             acc = rmbench_accuracy(np.concatenate(cs), np.concatenate(rs), n_boot=ctx.cfg.eval.n_boot)
-            overall.append({"demos": n, **{k: acc[k] for k in ("easy", "normal", "hard", "avg")},
-                            "avg_ci": acc["avg_ci"], "n_prompts": acc["n"]})
+            overall.append(
+                {
+                    "demos": n,
+                    **{k: acc[k] for k in ("easy", "normal", "hard", "avg")},
+                    "avg_ci": acc["avg_ci"],
+                    "n_prompts": acc["n"],
+                }
+            )
     result["overall"] = overall
     if bt_all[0]:
-        acc = rmbench_accuracy(np.concatenate(bt_all[0]), np.concatenate(bt_all[1]), n_boot=ctx.cfg.eval.n_boot)
+        acc = rmbench_accuracy(
+            np.concatenate(bt_all[0]), np.concatenate(bt_all[1]), n_boot=ctx.cfg.eval.n_boot
+        )
         result["bt_overall"] = {k: acc[k] for k in ("easy", "normal", "hard", "avg", "avg_ci")}
     if overall:
         x = [r["demos"] for r in overall]
         series = [Series(f"ICRM {k}", x, [r[k] for r in overall]) for k in ("easy", "normal", "hard")]
-        series.append(Series("ICRM avg", x, [r["avg"] for r in overall], [r["avg_ci"][0] for r in overall],
-                             [r["avg_ci"][1] for r in overall]))
+        series.append(
+            Series(
+                "ICRM avg",
+                x,
+                [r["avg"] for r in overall],
+                [r["avg_ci"][0] for r in overall],
+                [r["avg_ci"][1] for r in overall],
+            )
+        )
         if "bt_overall" in result:
             series.append(Series("BT avg", x, [result["bt_overall"]["avg"]] * len(x)))
         plot_accuracy_vs_n(series, _plots_dir(out) / "rmbench_accuracy_vs_n.png", title="RM-Bench held-out")
@@ -369,8 +462,14 @@ def _bt_text_scores(ctx: EvalContext, pool: PairPool) -> tuple[np.ndarray, np.nd
 
     assert ctx.bt is not None
     model, tokenizer = ctx.bt
-    c, r = score_pairs(model, tokenizer, pool.pairs, ctx.model_cfg.max_length,
-                       ctx.model_cfg.min_prompt_tokens, bf16=ctx.model_cfg.bf16)
+    c, r = score_pairs(
+        model,
+        tokenizer,
+        pool.pairs,
+        ctx.model_cfg.max_length,
+        ctx.model_cfg.min_prompt_tokens,
+        bf16=ctx.model_cfg.bf16,
+    )
     return c.reshape(-1, 3), r.reshape(-1, 3)
 
 
@@ -389,15 +488,21 @@ def pareto(ctx: EvalContext, out: Path) -> dict[str, Any]:
     for n in ctx.cfg.eval.n_values:
         points = []
         for w in ctx.cfg.eval.pareto_weights:
-            k_respond = int(round(w * n))
+            k_respond = round(w * n)
             accs = []
             for name, target in (("respond", respond), ("refuse", refuse)):
                 rng = ctx.rng("pareto", n, w, name)
                 eps = []
                 for i in range(len(target)):
                     a = rng.choice(n_respond, size=min(k_respond, n_respond), replace=False)
-                    b = rng.choice(len(mixed) - n_respond, size=min(n - k_respond, len(mixed) - n_respond),
-                                   replace=False) + n_respond
+                    b = (
+                        rng.choice(
+                            len(mixed) - n_respond,
+                            size=min(n - k_respond, len(mixed) - n_respond),
+                            replace=False,
+                        )
+                        + n_respond
+                    )
                     demos = tuple(Demo(int(j), True) for j in np.concatenate([a, b]))
                     eps.append(Episode(Standard("pareto-target"), i, True, 1.0, demos))
                 s = ctx.score(eps, _rename(target, "pareto-target"), mixed)
@@ -407,8 +512,13 @@ def pareto(ctx: EvalContext, out: Path) -> dict[str, Any]:
         front = pareto_front(pts)
         rows.append({"demos": n, "hypervolume": hypervolume_2d(pts), "front": front.tolist()})
         points_by_n[str(n)] = points
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "respond_pairs": len(respond),
-                              "refuse_pairs": len(refuse), "hypervolume": rows, "points": points_by_n}
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "respond_pairs": len(respond),
+        "refuse_pairs": len(refuse),
+        "hypervolume": rows,
+        "points": points_by_n,
+    }
     if ctx.bt is not None:
         br = float(pairwise_correct(ctx.bt_margins(respond)).mean())  # type: ignore[arg-type]
         bf = float(pairwise_correct(ctx.bt_margins(refuse)).mean())  # type: ignore[arg-type]
@@ -418,12 +528,27 @@ def pareto(ctx: EvalContext, out: Path) -> dict[str, Any]:
     series = [Series("ICRM", x, [r["hypervolume"] for r in rows])]
     if "bt" in result:
         series.append(Series("BT", x, [result["bt"]["hypervolume"]] * len(x)))
-    plot_lines_with_ci(series, plots / "pareto_hypervolume_vs_n.png", xlabel="number of demonstrations N",
-                       ylabel="hypervolume", title="respond vs refuse frontier", xscale="symlog")
-    fronts = [Series(f"N={n}", [p["respond"] for p in points_by_n[str(n)]],
-                     [p["refuse"] for p in points_by_n[str(n)]]) for n in ctx.cfg.eval.n_values]
-    plot_lines_with_ci(fronts, plots / "pareto_points.png", xlabel="should-respond accuracy",
-                       ylabel="should-refuse accuracy", title="accuracy over demonstration mixes")
+    plot_lines_with_ci(
+        series,
+        plots / "pareto_hypervolume_vs_n.png",
+        xlabel="number of demonstrations N",
+        ylabel="hypervolume",
+        title="respond vs refuse frontier",
+        xscale="symlog",
+    )
+    fronts = [
+        Series(
+            f"N={n}", [p["respond"] for p in points_by_n[str(n)]], [p["refuse"] for p in points_by_n[str(n)]]
+        )
+        for n in ctx.cfg.eval.n_values
+    ]
+    plot_lines_with_ci(
+        fronts,
+        plots / "pareto_points.png",
+        xlabel="should-respond accuracy",
+        ylabel="should-refuse accuracy",
+        title="accuracy over demonstration mixes",
+    )
     return result
 
 
@@ -444,19 +569,28 @@ def math500(ctx: EvalContext, out: Path) -> dict[str, Any]:
         for kind in sorted(set(kinds)):
             row[kind] = bootstrap_mean(pairwise_correct(margins[kinds == kind]), n_boot=0).value
         rows.append(row)
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target), "icrm": rows}
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "test_pairs": len(target),
+        "icrm": rows,
+    }
     bt = ctx.bt_margins(target)
     if bt is not None:
         result["bt"] = _estimate(bt, ctx)
         for kind in sorted(set(kinds)):
             result["bt"][kind] = bootstrap_mean(pairwise_correct(bt[kinds == kind]), n_boot=0).value
     x = [r["demos"] for r in rows]
-    series = [Series("ICRM", x, [r["value"] for r in rows], [r["low"] for r in rows], [r["high"] for r in rows])]
+    series = [
+        Series("ICRM", x, [r["value"] for r in rows], [r["low"] for r in rows], [r["high"] for r in rows])
+    ]
     if bt is not None:
         b = result["bt"]
         series.append(Series("BT", x, [b["value"]] * len(x), [b["low"]] * len(x), [b["high"]] * len(x)))
-    plot_accuracy_vs_n(series, _plots_dir(out) / "math500_accuracy_vs_n.png",
-                       title="math-500: reference above corrupted solution")
+    plot_accuracy_vs_n(
+        series,
+        _plots_dir(out) / "math500_accuracy_vs_n.png",
+        title="math-500: reference above corrupted solution",
+    )
     return result
 
 
@@ -482,8 +616,9 @@ def load_context(model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig) -> 
     return EvalContext(cfg, model, tokenizer, model_cfg, Path(out), bt)
 
 
-def run_protocols(name: str, model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig,
-                  ctx: EvalContext | None = None) -> dict[str, Path]:
+def run_protocols(
+    name: str, model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig, ctx: EvalContext | None = None
+) -> dict[str, Path]:
     """Runs protocol `name` (or every protocol for "all"); returns {protocol: metrics.json path}."""
     from rewardkit.report.render import render_report
 
@@ -505,4 +640,3 @@ def run_protocols(name: str, model_dir: str | Path, out: str | Path, cfg: ICRMRu
         render_report(metrics, target, title=f"ICRM {n}")
         written[n] = target / "metrics.json"
     return written
-

@@ -25,8 +25,9 @@ from rewardkit.icrm.scoring import ICRMScorer, user_prompt_text
 BASELINES = ("group", "zero")
 
 
-def directional_reward(utility: np.ndarray, confidence: np.ndarray, baseline: np.ndarray | float = 0.0
-                       ) -> np.ndarray:
+def directional_reward(
+    utility: np.ndarray, confidence: np.ndarray, baseline: np.ndarray | float = 0.0
+) -> np.ndarray:
     """(2 sigmoid(u - b) - 1) * softplus(s) / (1 + softplus(s)); all arrays (M,). Returns (M,) in (-1, 1)."""
     u = np.asarray(utility, dtype=np.float64)
     evidence = np.logaddexp(0.0, np.asarray(confidence, dtype=np.float64))
@@ -60,8 +61,10 @@ class ICRMReward:
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         prompt_texts = [_text(p) for p in prompts]
-        items = [(p if p.startswith("\n\nHuman:") else user_prompt_text(p), _text(c))
-                 for p, c in zip(prompt_texts, completions, strict=True)]
+        items = [
+            (p if p.startswith("\n\nHuman:") else user_prompt_text(p), _text(c))
+            for p, c in zip(prompt_texts, completions, strict=True)
+        ]
         u, s = self.scorer.score_texts(items, self.demos)
         base = np.zeros_like(u)
         if self.baseline == "group":

@@ -72,8 +72,16 @@ class PairScores:
 class ICRMScorer:
     """Scores texts and pairs with a BetaRewardModel under demonstrations."""
 
-    def __init__(self, model: BetaRewardModel, tokenizer: Any, max_length: int = 192, min_prompt_tokens: int = 48,
-                 batch_size: int = 64, bf16: bool = False, cache: DemoCache | None = None):
+    def __init__(
+        self,
+        model: BetaRewardModel,
+        tokenizer: Any,
+        max_length: int = 192,
+        min_prompt_tokens: int = 48,
+        batch_size: int = 64,
+        bf16: bool = False,
+        cache: DemoCache | None = None,
+    ):
         self.model = model.eval()
         self.encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
         self.batch_size = batch_size
@@ -95,15 +103,17 @@ class ICRMScorer:
                 prompt = d.prompt_text()
                 items += [(prompt, d.chosen), (prompt, d.rejected)]
             emb = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16)
-            context, n = self.model.context(emb[0::2].unsqueeze(0), emb[1::2].unsqueeze(0),
-                                            torch.ones(1, len(demos), dtype=torch.bool))
+            context, n = self.model.context(
+                emb[0::2].unsqueeze(0), emb[1::2].unsqueeze(0), torch.ones(1, len(demos), dtype=torch.bool)
+            )
             context, n = context[0], n[0]
         self.cache.update(key, context, n)
         return context, n
 
     @torch.inference_mode()
-    def score_texts(self, items: Sequence[tuple[str, str]], demos: Sequence[PreferencePair] = ()
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def score_texts(
+        self, items: Sequence[tuple[str, str]], demos: Sequence[PreferencePair] = ()
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Utility u (M,) and confidence s (M,) of (prompt text, response) items under the demonstrations."""
         if self.model.mode == "set":
             context, n = self.context(demos)
@@ -122,7 +132,9 @@ class ICRMScorer:
             u_out[idx], s_out[idx] = u.double().numpy(), s.double().numpy()
         return u_out, s_out
 
-    def score_pairs(self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()) -> PairScores:
+    def score_pairs(
+        self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()
+    ) -> PairScores:
         """PairScores of each pair under the demonstrations."""
         items: list[tuple[str, str]] = []
         for p in pairs:
@@ -140,8 +152,11 @@ def read_demos(path: str | Path) -> list[PreferencePair]:
         raise DataError("demonstrations file not found", path=path)
     text = path.read_text(encoding="utf-8")
     try:
-        rows = json.loads(text) if text.lstrip().startswith("[") else \
-            [json.loads(line) for line in text.splitlines() if line.strip()]
+        rows = (
+            json.loads(text)
+            if text.lstrip().startswith("[")
+            else [json.loads(line) for line in text.splitlines() if line.strip()]
+        )
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON ({exc.msg}, line {exc.lineno})", path=path) from None
     demos = []
@@ -155,9 +170,13 @@ def read_demos(path: str | Path) -> list[PreferencePair]:
     return demos
 
 
-def score_with_demos(model_dir: str | Path, pairs_or_texts: Sequence[PreferencePair] | Sequence[tuple[str, str]],
-                     demos_file: str | Path | None = None, batch_size: int = 64, bf16: bool = False
-                     ) -> dict[str, np.ndarray]:
+def score_with_demos(
+    model_dir: str | Path,
+    pairs_or_texts: Sequence[PreferencePair] | Sequence[tuple[str, str]],
+    demos_file: str | Path | None = None,
+    batch_size: int = 64,
+    bf16: bool = False,
+) -> dict[str, np.ndarray]:
     """Scores with a saved ICRM steered by the demonstrations in demos_file (None: no demonstrations).
 
     pairs_or_texts: PreferencePairs, or (prompt text, response) tuples where the prompt text is a
@@ -170,10 +189,17 @@ def score_with_demos(model_dir: str | Path, pairs_or_texts: Sequence[PreferenceP
     demos = read_demos(demos_file) if demos_file else []
     items = list(pairs_or_texts)
     if items and isinstance(items[0], PreferencePair):
-        s = scorer.score_pairs(items, demos)  # type: ignore[arg-type]
-        return {"chosen": s.u_chosen, "rejected": s.u_rejected, "confidence_chosen": s.s_chosen,
-                "confidence_rejected": s.s_rejected, "mu": s.mu, "tau": s.tau}
-    texts = [(p if p.startswith("\n\nHuman:") else user_prompt_text(p), r) for p, r in items]  # type: ignore[misc]
+        s = scorer.score_pairs(items, demos)  # type: ignore[arg-type]  # checked: PreferencePairs
+        return {
+            "chosen": s.u_chosen,
+            "rejected": s.u_rejected,
+            "confidence_chosen": s.s_chosen,
+            "confidence_rejected": s.s_rejected,
+            "mu": s.mu,
+            "tau": s.tau,
+        }
+    raw: list[tuple[str, str]] = items  # type: ignore[assignment]
+    texts = [(p if p.startswith("\n\nHuman:") else user_prompt_text(p), r) for p, r in raw]
     u, conf = scorer.score_texts(texts, demos)
     return {"utility": u, "confidence": conf}
 

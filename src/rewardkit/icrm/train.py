@@ -60,24 +60,43 @@ def pair_encoder(tokenizer: Any, cfg: ICRMRunConfig) -> PairEncoder:
     return PairEncoder(tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens)
 
 
-def embed_pools(model: BetaRewardModel, tokenizer: Any, pools: dict[str, PairPool], cfg: ICRMRunConfig,
-                cache_dir: Path | None, progress: bool) -> dict[str, PoolEmbeddings]:
+def embed_pools(
+    model: BetaRewardModel,
+    tokenizer: Any,
+    pools: dict[str, PairPool],
+    cfg: ICRMRunConfig,
+    cache_dir: Path | None,
+    progress: bool,
+) -> dict[str, PoolEmbeddings]:
     encoder = pair_encoder(tokenizer, cfg)
-    return {name: embed_pool(model, encoder, pool, cfg.train.embed_batch_size, cfg.model.bf16, progress,
-                             cache_dir, embedding_settings(cfg))
-            for name, pool in pools.items()}
+    return {
+        name: embed_pool(
+            model,
+            encoder,
+            pool,
+            cfg.train.embed_batch_size,
+            cfg.model.bf16,
+            progress,
+            cache_dir,
+            embedding_settings(cfg),
+        )
+        for name, pool in pools.items()
+    }
 
 
 class ICRMTrainer:
     """Trains a BetaRewardModel on episodes. Call fit()."""
 
-    def __init__(self, cfg: ICRMRunConfig, run_dir: str | Path,
-                 pools: dict[str, dict[str, PairPool]] | None = None):
+    def __init__(
+        self, cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[str, PairPool]] | None = None
+    ):
         self.cfg = cfg
         self.run_dir = Path(run_dir)
         if cfg.model.mode == "set" and not cfg.model.freeze_backbone:
-            raise ConfigError("set-mode training reads cached embeddings: set model.freeze_backbone: true "
-                              "(concat mode fine-tunes the backbone)")
+            raise ConfigError(
+                "set-mode training reads cached embeddings: set model.freeze_backbone: true "
+                "(concat mode fine-tunes the backbone)"
+            )
         self.model, self.tokenizer = build_beta_reward_model(cfg.model, cfg.train.seed)
         self.pools = pools if pools is not None else load_pools(cfg.episodes, cfg.data_dir)
         self.train_pools = {name: parts["train"] for name, parts in self.pools.items()}
@@ -114,8 +133,9 @@ class ICRMTrainer:
         tables: dict[str, PoolEmbeddings] = {}
         encoder = pair_encoder(self.tokenizer, cfg)
         if cfg.model.mode == "set":
-            tables = embed_pools(self.model, self.tokenizer, self.train_pools, cfg, self.run_dir / "embeddings",
-                                 tc.progress)
+            tables = embed_pools(
+                self.model, self.tokenizer, self.train_pools, cfg, self.run_dir / "embeddings", tc.progress
+            )
         optimizer = self._optimizer()
         scheduler = self._scheduler(optimizer)
         ckpt = self.run_dir / CHECKPOINT_FILE
@@ -137,13 +157,23 @@ class ICRMTrainer:
                     batch, labels = concat_episode_batch(episodes, self.train_pools, encoder)
                     scores = concat_scores(self.model, batch)
                 n = torch.tensor([float(e.n_demos) for e in episodes])
-                result = beta_elbo_loss(scores.u_first, scores.u_second, scores.s_first, scores.s_second, n,
-                                        labels, tc.kl_schedule, tc.kl_base, tc.kl_scale)
+                result = beta_elbo_loss(
+                    scores.u_first,
+                    scores.u_second,
+                    scores.s_first,
+                    scores.s_second,
+                    n,
+                    labels,
+                    tc.kl_schedule,
+                    tc.kl_base,
+                    tc.kl_scale,
+                )
                 optimizer.zero_grad(set_to_none=True)
                 result.total.backward()
                 if tc.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_([p for p in self.model.parameters() if p.requires_grad],
-                                                   tc.max_grad_norm)
+                    torch.nn.utils.clip_grad_norm_(
+                        [p for p in self.model.parameters() if p.requires_grad], tc.max_grad_norm
+                    )
                 optimizer.step()
                 scheduler.step()
                 seen += len(episodes)
@@ -151,38 +181,67 @@ class ICRMTrainer:
                 done = step + 1
                 if done % tc.log_every == 0 or done == tc.steps:
                     elapsed = time.perf_counter() - t0
-                    log.write(json.dumps({"step": done, "lr": scheduler.get_last_lr()[0],
-                                          "mean_n": float(n.mean()),
-                                          "episodes_per_s": round(seen / max(elapsed, 1e-9), 2), **terms}) + "\n")
+                    log.write(
+                        json.dumps(
+                            {
+                                "step": done,
+                                "lr": scheduler.get_last_lr()[0],
+                                "mean_n": float(n.mean()),
+                                "episodes_per_s": round(seen / max(elapsed, 1e-9), 2),
+                                **terms,
+                            }
+                        )
+                        + "\n"
+                    )
                     log.flush()
                 if bar is not None and task is not None:
                     bar.update(task, completed=done, description=f"icrm loss {terms['total']:.3f}")
                 if tc.checkpoint_every and done % tc.checkpoint_every == 0 and done < tc.steps:
                     self._save(optimizer, scheduler, done)
         seconds = time.perf_counter() - t0
-        model_dir = save_beta_reward_model(self.model, self.tokenizer, self.run_dir / "model", cfg.model,
-                                           {"train_steps": tc.steps})
+        model_dir = save_beta_reward_model(
+            self.model, self.tokenizer, self.run_dir / "model", cfg.model, {"train_steps": tc.steps}
+        )
         ckpt.unlink(missing_ok=True)
-        sizes = {name: {part: len(pool) for part, pool in parts.items()} for name, parts in self.pools.items()}
+        sizes = {
+            name: {part: len(pool) for part, pool in parts.items()} for name, parts in self.pools.items()
+        }
         result_obj = ICRMTrainResult(tc.steps, seen, seconds, start, model_dir, terms, sizes)
-        atomic_write_json(self.run_dir / "train.json", {
-            "steps": tc.steps, "episodes_seen": seen, "seconds": round(seconds, 1), "resumed_from_step": start,
-            "final_terms": terms, "pools": sizes, "config": to_dict(cfg)})
+        atomic_write_json(
+            self.run_dir / "train.json",
+            {
+                "steps": tc.steps,
+                "episodes_seen": seen,
+                "seconds": round(seconds, 1),
+                "resumed_from_step": start,
+                "final_terms": terms,
+                "pools": sizes,
+                "config": to_dict(cfg),
+            },
+        )
         return result_obj
 
     def _save(self, optimizer: Any, scheduler: Any, next_step: int) -> None:
-        state = {"next_step": next_step, "model": self.model.state_dict(), "optimizer": optimizer.state_dict(),
-                 "scheduler": scheduler.state_dict(), "torch_rng": torch.get_rng_state(),
-                 "python_rng": random.getstate(), "numpy_rng": np.random.get_state(),
-                 "train_config": to_dict(self.cfg.train)}
+        state = {
+            "next_step": next_step,
+            "model": self.model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+            "numpy_rng": np.random.get_state(),
+            "train_config": to_dict(self.cfg.train),
+        }
         save_checkpoint(self.run_dir / CHECKPOINT_FILE, state)
 
     def _restore(self, state: dict[str, Any], optimizer: Any, scheduler: Any) -> int:
         saved = state.get("train_config", {})
         for key in ("seed", "steps", "episodes_per_step", "lr", "kl_schedule", "kl_base"):
             if key in saved and saved[key] != getattr(self.cfg.train, key):
-                raise CheckpointError(f"{self.run_dir / CHECKPOINT_FILE}: saved with {key}={saved[key]!r}, "
-                                      f"now {getattr(self.cfg.train, key)!r}; use a new --out or the same settings")
+                raise CheckpointError(
+                    f"{self.run_dir / CHECKPOINT_FILE}: saved with {key}={saved[key]!r}, "
+                    f"now {getattr(self.cfg.train, key)!r}; use a new --out or the same settings"
+                )
         self.model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -192,7 +251,8 @@ class ICRMTrainer:
         return int(state["next_step"])
 
 
-def train_icrm(cfg: ICRMRunConfig, run_dir: str | Path,
-               pools: dict[str, dict[str, PairPool]] | None = None) -> ICRMTrainResult:
+def train_icrm(
+    cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[str, PairPool]] | None = None
+) -> ICRMTrainResult:
     """Trains an ICRM and writes run_dir/{config.yaml, log.jsonl, train.json, model/, embeddings/}."""
     return ICRMTrainer(cfg, run_dir, pools).fit()

@@ -35,8 +35,9 @@ KL_SCHEDULES.add("inverse_sqrt", lambda n, base, scale: base / torch.sqrt(1.0 + 
 KL_SCHEDULES.add("exp", lambda n, base, scale: base * torch.exp(-n / scale))
 
 
-def kl_weight(n_demos: torch.Tensor, schedule: str = "inverse", base: float = 0.1, scale: float = 8.0
-              ) -> torch.Tensor:
+def kl_weight(
+    n_demos: torch.Tensor, schedule: str = "inverse", base: float = 0.1, scale: float = 8.0
+) -> torch.Tensor:
     """lambda(N) for each episode. n_demos: (B,) -> (B,) float32."""
     return KL_SCHEDULES.get(schedule)(n_demos.float(), float(base), float(scale))
 
@@ -51,8 +52,9 @@ class BetaPosterior:
     beta: torch.Tensor
 
 
-def beta_posterior(u_first: torch.Tensor, u_second: torch.Tensor, s_first: torch.Tensor,
-                   s_second: torch.Tensor) -> BetaPosterior:
+def beta_posterior(
+    u_first: torch.Tensor, u_second: torch.Tensor, s_first: torch.Tensor, s_second: torch.Tensor
+) -> BetaPosterior:
     """Beta(mu tau, (1 - mu) tau) from utilities u and confidences s of both responses, each (B,)."""
     margin = (u_first - u_second).float()
     mu = torch.sigmoid(margin)
@@ -71,13 +73,25 @@ def expected_log_z(alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
 def beta_kl_to_uniform(alpha: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     """KL(Beta(alpha, beta) || Beta(1, 1)), elementwise (closed form; log B(1, 1) = 0)."""
     log_b = torch.lgamma(alpha) + torch.lgamma(beta) - torch.lgamma(alpha + beta)
-    return (-log_b + (alpha - 1.0) * torch.digamma(alpha) + (beta - 1.0) * torch.digamma(beta)
-            - (alpha + beta - 2.0) * torch.digamma(alpha + beta))
+    return (
+        -log_b
+        + (alpha - 1.0) * torch.digamma(alpha)
+        + (beta - 1.0) * torch.digamma(beta)
+        - (alpha + beta - 2.0) * torch.digamma(alpha + beta)
+    )
 
 
-def beta_elbo_loss(u_first: torch.Tensor, u_second: torch.Tensor, s_first: torch.Tensor,
-                   s_second: torch.Tensor, n_demos: torch.Tensor, labels: torch.Tensor | None = None,
-                   schedule: str = "inverse", kl_base: float = 0.1, kl_scale: float = 8.0) -> LossResult:
+def beta_elbo_loss(
+    u_first: torch.Tensor,
+    u_second: torch.Tensor,
+    s_first: torch.Tensor,
+    s_second: torch.Tensor,
+    n_demos: torch.Tensor,
+    labels: torch.Tensor | None = None,
+    schedule: str = "inverse",
+    kl_base: float = 0.1,
+    kl_scale: float = 8.0,
+) -> LossResult:
     """Negative ELBO averaged over pairs.
 
     u_*, s_*: (B,) utilities and confidences of the first and second response. n_demos: (B,) demonstrations
@@ -97,7 +111,15 @@ def beta_elbo_loss(u_first: torch.Tensor, u_second: torch.Tensor, s_first: torch
     total = (nll + lam * kl).mean()
     with torch.no_grad():
         hit = ((post.mu > 0.5).float() == (labels > 0.5).float()).float().mean()
-    return LossResult(total, {"total": float(total.detach()), "nll": float(nll.mean().detach()),
-                              "kl": float(kl.mean().detach()), "kl_weight": float(lam.mean()),
-                              "mu": float(post.mu.mean().detach()), "tau": float(post.tau.mean().detach()),
-                              "accuracy": float(hit)})
+    return LossResult(
+        total,
+        {
+            "total": float(total.detach()),
+            "nll": float(nll.mean().detach()),
+            "kl": float(kl.mean().detach()),
+            "kl_weight": float(lam.mean()),
+            "mu": float(post.mu.mean().detach()),
+            "tau": float(post.tau.mean().detach()),
+            "accuracy": float(hit),
+        },
+    )

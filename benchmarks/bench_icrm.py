@@ -1,0 +1,117 @@
+"""Set-mode ICRM scoring cost: 1,000 pairs under one standard with N = 64 demonstrations versus the same
+pairs with no demonstrations, in one run.
+
+Same model (set-mode BetaRewardModel on the embedded MiniLM; the heads' weights do not change the cost),
+same pairs (held-out pku-saferlhf pairs, or the synthetic suite without a data directory), same
+max_length, batch size and precision. The steered run starts with an empty demonstration cache, so it
+pays for encoding the 64 demonstrations once; every pair then reuses the cached context vector. The two
+conditions alternate (none, demos, none, demos, ...) and each one's best time counts, which cancels drift
+from other processes on a shared machine. Target: ratio <= 1.2.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_icrm.py --pairs 1000 --demos 64 --repeats 2
+
+Writes benchmarks/results/icrm.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rewardkit.data.registry import load_dataset
+from rewardkit.data.schema import PreferencePair
+from rewardkit.data.sources import find_data_dir
+from rewardkit.data.splits import split_pairs
+from rewardkit.icrm.config import ICRMModelConfig
+from rewardkit.icrm.model import build_beta_reward_model
+from rewardkit.icrm.scoring import DemoCache, ICRMScorer
+
+RESULTS = Path(__file__).parent / "results" / "icrm.json"
+
+
+def load_pairs(n_pairs: int, n_demos: int) -> tuple[list[PreferencePair], list[PreferencePair], str]:
+    """(targets, demonstrations, source): disjoint by the hash of the first human turn."""
+    if find_data_dir() is not None:
+        name = "pku-saferlhf/harmless"
+        pairs = load_dataset(name, split="train").pairs + load_dataset(name, split="test").pairs
+    else:
+        name = "synthetic/source"
+        pairs = load_dataset(name).pairs
+    parts = split_pairs(pairs, {"targets": 0.8, "demos": 0.2}, salt="bench-icrm")
+    demos = [p.swapped().with_label(1.0) for p in parts["demos"][:n_demos]]  # a flipped standard
+    return parts["targets"][:n_pairs], demos, name
+
+
+def timed(scorer: ICRMScorer, pairs: list[PreferencePair], demos: list[PreferencePair]) -> float:
+    scorer.cache = DemoCache()  # every steered run encodes its demonstrations again
+    t0 = time.perf_counter()
+    scorer.score_pairs(pairs, demos)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--demos", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--max-length", type=int, default=192)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
+    args = parser.parse_args()
+
+    pairs, demos, source = load_pairs(args.pairs, args.demos)
+    cfg = ICRMModelConfig(backbone="minilm", mode="set", max_length=args.max_length)
+    model, tok = build_beta_reward_model(cfg)
+    scorer = ICRMScorer(
+        model, tok, args.max_length, cfg.min_prompt_tokens, args.batch_size, bf16=args.precision == "bf16"
+    )
+    scorer.score_pairs(pairs[:32], demos[:4])  # warm-up: allocator, kernels, tokenizer caches
+    times: dict[str, list[float]] = {"none": [], "demos": []}
+    for _ in range(args.repeats):
+        times["none"].append(timed(scorer, pairs, []))
+        times["demos"].append(timed(scorer, pairs, demos))
+    best = {k: min(v) for k, v in times.items()}
+    ratio = best["demos"] / best["none"]
+    result: dict[str, Any] = {
+        "benchmark": "icrm set-mode scoring under N demonstrations vs none",
+        "source": source,
+        "pairs": len(pairs),
+        "demos": len(demos),
+        "max_length": args.max_length,
+        "batch_size": args.batch_size,
+        "precision": args.precision,
+        "repeats": args.repeats,
+        "seconds": times,
+        "best_seconds": best,
+        "pairs_per_s": {k: len(pairs) / v for k, v in best.items()},
+        "ratio": ratio,
+        "target_ratio": 1.2,
+        "passes": ratio <= 1.2,
+        # Without the cache every pair would re-encode its demonstrations: 2P(N + 1) backbone passes.
+        "backbone_passes": {
+            "none": 2 * len(pairs),
+            "demos_cached": 2 * len(pairs) + 2 * len(demos),
+            "demos_uncached": 2 * len(pairs) * (len(demos) + 1),
+        },
+        "torch_threads": torch.get_num_threads(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"{'condition':<22}{'best s':>10}{'pairs/s':>10}")
+    for k in ("none", "demos"):
+        label = "no demonstrations" if k == "none" else f"N={len(demos)} (cached)"
+        print(f"{label:<22}{best[k]:>10.2f}{len(pairs) / best[k]:>10.1f}")
+    print(f"ratio {ratio:.3f} (target <= 1.2): {'pass' if ratio <= 1.2 else 'FAIL'} -> {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
