@@ -46,7 +46,8 @@ def evaluate_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[Preferenc
         from rewardkit.report.plots import plot_reliability_diagram
 
         curve = reliability_curve(preference_probabilities(margins), gold_labels(pairs))
-        plot_reliability_diagram(curve.confidence, curve.accuracy, curve.counts, plot_path)
+        plot_reliability_diagram(curve.confidence, curve.accuracy, curve.counts, plot_path, edges=curve.edges,
+                                 ece=curve.ece())
         block["reliability_plot"] = plot_path.name
     return block, margins
 
