@@ -160,11 +160,32 @@ def write_report(
     lines += _table(
         by_size, [("fit_ratings", "fit ratings"), ("raters", "raters"), *[(f"rmse.{m}", m) for m in names]]
     )
-    audit = summary["tables"].get("audit") or {}
+    lines += _audit_lines(summary["tables"].get("audit") or {}, "all fit ratings")
+    if sweep:
+        smallest = min(sweep)
+        lines += _audit_lines(
+            sweep[smallest]["tables"].get("audit") or {}, f"{smallest} fit ratings per rater"
+        )
+    pebs = metrics.get("pebs_full_fit", {})
+    if pebs:
+        lines += ["", "## PEBS fitted on all ratings (the saved maps)", ""]
+        lines += [
+            f"- {k}: {_fmt(v) if not isinstance(v, list) else (', '.join(map(str, v)) or 'none')}"
+            for k, v in pebs.items()
+        ]
+    lines += ["", "## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots] + [""]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _audit_lines(audit: dict[str, Any], setting: str) -> list[str]:
+    """Markdown of one audit table (by group) and the raters shrunk hardest."""
+    lines: list[str] = []
     if audit.get("by_group"):
         lines += [
             "",
-            "## Audit: who is shrunk hardest and what it costs them",
+            f"## Audit: who is shrunk hardest and what it costs them ({setting})",
             "",
             "Shrinkage = 1 - w (the weight left on a rater's own estimate is w), averaged over seeds. "
             "Gain = 100 (1 - RMSE_PEBS / RMSE_ref) within the group.",
@@ -187,7 +208,7 @@ def write_report(
             ],
         )
     if audit.get("hardest_shrunk"):
-        lines += ["", "Raters shrunk hardest (slope):", ""]
+        lines += ["", f"### Raters shrunk hardest (slope), {setting}", ""]
         extra = [
             c
             for c in audit["hardest_shrunk"][0]
@@ -215,17 +236,7 @@ def write_report(
                 *[(c, c) for c in extra[:3]],
             ],
         )
-    pebs = metrics.get("pebs_full_fit", {})
-    if pebs:
-        lines += ["", "## PEBS fitted on all ratings (the saved maps)", ""]
-        lines += [
-            f"- {k}: {_fmt(v) if not isinstance(v, list) else (', '.join(map(str, v)) or 'none')}"
-            for k, v in pebs.items()
-        ]
-    lines += ["", "## Plots", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots] + [""]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(lines))
-    return path
+    return lines
 
 
 def write_plots(
