@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -76,6 +77,10 @@ def side_of_rows(swapped: torch.Tensor) -> torch.Tensor:
     """(2B,) side per batch row: rows 0..B-1 hold side 0 unless swapped, rows B..2B-1 the other side."""
     s = swapped.long()
     return torch.cat([s, 1 - s])
+
+
+def _tmp_name(base: Path, suffix: str) -> str:
+    return f"{base}.{os.getpid()}.tmp{suffix}"
 
 
 class ReferenceStateCache:
@@ -150,7 +155,7 @@ class ReferenceStateCache:
             base = Path(path)
             base.parent.mkdir(parents=True, exist_ok=True)
             states: np.ndarray = np.lib.format.open_memmap(
-                str(base) + ".tmp.npy", mode="w+", dtype=np.float16, shape=shape
+                _tmp_name(base, ".npy"), mode="w+", dtype=np.float16, shape=shape
             )
         else:
             states = np.zeros(shape, dtype=np.float16)
@@ -189,16 +194,20 @@ class ReferenceStateCache:
     def _save(self, base: Path) -> None:
         assert isinstance(self.states, np.memmap)
         self.states.flush()
-        Path(str(base) + ".tmp.npy").replace(str(base) + ".npy")
+        # Temporary names carry the process id and files appear by atomic rename, so two runs that build
+        # the same cache at once (seeds in parallel processes) never read a half-written file.
+        os.replace(self.states.filename, str(base) + ".npy")
+        index_tmp = _tmp_name(base, ".index.npz")
         np.savez(
-            str(base) + ".index.npz",
+            index_tmp,
             offsets=self.offsets,
             counts=self.counts,
             pooled=self.pooled if self.pooled is not None else np.zeros(0),
         )
-        Path(str(base) + ".json").write_text(
-            json.dumps({"fingerprint": self.fingerprint, "layers": self.layers})
-        )
+        os.replace(index_tmp, str(base) + ".index.npz")
+        meta_tmp = _tmp_name(base, ".json")
+        Path(meta_tmp).write_text(json.dumps({"fingerprint": self.fingerprint, "layers": self.layers}))
+        os.replace(meta_tmp, str(base) + ".json")  # last: its presence marks a complete cache
 
     @classmethod
     def load(cls, path: str | Path, fingerprint: str | None = None) -> ReferenceStateCache | None:
