@@ -19,50 +19,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from rewardkit.calibrate.config import EvalConfig
 from rewardkit.calibrate.estimators import NONPOSITIVE_SLOPE_TOL, PEBS, STATUS_FITTED, create_calibrator
 from rewardkit.calibrate.forecast import forecast_gain
 from rewardkit.data.ratings import RatingTable
 from rewardkit.errors import ConfigError, DataError
 
-DEFAULT_METHODS = ("pooled", "group", "ols", "pebs", "pebs-centred", "pebs-uncentred", "mixedlm")
 SIZE_BIN_EDGES = (0, 6, 10, 20, 40, 80, 160, np.inf)
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    """Options of the within-rater hold-out protocol (the CLI fills the same fields)."""
-
-    holdout: float = field(default=0.2, metadata={"help": "fraction of each rater's ratings held out"})
-    seeds: int = field(
-        default=5, metadata={"help": "number of seeded splits (seeds first_seed, first_seed+1, ...)"}
-    )
-    first_seed: int = field(default=0, metadata={"help": "first split seed"})
-    methods: tuple[str, ...] = field(default=DEFAULT_METHODS, metadata={"help": "calibrators to compare"})
-    n_min: int = field(default=6, metadata={"help": "PEBS: fewest ratings for a rater's own OLS fit"})
-    group_column: str | None = field(
-        default=None,
-        metadata={"help": "demographic column of the group baseline (default: the table's first one)"},
-    )
-    fit_per_rater: int | None = field(
-        default=None,
-        metadata={"help": "keep at most this many fit ratings per rater (held-out part unchanged)"},
-    )
-    pilot_per_rater: int = field(
-        default=20,
-        metadata={"help": "forecaster: ratings per rater in the pilot drawn from each rater's fit part"},
-    )
-    bootstrap: int = field(default=2000, metadata={"help": "bootstrap resamples of raters for the CIs"})
-    confidence: float = field(default=0.95, metadata={"help": "confidence level of the intervals"})
-
-    def validate(self) -> None:
-        if not 0.0 < self.holdout < 1.0:
-            raise ConfigError(f"holdout must be in (0, 1), got {self.holdout}")
-        if self.seeds < 1:
-            raise ConfigError(f"seeds must be at least 1, got {self.seeds}")
-        if "pooled" not in self.methods:
-            raise ConfigError("methods must include 'pooled' (every gain is measured against it)")
-        if self.fit_per_rater is not None and self.fit_per_rater < 3:
-            raise ConfigError(f"fit_per_rater must be at least 3, got {self.fit_per_rater}")
 
 
 def within_rater_split(frame: pd.DataFrame, holdout: float, seed: int) -> np.ndarray:

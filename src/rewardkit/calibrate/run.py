@@ -11,78 +11,17 @@ import json
 import platform
 import subprocess
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from rewardkit.calibrate.config import CalibrateRunConfig, RatingsSource
 from rewardkit.calibrate.estimators import create_calibrator
-from rewardkit.calibrate.evaluate import EvalConfig, evaluate_holdout, summarise
+from rewardkit.calibrate.evaluate import evaluate_holdout, summarise
 from rewardkit.calibrate.maps import CalibrationMaps, _jsonable, save_maps
 from rewardkit.calibrate.report import write_report
-from rewardkit.data.ratings import OnBadRow, RatingTable, load_ratings
-from rewardkit.errors import ConfigError
-
-
-@dataclass(frozen=True)
-class RatingsSource:
-    """Where the ratings come from (the CLI's --ratings and friends fill these fields)."""
-
-    ratings: str = field(
-        metadata={
-            "help": "a ratings file (CSV/Parquet/JSONL: rater_id, item_id, score, "
-            "model_score) or a source name: pluriharms, dices-350, prism:FOLDER"
-        }
-    )
-    data_dir: str | None = field(
-        default=None, metadata={"help": "data directory (else $REWARDKIT_DATA_DIR, else ../shared/data)"}
-    )
-    on_bad_row: OnBadRow = field(
-        default="skip",
-        metadata={"help": "bad rows (NaN, out of range, duplicates): skip and count them, or error"},
-    )
-    model_scores: str | None = field(
-        default=None,
-        metadata={
-            "help": "file of per-item model scores (item_id, model_score) replacing the source's default"
-        },
-    )
-    model_score: str | None = field(default=None, metadata={"help": "dices-350 model score: panel or expert"})
-    unsure: Literal["drop", "half"] = field(
-        default="drop", metadata={"help": "dices-350 'Unsure' answers: drop them or score them 0.5"}
-    )
-    score_min: float | None = field(default=None, metadata={"help": "lowest valid score (file sources)"})
-    score_max: float | None = field(default=None, metadata={"help": "highest valid score (file sources)"})
-    seed: int = field(default=0, metadata={"help": "seed of any random choice the source makes"})
-
-    def load(self) -> RatingTable:
-        if (self.score_min is None) != (self.score_max is None):
-            raise ConfigError("give both --score-min and --score-max, or neither")
-        score_range = None if self.score_min is None else (float(self.score_min), float(self.score_max))  # type: ignore[arg-type]
-        return load_ratings(
-            self.ratings,
-            data_dir=self.data_dir,
-            on_bad_row=self.on_bad_row,
-            model_scores=self.model_scores,
-            model_score=self.model_score,
-            unsure=self.unsure,
-            score_range=score_range,
-            seed=self.seed,
-        )
-
-
-@dataclass(frozen=True)
-class CalibrateRunConfig:
-    """A full evaluation run: source, protocol, extra fit sizes and the output folder."""
-
-    source: RatingsSource
-    out: Path = field(metadata={"help": "output folder"})
-    evaluation: EvalConfig = field(default_factory=EvalConfig)
-    fit_sizes: tuple[int, ...] = field(
-        default=(25, 18), metadata={"help": "also evaluate with each rater's fit part capped at these sizes"}
-    )
-
 
 SWEEP_KEYS = (
     "rmse",

@@ -57,6 +57,7 @@ class RaterStats:
 
     def total(self) -> RaterStats:
         """All raters summed into one pseudo-rater (the pooled statistics)."""
+
         def one(values: np.ndarray) -> np.ndarray:
             return np.array([values.sum()])
 
@@ -236,6 +237,7 @@ def rater_stats_duckdb(
         ).df()
     finally:
         con.close()
+
     def col(name: str) -> np.ndarray:
         return frame[name].to_numpy(np.float64)
 

@@ -13,8 +13,7 @@ from typing import Annotated
 
 import typer
 
-from rewardkit.calibrate.evaluate import DEFAULT_METHODS, EvalConfig
-from rewardkit.calibrate.run import CalibrateRunConfig, RatingsSource
+from rewardkit.calibrate.config import DEFAULT_METHODS, CalibrateRunConfig, EvalConfig, RatingsSource
 from rewardkit.cli.common import DataDir, handle_errors
 from rewardkit.config import help_of
 
