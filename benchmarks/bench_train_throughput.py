@@ -47,7 +47,8 @@ def run_rewardkit(pairs: list[PreferencePair], max_length: int, bf16: bool) -> d
         padded = sum(2 * max(len(p.chosen.input_ids), len(p.rejected.input_ids)) for p in trainer.encoded)
         result = trainer.fit()
     return {"pairs_trained": result.pairs_seen, "pairs_kept": len(pairs), "seconds": round(result.seconds, 2),
-            "pairs_per_s": round(result.pairs_seen / result.seconds, 3), "tokens_per_pair_side": padded / (2 * len(pairs))}
+            "pairs_per_s": round(result.pairs_seen / result.seconds, 3),
+            "tokens_per_pair_side": padded / (2 * len(pairs))}
 
 
 def run_trl(pairs: list[PreferencePair], max_length: int, bf16: bool) -> dict[str, Any]:

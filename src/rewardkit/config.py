@@ -17,7 +17,7 @@ from rewardkit.errors import ConfigError
 T = TypeVar("T")
 
 
-def option(default: Any, help: str, **kwargs: Any) -> Any:  # noqa: A002 - mirrors argparse/typer naming
+def option(default: Any, help: str, **kwargs: Any) -> Any:
     """A dataclass field with its help text (shown by --help and in docs)."""
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata={"help": help, **kwargs})
@@ -39,8 +39,8 @@ class DataConfig:
     train: DatasetConfig = field(default_factory=DatasetConfig)
     eval: list[DatasetConfig] = field(default_factory=list)
     data_dir: str | None = option(None, "folder with the real datasets (else $REWARDKIT_DATA_DIR, ../shared/data)")
-    train_fraction: float = option(0.8, "when no eval set is given: fraction of train pairs used for training; "
-                                   "the rest (split by a hash of the first human turn) is held out")
+    train_fraction: float = option(0.8, "fraction of the training source used for training; the rest (split by "
+                                   "a hash of the first human turn) is the held-out set")
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting")
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set")
 
@@ -56,11 +56,13 @@ class LoraSettings:
 @dataclass
 class ModelConfig:
     backbone: str = option("minilm", "minilm | smollm2 | tiny-bert | tiny-llama | a local folder | a hub id")
-    pooling: str = option("auto", "mean (over response tokens) | last | cls | auto (mean for encoders, last for decoders)")
+    pooling: str = option("auto", "mean (over response tokens) | last | cls | auto (mean for encoders, "
+                                  "last for decoders)")
     max_length: int = option(256, "tokens per (prompt, response) sequence")
     min_prompt_tokens: int = option(64, "prompt tokens always kept when the response is long")
     num_layers: int | None = option(None, "keep only the first k transformer layers (e.g. a weak teacher)")
-    dropout: float | None = option(0.0, "dropout probability everywhere (0 is 1.7-2.7x faster on CPU); None keeps the pretrained value")
+    dropout: float | None = option(0.0, "dropout probability everywhere (0 is 1.7-2.7x faster on CPU); "
+                                   "None keeps the pretrained value")
     freeze_backbone: bool = option(False, "train the head only (a linear probe)")
     lora: LoraSettings = field(default_factory=LoraSettings)
 
@@ -76,7 +78,8 @@ class TrainConfig:
     warmup_ratio: float = option(0.1, "linear warm-up as a fraction of steps, then linear decay")
     max_grad_norm: float = option(1.0, "gradient clipping norm; 0 disables")
     loss: str = option("bt", "training objective (registry name)")
-    swap_pairs: bool = option(True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per pair and epoch")
+    swap_pairs: bool = option(True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per "
+                              "pair and epoch")
     bf16: bool = option(False, "bf16 autocast for the backbone (pooling and head stay fp32)")
     seed: int = option(0, "seed for initialisation, data order and swaps")
     checkpoint_every: int = option(50, "steps between atomic checkpoints (0 = only at the end)")
@@ -175,7 +178,7 @@ def apply_overrides(obj: Any, overrides: dict[str, Any]) -> None:
 
 def help_of(cls: type, name: str) -> str:
     """The help text declared next to a dataclass field (used by the CLI so it is written once)."""
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         if f.name == name:
             return str(f.metadata.get("help", ""))
     raise KeyError(name)

@@ -20,10 +20,10 @@ def demo_rows(metrics: dict[str, Any]) -> list[dict[str, Any]]:
     """Console rows: each model's ID accuracy and its accuracy / AOG on every target (percentage points)."""
     rows = []
     for name, rec in metrics["methods"].items():
-        row: dict[str, Any] = {"model": name, "ID acc": _fmt(rec.get("id_acc")), "WRG": _fmt(rec.get("wrg"))}
+        row: dict[str, Any] = {"model": name, "ID": _fmt(rec.get("id_acc")), "WRG": _fmt(rec.get("wrg"))}
         for target in metrics["targets"]:
-            short = target.split("/")[-1]
-            row[f"{short} acc"] = _fmt(rec.get(f"ood_acc.{target}"))
+            short = target.split("/")[-1].removeprefix("target-")
+            row[short] = _fmt(rec.get(f"ood_acc.{target}"))
             row[f"{short} NTS"] = _fmt(rec.get(f"nts.{target}"))
         rows.append(row)
     return rows

@@ -21,7 +21,7 @@ def git_commit(path: Path | None = None) -> str | None:
 
 
 def environment_info(seed: int | None = None) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:
             versions[name] = metadata.version(name)

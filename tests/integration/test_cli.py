@@ -18,7 +18,8 @@ def rk(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, timeout=900)
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["eval"], ["score"], ["demo"], ["calibrate"], ["icrm"], ["shift"]])
+@pytest.mark.parametrize("command", [[], ["train"], ["eval"], ["score"], ["demo"], ["calibrate"], ["icrm"],
+                                     ["shift"]])
 def test_help(command: list[str]) -> None:
     result = rk(*command, "--help")
     assert result.returncode == 0, result.stderr
@@ -35,11 +36,13 @@ def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> 
 
 
 def test_unknown_dataset(tmp_path: Path) -> None:
-    _one_line_error(rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set", "hh-rlhf/harmless-base")
+    _one_line_error(rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set",
+                    "hh-rlhf/harmless-base")
 
 
 def test_unknown_backbone(tmp_path: Path) -> None:
-    _one_line_error(rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r")), "nope")
+    result = rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r"))
+    _one_line_error(result, "nope")
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -94,7 +97,8 @@ def test_score_and_eval_a_saved_model(tmp_path: Path) -> None:
 def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> None:
     """MiniLM on 400 real hh-rlhf/harmless-base pairs; evaluated on held-out conversations only."""
     result = rk("train", "--train", "hh-rlhf/harmless-base", "--train-pairs", "400", "--eval-pairs", "300",
-                "--max-length", "128", "--lr", "3e-5", "--quiet", "--data-dir", str(data_dir), "--out", str(tmp_path / "r"))
+                "--max-length", "128", "--lr", "3e-5", "--quiet", "--data-dir", str(data_dir),
+                "--out", str(tmp_path / "r"))
     assert result.returncode == 0, result.stderr
     metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
     block = metrics["eval"]["hh-rlhf/harmless-base (held-out)"]

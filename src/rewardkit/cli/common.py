@@ -32,8 +32,11 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
-OutDir = Annotated[Path, typer.Option("--out", "-o", help="run directory to write (created; resumes if it holds a checkpoint)")]
-ConfigFile = Annotated[Path | None, typer.Option("--config", "-c", help="YAML config filling the same fields as the flags")]
-DataDir = Annotated[Path | None, typer.Option("--data-dir", help="folder with the real datasets (else $REWARDKIT_DATA_DIR, else ../shared/data)")]
+OutDir = Annotated[Path, typer.Option(
+    "--out", "-o", help="run directory to write (created; resumes if it holds a checkpoint)")]
+ConfigFile = Annotated[Path | None, typer.Option(
+    "--config", "-c", help="YAML config filling the same fields as the flags")]
+DataDir = Annotated[Path | None, typer.Option(
+    "--data-dir", help="folder with the real datasets (else $REWARDKIT_DATA_DIR, else ../shared/data)")]
 Seed = Annotated[int | None, typer.Option("--seed", help="random seed")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="no progress bars")]

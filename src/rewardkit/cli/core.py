@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -117,15 +118,14 @@ def demo(
 @app.command()
 def datasets() -> None:
     """List the registered dataset names."""
-    from rewardkit.data.registry import DATASETS, load_dataset  # noqa: F401
-
     import rewardkit.data.adapters  # noqa: F401
+    from rewardkit.data.registry import DATASETS, load_dataset  # noqa: F401
 
     for name in DATASETS.names():
         typer.echo(name)
 
 
-def _print_table(rows: list[dict] | tuple | list, title: str) -> None:  # type: ignore[type-arg]
+def _print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -138,4 +138,7 @@ def _print_table(rows: list[dict] | tuple | list, title: str) -> None:  # type: 
         table.add_column(str(col))
     for row in rows:
         table.add_row(*[str(row.get(c, "")) for c in rows[0]])
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped or logged: no 80-column wrapping of the results
+        console = Console(width=200)
+    console.print(table)

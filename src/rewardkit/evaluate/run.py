@@ -83,10 +83,16 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
         raise DataError("--calibration and --rater go together")
     pairs = [PreferencePair(user_prompt(r["prompt"]), r.get("chosen", r.get("response", "")),
                             r.get("rejected", r.get("response", ""))) for r in rows]
+    extra: dict[str, np.ndarray] = {}
+    chosen: np.ndarray
+    rejected: np.ndarray
     if demos is not None:
         from rewardkit.icrm.scoring import score_with_demos
 
-        chosen, rejected = score_with_demos(model_dir, pairs, demos, bf16=bf16)
+        steered = score_with_demos(model_dir, pairs, demos, bf16=bf16)
+        chosen, rejected = steered["chosen"], steered["rejected"]
+        extra = {"p_chosen": steered["mu"], "confidence_chosen": steered["confidence_chosen"],
+                 "confidence_rejected": steered["confidence_rejected"]}
     else:
         model, tokenizer, meta = load_reward_model(model_dir)
         mc = meta["model_config"]
@@ -98,12 +104,15 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
         chosen = np.asarray(apply_calibration(calibration, str(rater), chosen))
         rejected = np.asarray(apply_calibration(calibration, str(rater), rejected))
     lines = []
-    for row, c, r in zip(rows, chosen, rejected, strict=True):
+    for i, (row, c, r) in enumerate(zip(rows, chosen, rejected, strict=True)):
         if "response" in row and "chosen" not in row:
             row["reward"] = float(c)
+            if extra:
+                row["confidence"] = float(extra["confidence_chosen"][i])
         else:
             row["reward_chosen"], row["reward_rejected"] = float(c), float(r)
-            row["p_chosen"] = float(1.0 / (1.0 + np.exp(-(c - r))))
+            # an ICRM gives its Beta posterior mean; a scalar model the Bradley-Terry probability
+            row["p_chosen"] = float(extra["p_chosen"][i]) if extra else float(1.0 / (1.0 + np.exp(-(c - r))))
         lines.append(json.dumps(row, ensure_ascii=False))
     atomic_write_text(Path(output), "\n".join(lines) + "\n")
     return len(rows)

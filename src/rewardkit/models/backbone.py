@@ -21,7 +21,7 @@ from rewardkit.registry import Registry
 
 @dataclass
 class LoadedBackbone:
-    model: nn.Module           # a transformers base model (BertModel, LlamaModel, ...)
+    model: Any                 # a transformers base model (BertModel, LlamaModel, ...)
     tokenizer: Any
     kind: str                  # "encoder" | "decoder"
     source: str                # where the weights came from (path, GGUF file, "config")
@@ -158,7 +158,7 @@ def num_hidden_layers(model: nn.Module) -> int:
     return len(_layer_list(model))
 
 
-def truncate_layers(model: nn.Module, num_layers: int) -> None:
+def truncate_layers(model: Any, num_layers: int) -> None:
     layers = _layer_list(model)
     if not 1 <= num_layers <= len(layers):
         raise ConfigError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
@@ -166,7 +166,7 @@ def truncate_layers(model: nn.Module, num_layers: int) -> None:
     model.config.num_hidden_layers = num_layers
 
 
-def set_dropout(model: nn.Module, p: float) -> None:
+def set_dropout(model: Any, p: float) -> None:
     for module in model.modules():
         if isinstance(module, nn.Dropout):
             module.p = p

@@ -51,12 +51,11 @@ class RewardModel(nn.Module):
     transformers' *ForSequenceClassification `score` layer for decoder export.
     """
 
-    def __init__(self, backbone: nn.Module, pooling: str = "mean", kind: str = "encoder",
-                 backbone_name: str = ""):
+    def __init__(self, backbone: Any, pooling: str = "mean", kind: str = "encoder", backbone_name: str = ""):
         super().__init__()
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        self.backbone = backbone
+        self.backbone: Any = backbone  # a transformers base model, or a peft wrapper of one
         self.pooling = pooling
         self.kind = kind
         self.backbone_name = backbone_name

@@ -147,7 +147,8 @@ def write_training_report(metrics: dict[str, Any], out: Path) -> None:
         rows = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
         if rows:
             key = "total" if "total" in rows[0] else "bt"
-            path = plot_lines_with_ci([Series("training loss", [r["step"] for r in rows], [r.get(key, float("nan")) for r in rows])],
+            curve = Series("training loss", [r["step"] for r in rows], [r.get(key, float("nan")) for r in rows])
+            path = plot_lines_with_ci([curve],
                                       out / "plots" / "training_loss.png", xlabel="step", ylabel="loss",
                                       title="training loss")
             figures.append((path, "training loss per step"))

@@ -180,7 +180,8 @@ class Trainer:
                                           "pairs_per_s": round(pairs_seen / max(elapsed, 1e-9), 3), **terms}) + "\n")
                     log.flush()
                     if bar is not None and task is not None:
-                        bar.update(task, completed=done, description=f"train loss {terms.get('total', terms.get('bt', 0.0)):.3f}")
+                        loss = terms.get("total", terms.get("bt", 0.0))
+                        bar.update(task, completed=done, description=f"train loss {loss:.3f}")
                 if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
                 if os.environ.get(KILL_AFTER_STEP_ENV) == str(done):
