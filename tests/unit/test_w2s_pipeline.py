@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -156,9 +157,7 @@ def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
         seeds=[0, 1],
     )
     cfg.eval.n_boot = 50
-    data = ShiftData(
-        _pairs(16, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)}
-    )
+    data = ShiftData(_pairs(16, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)})
     metrics = run_shift(cfg, tmp_path, data=data, progress=False)
     saved = json.loads((tmp_path / "metrics.json").read_text())
     for name in ("naive", "confidence", "seam", "anchor-1"):
@@ -181,6 +180,10 @@ def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
     again = run_shift(cfg, tmp_path, data=data, progress=False)
     assert (tmp_path / "teacher" / "margins.npz").stat().st_mtime == before
     assert again["methods"]["naive"]["id_acc"] == metrics["methods"]["naive"]["id_acc"]
+    # Evaluate-only: a method never trained is skipped, not trained.
+    more = replace(cfg, methods=[*cfg.methods, MethodConfig("untrained", "naive")])
+    partial = run_shift(more, tmp_path, data=data, progress=False, train=False)
+    assert "untrained" not in partial["methods"] and not (tmp_path / "seed0" / "untrained").exists()
 
 
 def test_bad_method_names_fail_fast(tmp_path: Path) -> None:

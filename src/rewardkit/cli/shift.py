@@ -14,20 +14,15 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command("shift")
 def shift(
-    config: Annotated[
-        Path, typer.Option("--config", "-c", help="shift config YAML (see configs/shift-*.yaml)")
-    ],
+    config: Annotated[Path, typer.Option("--config", "-c", help="shift config YAML (see configs/shift-*.yaml)")],
     out: OutDir,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="the config's quick sizes: a few-minute run")
-    ] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="the config's quick sizes: a few-minute run")] = False,
     data_dir: DataDir = None,
-    seeds: Annotated[
-        str | None, typer.Option("--seeds", help="comma-separated student seeds, e.g. 0,1,2")
-    ] = None,
-    threads: Annotated[
-        int | None, typer.Option("--threads", help="torch intra-op threads (default: torch's)")
-    ] = None,
+    seeds: Annotated[str | None, typer.Option("--seeds", help="comma-separated student seeds, e.g. 0,1,2")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="torch intra-op threads (default: torch's)")] = None,
+    no_train: Annotated[
+        bool, typer.Option("--no-train", help="evaluate the models already trained in --out; train nothing")
+    ] = False,
     quiet: Quiet = False,
 ) -> None:
     """Weak teacher, students per method and ceiling; ID and per-target transfer metrics and a report."""
@@ -45,5 +40,7 @@ def shift(
             except ValueError:
                 raise ConfigError(f"--seeds must be comma-separated integers, got {seeds!r}") from None
         torch_threads(threads)
-        metrics = run_shift(cfg, out, quick=quick, data_dir=data_dir, seeds=seed_list, progress=not quiet)
+        metrics = run_shift(
+            cfg, out, quick=quick, data_dir=data_dir, seeds=seed_list, progress=not quiet, train=not no_train
+        )
         typer.echo(f"wrote {out}/metrics.json, {out}/report.md ({metrics['seconds']:.0f} s)")

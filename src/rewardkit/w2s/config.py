@@ -12,9 +12,7 @@ class ShiftSplitConfig:
     gold_fraction: float = option(
         0.3, "share of the source (by first-human-turn hash) in the gold pool (teacher training)"
     )
-    w2s_fraction: float = option(
-        0.4, "share of the source in the W2S pool (teacher-labelled student training)"
-    )
+    w2s_fraction: float = option(0.4, "share of the source in the W2S pool (teacher-labelled student training)")
     id_fraction: float = option(0.3, "share of the source in the ID test")
     gold_pairs: int | None = option(None, "cap on gold-pool pairs the teacher trains on")
     w2s_pairs: int | None = option(None, "cap on W2S-pool pairs the students train on")
@@ -27,9 +25,7 @@ class ShiftSplitConfig:
 class TeacherConfig:
     model: ModelConfig = field(default_factory=lambda: ModelConfig(num_layers=2, freeze_backbone=True))
     train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3.0, lr=1e-3, head_lr=1e-2))
-    seed: int = option(
-        0, "teacher seed (one teacher; its labels are reused across methods and student seeds)"
-    )
+    seed: int = option(0, "teacher seed (one teacher; its labels are reused across methods and student seeds)")
 
 
 @dataclass
@@ -38,7 +34,7 @@ class MethodConfig:
     objective: str = option("naive", "naive | confidence | anchor | ceiling (registered objectives)")
     refiner: str = option("none", "label refiner applied to the teacher's labels first: none | seam")
     anchor_weight: float = option(1e-4, "lambda: weight of the anchor MSE")
-    anchor_layers: list[float] = option(  # noqa: RUF009 - option() returns a field with a default_factory
+    anchor_layers: list[float] = option(
         [1.0], "anchored depths as fractions of the student's layers (1.0 = last; 0.5, 0.75 = middle)"
     )
     reference: str = option(
@@ -76,7 +72,7 @@ class QuickConfig:
     id_pairs: int = option(64, "ID test pairs with --quick")
     target_pairs: int = option(64, "pairs per target with --quick")
     max_length: int = option(96, "tokens per sequence with --quick")
-    seeds: list[int] = option([0], "student seeds with --quick")  # noqa: RUF009
+    seeds: list[int] = option([0], "student seeds with --quick")
     n_boot: int = option(200, "bootstrap replicates with --quick")
 
 
@@ -85,9 +81,7 @@ class ShiftConfig:
     name: str = option("shift", "run title")
     source: DatasetConfig = field(default_factory=DatasetConfig)
     targets: list[DatasetConfig] = field(default_factory=list)
-    data_dir: str | None = option(
-        None, "folder with the real datasets (else $REWARDKIT_DATA_DIR, ../shared/data)"
-    )
+    data_dir: str | None = option(None, "folder with the real datasets (else $REWARDKIT_DATA_DIR, ../shared/data)")
     split: ShiftSplitConfig = field(default_factory=ShiftSplitConfig)
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     student: ModelConfig = field(default_factory=lambda: ModelConfig(max_length=128))
@@ -101,6 +95,6 @@ class ShiftConfig:
         ]
     )
     ceiling: bool = option(True, "train the strong ceiling (gold labels on the W2S pool) for PGR")
-    seeds: list[int] = option([0], "student seeds")  # noqa: RUF009
+    seeds: list[int] = option([0], "student seeds")
     eval: ShiftEvalConfig = field(default_factory=ShiftEvalConfig)
     quick: QuickConfig = field(default_factory=QuickConfig)

@@ -67,9 +67,7 @@ class ConfidenceObjective:
     def coef(self, info: StepInfo) -> float:
         if self.form == "openai":
             return openai_warmup_coef(info.step / max(1, info.total_steps), self.warmup_frac, self.aux_coef)
-        steps = (
-            self.warmup_steps if self.warmup_steps is not None else int(self.warmup_frac * info.total_steps)
-        )
+        steps = self.warmup_steps if self.warmup_steps is not None else int(self.warmup_frac * info.total_steps)
         return linear_warmup_coef(info.step, steps, self.aux_coef)
 
     def update(self, probs: torch.Tensor) -> None:

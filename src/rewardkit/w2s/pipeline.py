@@ -120,16 +120,12 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
         path=src.path,
         columns=src.columns,
     ).pairs
-    parts = split_pairs(
-        source, {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction}, salt=s.salt
-    )
+    parts = split_pairs(source, {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction}, salt=s.salt)
     gold = _hash_sample(parts["gold"], s.gold_pairs, s.salt + ":gold")
     w2s = _hash_sample(parts["w2s"], s.w2s_pairs, s.salt + ":w2s")
     id_test = _hash_sample(parts["id"], s.id_pairs, s.salt + ":id")
     if not gold or not w2s or not id_test:
-        raise DataError(
-            f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})"
-        )
+        raise DataError(f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})")
     evals = {ID_SPLIT: id_test}
     for target in config.targets:
         if target.name in evals:
@@ -204,9 +200,7 @@ class ShiftRun:
         objective: Objective = make_objective(model, tokenizer, encoded)
         cfg = replace(train_cfg, seed=seed, progress=self.progress)
         _reset_accelerate_state()
-        trainer = Trainer(
-            model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded
-        )
+        trainer = Trainer(model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded)
         result = trainer.fit()
         return trainer.model, tokenizer, asdict(result)
 
@@ -217,9 +211,7 @@ class ShiftRun:
         path = folder / "margins.npz"
         if path.exists():
             saved = np.load(path)
-            return saved["w2s_labels"], {
-                k[len("eval:") :]: saved[k] for k in saved.files if k.startswith("eval:")
-            }
+            return saved["w2s_labels"], {k[len("eval:") :]: saved[k] for k in saved.files if k.startswith("eval:")}
         t = self.config.teacher
         t0 = time.perf_counter()
         model, tokenizer, result = self._train(
@@ -237,18 +229,14 @@ class ShiftRun:
         labels = 1.0 / (1.0 + np.exp(-(chosen - rejected)))
         margins = self._score(model, tokenizer, t.model)
         np.savez(path, w2s_labels=labels, **{f"eval:{k}": v for k, v in margins.items()})  # type: ignore[arg-type]
-        (folder / "train.json").write_text(
-            json.dumps({**result, "seconds_total": time.perf_counter() - t0}, indent=2)
-        )
+        (folder / "train.json").write_text(json.dumps({**result, "seconds_total": time.perf_counter() - t0}, indent=2))
         return labels, margins
 
     # -- reference states and strong features -------------------------------------------------------------
     def _pretrained_student(self) -> tuple[RewardModel, Any]:
         return build_reward_model(self.config.student, 0)
 
-    def reference_cache(
-        self, layers: list[int], on_disk: bool, encoded: list[Any], pad_id: int
-    ) -> ReferenceStateCache:
+    def reference_cache(self, layers: list[int], on_disk: bool, encoded: list[Any], pad_id: int) -> ReferenceStateCache:
         key = tuple(layers)
         if key not in self._caches:
             model, _ = self._pretrained_student()
@@ -266,9 +254,7 @@ class ShiftRun:
                 self._features = np.load(path)
             else:
                 model, tokenizer = self._pretrained_student()
-                encoder = PairEncoder(
-                    tokenizer, self.config.student.max_length, self.config.student.min_prompt_tokens
-                )
+                encoder = PairEncoder(tokenizer, self.config.student.max_length, self.config.student.min_prompt_tokens)
                 encoded = encode_pairs(encoder, self.data.w2s)
                 n = num_hidden_layers(model.backbone)
                 cache = ReferenceStateCache.build(model, encoded, [n], int(tokenizer.pad_token_id))
@@ -311,9 +297,7 @@ class ShiftRun:
             reference: ReferenceProvider
             if method.reference in ("cache", "disk"):
                 reference = CachedReference(
-                    self.reference_cache(
-                        layers, method.reference == "disk", encoded, int(tokenizer.pad_token_id)
-                    )
+                    self.reference_cache(layers, method.reference == "disk", encoded, int(tokenizer.pad_token_id))
                 )
             elif method.reference == "copy":
                 reference = FrozenCopyReference(model)
@@ -323,13 +307,9 @@ class ShiftRun:
                 reference = AdapterDisabledReference()
             else:
                 raise ConfigError(f"method {method.name}: reference must be one of {REFERENCES}")
-            return build_objective(
-                "anchor", reference=reference, layers=layers, anchor_weight=method.anchor_weight
-            )
+            return build_objective("anchor", reference=reference, layers=layers, anchor_weight=method.anchor_weight)
 
-        model, tokenizer, result = self._train(
-            student_cfg, self.config.train, pairs, seed, folder, make_objective
-        )
+        model, tokenizer, result = self._train(student_cfg, self.config.train, pairs, seed, folder, make_objective)
         margins = self._score(model, tokenizer, student_cfg)
         np.savez(path, **margins)  # type: ignore[arg-type]
         (folder / "train.json").write_text(
@@ -350,11 +330,13 @@ def run_shift(
     seeds: list[int] | None = None,
     progress: bool = True,
     data: ShiftData | None = None,
+    train: bool = True,
 ) -> dict[str, Any]:
     """Runs the whole W2S shift protocol into out_dir and returns the metrics dict (also in metrics.json).
 
     quick: use config.quick's sizes (minutes). data_dir / seeds override the config's. data: ready pairs
-    (gold, W2S, eval splits) instead of loading config.source / config.targets. Reruns with the same
+    (gold, W2S, eval splits) instead of loading config.source / config.targets. train=False evaluates only
+    the models already trained in out_dir (the teacher must be there) and skips the others. Reruns with the same
     out_dir reuse every finished model (teacher labels, students) and resume interrupted training.
     """
     from rewardkit.w2s.report import compute_metrics, write_report
@@ -381,12 +363,16 @@ def run_shift(
     t_start = time.perf_counter()
     data = data if data is not None else prepare_data(config, data_dir)
     run = ShiftRun(config, out, data, progress)
+    if not train and not (out / TEACHER / "margins.npz").exists():
+        raise ConfigError(f"{out}: no trained teacher to evaluate (run without --no-train first)")
     teacher_labels, teacher_margins = run.teacher()
     margins: dict[str, dict[int, dict[str, np.ndarray]]] = {TEACHER: {-1: teacher_margins}}
     ceiling = MethodConfig(CEILING, "ceiling")
     for seed in config.seeds:
         # The ceiling first: the teacher-to-ceiling gap is known before any method comparison.
         for method in [*([ceiling] if config.ceiling else []), *config.methods]:
+            if not train and not (out / f"seed{seed}" / method.name / "margins.npz").exists():
+                continue
             margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels)
     metrics = compute_metrics(config, data, teacher_labels, margins)
     metrics["sizes"] = data.sizes()

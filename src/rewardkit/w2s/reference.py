@@ -174,9 +174,7 @@ class ReferenceStateCache:
                     if counts[i] == 0:
                         continue
                     rows = torch.stack([out.hidden_states[layer][row][mask[row]] for layer in layers], dim=1)
-                    states[offsets[i] : offsets[i] + counts[i]] = (
-                        rows.float().cpu().numpy().astype(np.float16)
-                    )
+                    states[offsets[i] : offsets[i] + counts[i]] = rows.float().cpu().numpy().astype(np.float16)
         model.train(was_training)
         cache = cls(
             layers,
@@ -196,7 +194,7 @@ class ReferenceStateCache:
         self.states.flush()
         # Temporary names carry the process id and files appear by atomic rename, so two runs that build
         # the same cache at once (seeds in parallel processes) never read a half-written file.
-        os.replace(self.states.filename, str(base) + ".npy")
+        os.replace(str(self.states.filename), str(base) + ".npy")
         index_tmp = _tmp_name(base, ".index.npz")
         np.savez(
             index_tmp,

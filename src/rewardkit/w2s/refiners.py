@@ -88,9 +88,7 @@ def seam_criteria(features: np.ndarray, n_criteria: int) -> np.ndarray:
     return scores / (scores.std(axis=0) + 1e-12)
 
 
-def select_criteria(
-    verdicts: np.ndarray, teacher_labels: np.ndarray, n_selected: int
-) -> tuple[np.ndarray, np.ndarray]:
+def select_criteria(verdicts: np.ndarray, teacher_labels: np.ndarray, n_selected: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the n_selected criteria most correlated with logit(q), and their signs (+1 / -1)."""
     target = _logit(teacher_labels)
     target = target - target.mean()

@@ -155,8 +155,7 @@ def compute_metrics(
     for model, by_seed in margins.items():
         first = by_seed[min(by_seed)]
         prefers_longer[model] = {
-            split: json_float(prefers_longer_rate(first[split], *lengths[split], n_boot=0).value)
-            for split in first
+            split: json_float(prefers_longer_rate(first[split], *lengths[split], n_boot=0).value) for split in first
         }
 
     gold_agree = float(np.mean(teacher_labels > 0.5) * 100.0)
@@ -317,10 +316,7 @@ def write_report(config: Any, metrics: dict[str, Any], out_dir: str | Path) -> t
         "## Length rule (longer response wins), % of pairs",
         "",
         markdown_table(
-            [
-                {"split": s, "accuracy": fold_intervals({"a": r["value"], "a_ci": r["ci"]})["a"]}
-                for s, r in rule.items()
-            ]
+            [{"split": s, "accuracy": fold_intervals({"a": r["value"], "a_ci": r["ci"]})["a"]} for s, r in rule.items()]
         ),
         "",
     ]
@@ -338,7 +334,7 @@ def _sweep_plots(config: Any, metrics: dict[str, Any], plots: Path) -> list[tupl
     """A lambda sweep plot when two or more anchor methods share their layers and differ in lambda."""
     groups: dict[tuple[float, ...], list[Any]] = {}
     for m in config.methods:
-        if m.objective == "anchor" and m.anchor_weight > 0:
+        if m.objective == "anchor" and m.anchor_weight > 0 and m.name in metrics["methods"]:
             groups.setdefault(tuple(m.anchor_layers), []).append(m)
     out: list[tuple[Path, str]] = []
     methods = metrics["methods"]
