@@ -12,9 +12,9 @@ import csv
 import gzip
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from rewardkit.data.registry import LoadOptions, PairDataset
 from rewardkit.data.schema import PreferencePair, Role, Turn
@@ -23,6 +23,13 @@ from rewardkit.errors import DataError
 
 HH_ASSISTANT = "\n\nAssistant:"
 HH_HUMAN = "\n\nHuman:"
+
+# What a row converter returns: a pair to keep, a reason to drop the row (a key of PairDataset.dropped),
+# or a list of those when one row gives several pairs.
+RowOutcome: TypeAlias = PreferencePair | str | list[PreferencePair | str]
+# (0-based index of the row among those the collector has read, row as a mapping) -> outcome; raises
+# BadRow for a malformed row.
+RowConverter: TypeAlias = Callable[[int, Mapping[str, Any]], RowOutcome]
 
 
 class PairCollector:
@@ -59,6 +66,36 @@ class PairCollector:
             where = path or self.dataset.source
             raise DataError(one_line(message), path=where, row=row, field=field) from None
         self.drop("malformed")
+
+    def collect(self, rows: Iterable[tuple[int, Any]], convert: RowConverter, path: Path | str | None = None,
+                expected: str = "a JSON object") -> PairDataset:
+        """Reads (1-based row number, record) items until `limit` pairs are kept; returns the dataset.
+
+        Each record is passed to `convert` with its 0-based index among all rows this collector has read
+        (so indices continue across files). A record that is a BadRow (e.g. invalid JSON), is not a
+        mapping ("expected <expected>, got <type>") or makes `convert` raise BadRow goes to bad_row with
+        its row number and `path` (default: the dataset source).
+        """
+        for row_no, record in rows:
+            if self.full():
+                break
+            index = self.dataset.n_rows
+            self.row_read()
+            try:
+                if isinstance(record, BadRow):
+                    raise record
+                if not isinstance(record, Mapping):
+                    raise BadRow(f"expected {expected}, got {type(record).__name__}")
+                outcome = convert(index, record)
+            except BadRow as bad:
+                self.bad_row(bad.message, row_no, bad.field, path=path)
+                continue
+            for item in outcome if isinstance(outcome, list) else [outcome]:
+                if isinstance(item, str):
+                    self.drop(item)
+                else:
+                    self.add(item)
+        return self.dataset
 
 
 class BadRow(Exception):

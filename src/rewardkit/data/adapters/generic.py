@@ -165,24 +165,11 @@ class _RowConverter:
 
 def _collect(rows: Iterable[tuple[int, Any]], converter: _RowConverter, out: PairCollector,
              path: Path | str) -> PairDataset:
-    for index, (row_no, record) in enumerate(rows):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            if isinstance(record, BadRow):
-                raise record
-            if not isinstance(record, Mapping):
-                raise BadRow(f"expected an object, got {type(record).__name__}")
-            pair = converter.convert(record, index)
-        except BadRow as bad:
-            out.bad_row(bad.message, row_no, bad.field, path=path)
-            continue
-        if pair.chosen == pair.rejected:
-            out.drop("identical")
-            continue
-        out.add(pair)
-    return out.dataset
+    def convert(index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        pair = converter.convert(record, index)
+        return "identical" if pair.chosen == pair.rejected else pair
+
+    return out.collect(rows, convert, path=path, expected="an object")
 
 
 def _peek(rows: Iterator[tuple[int, Any]]) -> tuple[Mapping[str, Any] | None, Iterator[tuple[int, Any]]]:

@@ -184,30 +184,18 @@ def load_helpsteer3(opts: LoadOptions) -> PairDataset:
     split = check_split(name, opts.split, HELPSTEER3_SPLITS, "validation")
     files = helpsteer3_files(resolve_data_dir(opts.data_dir), split)
     out = PairCollector(name, files[0] if len(files) == 1 else files[0].parent, opts)
-    index = 0
+
+    def convert(index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        pair = helpsteer3_pair(record, name, f"{name}:{split}:{index}")
+        if pair is None:
+            return "tie"
+        return "identical" if pair.chosen == pair.rejected else pair
+
     for path in files:
         reader = iter_parquet(path) if path.suffix == ".parquet" else iter_jsonl(path)
-        for row_no, record in reader:
-            if out.full():
-                return out.dataset
-            out.row_read()
-            try:
-                if isinstance(record, BadRow):
-                    raise record
-                if not isinstance(record, Mapping):
-                    raise BadRow(f"expected an object, got {type(record).__name__}")
-                pair = helpsteer3_pair(record, name, f"{name}:{split}:{index}")
-            except BadRow as bad:
-                out.bad_row(bad.message, row_no, bad.field, path=path)
-                continue
-            finally:
-                index += 1
-            if pair is None:
-                out.drop("tie")
-            elif pair.chosen == pair.rejected:
-                out.drop("identical")
-            else:
-                out.add(pair)
+        out.collect(reader, convert, path=path, expected="an object")
+        if out.full():
+            break
     return out.dataset
 
 

@@ -9,7 +9,9 @@ has no tokens to score.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
+from typing import Any
 
 from rewardkit.data.adapters._common import (
     BadRow,
@@ -47,30 +49,18 @@ def load_hh_rlhf(opts: LoadOptions, subset: str) -> PairDataset:
     name = f"hh-rlhf/{subset}"
     split = check_split(name, opts.split, HH_SPLITS, "test")
     path = data_file(opts, "hh-rlhf", subset, f"{split}.jsonl.gz")
-    out = PairCollector(name, path, opts)
-    for row_index, (line_no, record) in enumerate(iter_jsonl(path)):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            if isinstance(record, BadRow):
-                raise record
-            if not isinstance(record, dict):
-                raise BadRow(f"expected a JSON object, got {type(record).__name__}")
-            chosen = require_text(record, "chosen")
-            rejected = require_text(record, "rejected")
-            if chosen == rejected:
-                out.drop("identical")
-                continue
-            pair = hh_pair_from_transcripts(chosen, rejected, name, f"{name}:{split}:{row_index}")
-        except BadRow as bad:
-            out.bad_row(bad.message, line_no, bad.field)
-            continue
+
+    def convert(row_index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        chosen = require_text(record, "chosen")
+        rejected = require_text(record, "rejected")
+        if chosen == rejected:
+            return "identical"
+        pair = hh_pair_from_transcripts(chosen, rejected, name, f"{name}:{split}:{row_index}")
         if not pair.chosen or not pair.rejected:
-            out.drop("empty_response")
-            continue
-        out.add(pair)
-    return out.dataset
+            return "empty_response"
+        return pair
+
+    return PairCollector(name, path, opts).collect(iter_jsonl(path), convert)
 
 
 for _subset in HH_SUBSETS:

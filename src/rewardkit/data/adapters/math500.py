@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardkit.data.adapters._common import (
-    BadRow,
     PairCollector,
     check_split,
     data_file,
@@ -133,26 +132,8 @@ def load_math500(opts: LoadOptions) -> PairDataset:
     name = "math-500"
     split = check_split(name, opts.split, ("test",), "test")
     path = data_file(opts, "math-500", f"{split}.jsonl")
-    out = PairCollector(name, path, opts)
-    for row_index, (line_no, record) in enumerate(iter_jsonl(path)):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            if isinstance(record, BadRow):
-                raise record
-            if not isinstance(record, Mapping):
-                raise BadRow(f"expected a JSON object, got {type(record).__name__}")
-            results = math_pairs(record, name, row_index, split)
-        except BadRow as bad:
-            out.bad_row(bad.message, line_no, bad.field)
-            continue
-        for result in results:
-            if isinstance(result, str):
-                out.drop(result)
-            else:
-                out.add(result)
-    return out.dataset
+    return PairCollector(name, path, opts).collect(
+        iter_jsonl(path), lambda row_index, record: math_pairs(record, name, row_index, split))
 
 
 DATASETS.add("math-500", load_math500)

@@ -14,11 +14,11 @@ and metadata["ground_truth"] = False. Use it for steerability and uncertainty, n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
 from rewardkit.data.adapters._common import (
-    BadRow,
     PairCollector,
     check_split,
     csv_columns,
@@ -55,20 +55,12 @@ def load_moralchoice(opts: LoadOptions, ambiguity: str) -> PairDataset:
         if column not in header:
             raise DataError(f"column {column!r} not found; columns: {', '.join(header)}", path=path)
     has_truth = ambiguity == "low"
-    out = PairCollector(name, path, opts)
-    for row_no, record in iter_csv(path):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            context = require_text(record, "context")
-            action1, action2 = require_text(record, "action1"), require_text(record, "action2")
-        except BadRow as bad:
-            out.bad_row(bad.message, row_no, bad.field)
-            continue
+
+    def convert(row_index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        context = require_text(record, "context")
+        action1, action2 = require_text(record, "action1"), require_text(record, "action2")
         if action1.strip() == action2.strip():
-            out.drop("identical")
-            continue
+            return "identical"
         metadata: dict[str, Any] = {
             "scenario_id": record["scenario_id"], "ambiguity": ambiguity,
             "generation_rule": record.get("generation_rule"), "ground_truth": has_truth,
@@ -77,10 +69,11 @@ def load_moralchoice(opts: LoadOptions, ambiguity: str) -> PairDataset:
             "action1_rules": {r: record.get(f"a1_{r}") for r in MORALCHOICE_RULES if f"a1_{r}" in record},
             "action2_rules": {r: record.get(f"a2_{r}") for r in MORALCHOICE_RULES if f"a2_{r}" in record},
         }
-        out.add(PreferencePair(prompt=user_prompt(moralchoice_prompt(context)), chosen=action1.strip(),
-                               rejected=action2.strip(), label=1.0 if has_truth else 0.5, domain=name,
-                               pair_id=f"{name}:{record['scenario_id']}", metadata=metadata))
-    return out.dataset
+        return PreferencePair(prompt=user_prompt(moralchoice_prompt(context)), chosen=action1.strip(),
+                              rejected=action2.strip(), label=1.0 if has_truth else 0.5, domain=name,
+                              pair_id=f"{name}:{record['scenario_id']}", metadata=metadata)
+
+    return PairCollector(name, path, opts).collect(iter_csv(path), convert)
 
 
 for _ambiguity in ("low", "high"):

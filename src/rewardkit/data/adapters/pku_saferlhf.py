@@ -96,23 +96,16 @@ def load_pku_saferlhf(opts: LoadOptions, preference: str) -> PairDataset:
     path = data_file(opts, "pku-saferlhf", f"{split}.parquet")
     out = PairCollector(name, path, opts)
     present = set(parquet_columns(path))
-    for row_no, record in iter_parquet(path, columns=[c for c in _COLUMNS if c in present]):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            pair = pku_pair(record, preference, name, f"{name}:{split}:{row_no - 1}")
-        except BadRow as bad:
-            out.bad_row(bad.message, row_no, bad.field)
-            continue
+
+    def convert(row_index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        pair = pku_pair(record, preference, name, f"{name}:{split}:{row_index}")
         if pair.chosen == pair.rejected:
-            out.drop("identical")
-            continue
+            return "identical"
         if not pair.chosen.strip() or not pair.rejected.strip():
-            out.drop("empty_response")
-            continue
-        out.add(pair)
-    return out.dataset
+            return "empty_response"
+        return pair
+
+    return out.collect(iter_parquet(path, columns=[c for c in _COLUMNS if c in present]), convert)
 
 
 for _preference in PKU_LABEL_COLUMNS:

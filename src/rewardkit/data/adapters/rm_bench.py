@@ -87,6 +87,23 @@ def _variants(record: Mapping[str, Any], key: str) -> list[str]:
     return list(value)
 
 
+def rmbench_pair(row_index: int, record: Mapping[str, Any], domain: str, stem: str) -> PreferencePair:
+    """PreferencePair of one row of <stem>_filtered.json; pair_id "rm-bench/<stem>:<row's id>", so
+    row_index (the PairCollector converter argument) is not used."""
+    prompt = require_text(record, "prompt")
+    chosen, rejected = _variants(record, "chosen"), _variants(record, "rejected")
+    if "id" not in record:
+        raise BadRow("missing value", "id")
+    metadata: dict[str, Any] = {
+        "rmbench_id": record["id"], "subset": record.get("subset"), "file": stem,
+        "chosen_variants": chosen, "rejected_variants": rejected}
+    for extra in ("error_key", "error", "language", "task_id"):
+        if extra in record:
+            metadata[extra] = record[extra]
+    return PreferencePair(prompt=user_prompt(prompt), chosen=chosen[0], rejected=rejected[0], label=1.0,
+                          domain=domain, pair_id=f"rm-bench/{stem}:{record['id']}", metadata=metadata)
+
+
 def load_rm_bench(opts: LoadOptions, subset: str) -> PairDataset:
     """PairDataset of one RM-Bench subset; pair_id "rm-bench/<file>:<id>".
 
@@ -98,29 +115,10 @@ def load_rm_bench(opts: LoadOptions, subset: str) -> PairDataset:
     paths = [data_file(opts, "rm-bench", f"{stem}_filtered.json") for stem in RMBENCH_FILES[subset]]
     out = PairCollector(name, paths[0] if len(paths) == 1 else paths[0].parent, opts)
     for stem, path in zip(RMBENCH_FILES[subset], paths, strict=True):
-        for row_no, record in enumerate(read_json_array(path), start=1):
-            if out.full():
-                return out.dataset
-            out.row_read()
-            try:
-                if not isinstance(record, Mapping):
-                    raise BadRow(f"expected a JSON object, got {type(record).__name__}")
-                prompt = require_text(record, "prompt")
-                chosen, rejected = _variants(record, "chosen"), _variants(record, "rejected")
-                if "id" not in record:
-                    raise BadRow("missing value", "id")
-            except BadRow as bad:
-                out.bad_row(bad.message, row_no, bad.field, path=path)
-                continue
-            metadata: dict[str, Any] = {
-                "rmbench_id": record["id"], "subset": record.get("subset"), "file": stem,
-                "chosen_variants": chosen, "rejected_variants": rejected}
-            for extra in ("error_key", "error", "language", "task_id"):
-                if extra in record:
-                    metadata[extra] = record[extra]
-            out.add(PreferencePair(prompt=user_prompt(prompt), chosen=chosen[0], rejected=rejected[0],
-                                   label=1.0, domain=name, pair_id=f"rm-bench/{stem}:{record['id']}",
-                                   metadata=metadata))
+        out.collect(enumerate(read_json_array(path), start=1), partial(rmbench_pair, domain=name, stem=stem),
+                    path=path)
+        if out.full():
+            break
     return out.dataset
 
 

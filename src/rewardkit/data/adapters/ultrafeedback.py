@@ -41,43 +41,30 @@ def load_ultrafeedback(opts: LoadOptions, keep_ties: bool = False) -> PairDatase
     name = "ultrafeedback"
     split = check_split(name, opts.split, tuple(ULTRAFEEDBACK_FILES), "train")
     path = data_file(opts, "ultrafeedback", ULTRAFEEDBACK_FILES[split])
-    out = PairCollector(name, path, opts)
-    for row_index, (line_no, record) in enumerate(iter_jsonl(path)):
-        if out.full():
-            break
-        out.row_read()
-        try:
-            if isinstance(record, BadRow):
-                raise record
-            if not isinstance(record, Mapping):
-                raise BadRow(f"expected a JSON object, got {type(record).__name__}")
-            prompt = require_text(record, "prompt")
-            chosen = require_text(record, "chosen", allow_empty=True)
-            rejected = require_text(record, "rejected", allow_empty=True)
-            scores = record.get("metadata")
-            if not isinstance(scores, Mapping):
-                raise BadRow("expected an object with score_chosen and score_rejected", "metadata")
-            score_chosen, score_rejected = _score(scores, "score_chosen"), _score(scores, "score_rejected")
-        except BadRow as bad:
-            out.bad_row(bad.message, line_no, bad.field)
-            continue
+
+    def convert(row_index: int, record: Mapping[str, Any]) -> PreferencePair | str:
+        prompt = require_text(record, "prompt")
+        chosen = require_text(record, "chosen", allow_empty=True)
+        rejected = require_text(record, "rejected", allow_empty=True)
+        scores = record.get("metadata")
+        if not isinstance(scores, Mapping):
+            raise BadRow("expected an object with score_chosen and score_rejected", "metadata")
+        score_chosen, score_rejected = _score(scores, "score_chosen"), _score(scores, "score_rejected")
         if chosen == rejected:
-            out.drop("identical")
-            continue
+            return "identical"
         if not chosen.strip() or not rejected.strip():
-            out.drop("empty_response")
-            continue
+            return "empty_response"
         tie = score_chosen == score_rejected
         if tie and not keep_ties:
-            out.drop("tie")
-            continue
-        out.add(PreferencePair(
+            return "tie"
+        return PreferencePair(
             prompt=user_prompt(prompt), chosen=chosen.strip(), rejected=rejected.strip(),
             label=0.5 if tie else 1.0, domain=name, pair_id=f"{name}:{split}:{row_index}",
             metadata={"score_chosen": score_chosen, "score_rejected": score_rejected,
                       "score_margin": score_chosen - score_rejected,
-                      "source_index": record.get("source_index")}))
-    return out.dataset
+                      "source_index": record.get("source_index")})
+
+    return PairCollector(name, path, opts).collect(iter_jsonl(path), convert)
 
 
 DATASETS.add("ultrafeedback", load_ultrafeedback)
