@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from rewardkit.calibrate.config import DEFAULT_METHODS, CalibrateRunConfig, EvalConfig, RatingsSource
 from rewardkit.cli.common import DataDir, handle_errors
@@ -89,28 +90,38 @@ def _source(
     )
 
 
-def _run(
-    ratings: str | None,
-    out: Path | None,
-    holdout: float,
-    seeds: int,
-    methods: str,
-    fit_sizes: str,
-    n_min: int,
-    group_column: str | None,
-    pilot_per_rater: int,
-    bootstrap: int,
-    data_dir: Path | None,
-    on_bad_row: str,
-    model_scores: Path | None,
-    model_score: str | None,
-    unsure: str,
-    score_min: float | None,
-    score_max: float | None,
+def run(
+    ctx: typer.Context,
+    ratings: RatingsOpt = None,
+    out: RunOutOpt = None,
+    holdout: HoldoutOpt = 0.2,
+    seeds: SeedsOpt = 5,
+    methods: MethodsOpt = ",".join(DEFAULT_METHODS),
+    fit_sizes: FitSizesOpt = "25,18",
+    n_min: NMinOpt = 6,
+    group_column: GroupOpt = None,
+    pilot_per_rater: PilotOpt = 20,
+    bootstrap: BootstrapOpt = 2000,
+    data_dir: DataDir = None,
+    on_bad_row: OnBadRowOpt = "skip",
+    model_scores: ModelScoresOpt = None,
+    model_score: ModelScoreOpt = None,
+    unsure: UnsureOpt = "drop",
+    score_min: ScoreMinOpt = None,
+    score_max: ScoreMaxOpt = None,
 ) -> None:
+    """Within-rater hold-out of every calibrator: metrics.json, report.md, plots, and PEBS maps."""
     from rewardkit.calibrate.run import run_calibration
     from rewardkit.errors import ConfigError
 
+    # Also the group callback (registered below), so `calibrate --ratings ...` is `calibrate run --ratings ...`;
+    # as the callback it does nothing before a subcommand and shows the help when called bare.
+    if isinstance(ctx.command, TyperGroup):
+        if ctx.invoked_subcommand is not None:
+            return
+        if ratings is None:
+            typer.echo(ctx.get_help())
+            raise typer.Exit(code=0)
     with handle_errors():
         if out is None:
             raise ConfigError("--out is required")
@@ -142,94 +153,8 @@ def _run(
                 typer.echo(f"  {key:26s} {metrics[key]:.4g}")
 
 
-@app.callback()
-def calibrate(
-    ctx: typer.Context,
-    ratings: RatingsOpt = None,
-    out: RunOutOpt = None,
-    holdout: HoldoutOpt = 0.2,
-    seeds: SeedsOpt = 5,
-    methods: MethodsOpt = ",".join(DEFAULT_METHODS),
-    fit_sizes: FitSizesOpt = "25,18",
-    n_min: NMinOpt = 6,
-    group_column: GroupOpt = None,
-    pilot_per_rater: PilotOpt = 20,
-    bootstrap: BootstrapOpt = 2000,
-    data_dir: DataDir = None,
-    on_bad_row: OnBadRowOpt = "skip",
-    model_scores: ModelScoresOpt = None,
-    model_score: ModelScoreOpt = None,
-    unsure: UnsureOpt = "drop",
-    score_min: ScoreMinOpt = None,
-    score_max: ScoreMaxOpt = None,
-) -> None:
-    """Per-rater calibration. Without a subcommand, `--ratings ... --out DIR` runs the evaluation (= run)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    if ratings is None:
-        typer.echo(ctx.get_help())
-        raise typer.Exit(code=0)
-    _run(
-        ratings,
-        out,
-        holdout,
-        seeds,
-        methods,
-        fit_sizes,
-        n_min,
-        group_column,
-        pilot_per_rater,
-        bootstrap,
-        data_dir,
-        on_bad_row,
-        model_scores,
-        model_score,
-        unsure,
-        score_min,
-        score_max,
-    )
-
-
-@app.command("run")
-def run(
-    ratings: RatingsOpt = None,
-    out: RunOutOpt = None,
-    holdout: HoldoutOpt = 0.2,
-    seeds: SeedsOpt = 5,
-    methods: MethodsOpt = ",".join(DEFAULT_METHODS),
-    fit_sizes: FitSizesOpt = "25,18",
-    n_min: NMinOpt = 6,
-    group_column: GroupOpt = None,
-    pilot_per_rater: PilotOpt = 20,
-    bootstrap: BootstrapOpt = 2000,
-    data_dir: DataDir = None,
-    on_bad_row: OnBadRowOpt = "skip",
-    model_scores: ModelScoresOpt = None,
-    model_score: ModelScoreOpt = None,
-    unsure: UnsureOpt = "drop",
-    score_min: ScoreMinOpt = None,
-    score_max: ScoreMaxOpt = None,
-) -> None:
-    """Within-rater hold-out of every calibrator: metrics.json, report.md, plots, and PEBS maps."""
-    _run(
-        ratings,
-        out,
-        holdout,
-        seeds,
-        methods,
-        fit_sizes,
-        n_min,
-        group_column,
-        pilot_per_rater,
-        bootstrap,
-        data_dir,
-        on_bad_row,
-        model_scores,
-        model_score,
-        unsure,
-        score_min,
-        score_max,
-    )
+app.callback()(run)
+app.command("run")(run)
 
 
 @app.command("fit")
