@@ -229,6 +229,13 @@ def _trigamma_inverse(x: float) -> float:
     return y
 
 
+def _fit_status(eligible: np.ndarray, moments: RaterMoments) -> np.ndarray:
+    """Status code per rater (J,): STATUS_FITTED where its own fit is used, else why it is not."""
+    return np.where(
+        eligible, STATUS_FITTED, np.where(moments.single_model_score, STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE)
+    )
+
+
 def _to_origin(theta: np.ndarray, risk: np.ndarray, centre: float) -> tuple[np.ndarray, ...]:
     """(slope, intercept at centre) with covariance -> (slope, intercept at 0, var_slope, var_int, cov).
 
@@ -265,6 +272,40 @@ class AffineCalibrator(BaseEstimator):
     def _fit_stats(self, stats: RaterStats) -> CalibrationMaps:
         raise NotImplementedError
 
+    def _maps(
+        self,
+        stats: RaterStats,
+        slope: np.ndarray,
+        intercept: np.ndarray,
+        noise: np.ndarray,
+        population: tuple[float, float, float],
+        param_var: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        diagnostics: dict[str, np.ndarray] | None = None,
+        info: dict[str, Any] | None = None,
+    ) -> CalibrationMaps:
+        """CalibrationMaps of this estimator for the raters of `stats`.
+
+        slope, intercept, noise: (J,) per-rater maps; population: (slope, intercept, noise variance) for
+        unseen raters; param_var: (var_slope, var_intercept, cov_slope_intercept), each (J,), or None
+        where the method does not model parameter uncertainty (zeros).
+        """
+        var_slope, var_intercept, cov = param_var if param_var is not None else (None, None, None)
+        return CalibrationMaps(
+            self.name,
+            stats.rater_ids,
+            slope,
+            intercept,
+            noise,
+            stats.n.copy(),
+            *population,
+            var_slope,
+            var_intercept,
+            cov,
+            params=self.get_params(),
+            diagnostics=diagnostics or {},
+            info=info or {},
+        )
+
     def predict(
         self,
         rater_ids: Sequence[str] | np.ndarray,
@@ -295,17 +336,8 @@ class PooledAffine(AffineCalibrator):
     def _fit_stats(self, stats: RaterStats) -> CalibrationMaps:
         slope, intercept, noise = _pooled(stats)
         j = stats.n_raters
-        return CalibrationMaps(
-            self.name,
-            stats.rater_ids,
-            np.full(j, slope),
-            np.full(j, intercept),
-            np.full(j, noise),
-            stats.n.copy(),
-            slope,
-            intercept,
-            noise,
-            params=self.get_params(),
+        return self._maps(
+            stats, np.full(j, slope), np.full(j, intercept), np.full(j, noise), (slope, intercept, noise)
         )
 
 
@@ -353,17 +385,12 @@ class GroupAffine(AffineCalibrator):
                 "intercept": float(fit.intercept[0]),
                 "raters": int(mask.sum()),
             }
-        return CalibrationMaps(
-            self.name,
-            stats.rater_ids,
+        return self._maps(
+            stats,
             slope,
             intercept,
             noise,
-            stats.n.copy(),
-            pop_slope,
-            pop_intercept,
-            pop_noise,
-            params=self.get_params(),
+            (pop_slope, pop_intercept, pop_noise),
             diagnostics={"group": labels},
             info={"groups": group_fits},
         )
@@ -391,23 +418,14 @@ class PerRaterOLS(AffineCalibrator):
         intercept = np.where(ok, ols.theta[:, 1], pop_intercept)
         noise = np.where(ok, np.nan_to_num(ols.resid_var, nan=pop_noise), pop_noise)
         cov = np.where(ok[:, None, None], ols.cov, 0.0)
-        status = np.where(
-            ok, STATUS_FITTED, np.where(moments.single_model_score, STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE)
-        )
-        return CalibrationMaps(
-            self.name,
-            stats.rater_ids,
+        status = _fit_status(ok, moments)
+        return self._maps(
+            stats,
             slope,
             intercept,
             noise,
-            stats.n.copy(),
-            pop_slope,
-            pop_intercept,
-            pop_noise,
-            cov[:, 0, 0],
-            cov[:, 1, 1],
-            cov[:, 0, 1],
-            params=self.get_params(),
+            (pop_slope, pop_intercept, pop_noise),
+            (cov[:, 0, 0], cov[:, 1, 1], cov[:, 0, 1]),
             diagnostics={"status": status},
             info={
                 "n_fitted": int(ok.sum()),
@@ -474,11 +492,7 @@ class PEBS(AffineCalibrator):
         population_slope = float(shrink.population[0])
         population_intercept = float(shrink.population[1] - shrink.population[0] * centre)
 
-        status = np.where(
-            ols.eligible,
-            STATUS_FITTED,
-            np.where(moments.single_model_score, STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE),
-        )
+        status = _fit_status(ols.eligible, moments)
         nonpositive = slope <= NONPOSITIVE_SLOPE_TOL * abs(population_slope)
         if self.slope_guard == "population" and nonpositive.any():
             slope = np.where(nonpositive, population_slope, slope)
@@ -543,20 +557,13 @@ class PEBS(AffineCalibrator):
                 RuntimeWarning,
                 stacklevel=3,
             )
-        return CalibrationMaps(
-            self.name,
-            stats.rater_ids,
+        return self._maps(
+            stats,
             slope,
             intercept,
             noise,
-            stats.n.copy(),
-            population_slope,
-            population_intercept,
-            population_noise,
-            var_a,
-            var_b,
-            cov_ab,
-            params=self.get_params(),
+            (population_slope, population_intercept, population_noise),
+            (var_a, var_b, cov_ab),
             diagnostics={
                 "status": status,
                 "ols_slope": ols_slope,
