@@ -19,6 +19,16 @@ from rewardkit.errors import ConfigError, DataError
 
 FORMAT = "rewardkit.calibration/1"
 UnknownRater = Literal["population", "error"]
+# The per-rater (J,) arrays of CalibrationMaps besides rater_ids, in the column order of the saved files.
+PER_RATER_FIELDS = (
+    "slope",
+    "intercept",
+    "noise_var",
+    "n_ratings",
+    "var_slope",
+    "var_intercept",
+    "cov_slope_intercept",
+)
 
 
 @dataclass
@@ -60,16 +70,7 @@ class CalibrationMaps:
         )
         order = np.argsort(self.rater_ids, kind="stable")
         if not np.array_equal(order, np.arange(len(order))):
-            for name in (
-                "rater_ids",
-                "slope",
-                "intercept",
-                "noise_var",
-                "n_ratings",
-                "var_slope",
-                "var_intercept",
-                "cov_slope_intercept",
-            ):
+            for name in ("rater_ids", *PER_RATER_FIELDS):
                 setattr(self, name, np.asarray(getattr(self, name))[order])
             self.diagnostics = {k: np.asarray(v)[order] for k, v in self.diagnostics.items()}
 
@@ -126,16 +127,7 @@ class CalibrationMaps:
         """One row per rater: rater_id, slope, intercept, noise_var, n_ratings, parameter variances and
         diagnostics."""
         frame = pd.DataFrame(
-            {
-                "rater_id": self.rater_ids,
-                "slope": self.slope,
-                "intercept": self.intercept,
-                "noise_var": self.noise_var,
-                "n_ratings": self.n_ratings,
-                "var_slope": self.var_slope,
-                "var_intercept": self.var_intercept,
-                "cov_slope_intercept": self.cov_slope_intercept,
-            }
+            {"rater_id": self.rater_ids, **{name: getattr(self, name) for name in PER_RATER_FIELDS}}
         )
         for key, values in self.diagnostics.items():
             frame[key] = values
@@ -194,16 +186,7 @@ def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
     return path
 
 
-_CORE = (
-    "rater_id",
-    "slope",
-    "intercept",
-    "noise_var",
-    "n_ratings",
-    "var_slope",
-    "var_intercept",
-    "cov_slope_intercept",
-)
+_CORE = ("rater_id", *PER_RATER_FIELDS)
 
 
 def load_maps(path: str | Path) -> CalibrationMaps:

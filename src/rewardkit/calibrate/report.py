@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rewardkit.calibrate.maps import CalibrationMaps
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
@@ -264,11 +267,7 @@ def write_plots(
         ax.set_ylabel("PEBS slope (after shrinkage)")
         ax.set_title("Per-rater slopes before and after shrinkage")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = plot_dir / "slopes_before_after.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save_figure(fig, plot_dir / "slopes_before_after.png"))
     points: dict[str, list[tuple[float, float]]] = {}
     for summ in [summary, *sweep.values()]:
         n_fit = summ["flat"]["fit_ratings_per_rater_mean"]
@@ -284,9 +283,15 @@ def write_plots(
         ax.set_ylabel("held-out RMSE")
         ax.set_title("Held-out RMSE by rater sample size")
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = plot_dir / "rmse_by_fit_size.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        written.append(path)
+        written.append(_save_figure(fig, plot_dir / "rmse_by_fit_size.png"))
     return written
+
+
+def _save_figure(fig: Figure, path: Path) -> Path:
+    """Writes `fig` to `path` (PNG, 120 dpi), closes it and returns the path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
