@@ -39,7 +39,7 @@ class ICRMModelConfig:
 
 @dataclass
 class EpisodeConfig:
-    sources: list[str] = option(  # noqa: RUF009 - option() returns a field with a default_factory
+    sources: list[str] = option(
         [
             "pku-saferlhf/harmless",
             "hh-rlhf/harmless-base",
@@ -52,11 +52,11 @@ class EpisodeConfig:
         "registered datasets episodes are drawn from (pku-saferlhf/harmless also "
         "gives the helpful standard from its second label)",
     )
-    source_splits: dict[str, list[str]] = option(  # noqa: RUF009
+    source_splits: dict[str, list[str]] = option(
         {"pku-saferlhf/harmless": ["train", "test"]},
         "files read per source (pooled before the hash split); sources not listed read their default file",
     )
-    source_weights: list[float] = option([], "sampling weight per source; empty = equal")  # noqa: RUF009
+    source_weights: list[float] = option([], "sampling weight per source; empty = equal")
     pairs_per_source: int | None = option(3000, "read at most this many pairs of each source")
     min_demos: int = option(0, "fewest demonstrations in an episode")
     max_demos: int = option(64, "most demonstrations in an episode (N is drawn in min..max)")
@@ -97,14 +97,14 @@ class ICRMTrainConfig:
 
 @dataclass
 class ICRMEvalConfig:
-    n_values: list[int] = option([0, 1, 2, 4, 8, 16, 32, 64], "demonstration counts evaluated")  # noqa: RUF009
+    n_values: list[int] = option([0, 1, 2, 4, 8, 16, 32, 64], "demonstration counts evaluated")
     max_test_pairs: int | None = option(800, "held-out target pairs per protocol")
     demo_draws: int = option(1, "independent demonstration sets drawn per target pair")
-    mixture_rates: list[float] = option(  # noqa: RUF009
+    mixture_rates: list[float] = option(
         [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
         "demonstrated flip rates p for calibrated steerability",
     )
-    pareto_weights: list[float] = option(  # noqa: RUF009
+    pareto_weights: list[float] = option(
         [0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0],
         "fractions of should-respond demonstrations traced for the frontier",
     )

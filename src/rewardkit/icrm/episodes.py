@@ -156,10 +156,8 @@ def target_episode(
     hard: a label sampled with the standard's flip rate). Demonstrations come from demo_pool."""
     chosen_preferred = bool(pool.labellings[standard.labelling][target])
     p = standard.flip_rate
-    if soft_label:
-        q_chosen = (1.0 - p) if chosen_preferred else p
-    else:
-        q_chosen = float(chosen_preferred != bool(rng.random() < p))
+    flipped = p if soft_label else float(rng.random() < p)  # P(this label is flipped)
+    q_chosen = (1.0 - flipped) if chosen_preferred else flipped
     label = q_chosen if first_is_chosen else 1.0 - q_chosen
     exclude = target if demo_pool is pool else None
     return Episode(
