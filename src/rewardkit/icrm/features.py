@@ -142,7 +142,9 @@ def set_episode_tensors(
 
 
 def set_scores(model: BetaRewardModel, tensors: dict[str, torch.Tensor]) -> BetaScores:
-    """Scores of a set-mode batch built by set_episode_tensors."""
+    """Scores of a set-mode batch built by set_episode_tensors (moved to the model's device)."""
+    device = next(model.parameters()).device
+    tensors = {k: v.to(device) for k, v in tensors.items()}
     context, n = model.context(tensors["demo_preferred"], tensors["demo_other"], tensors["demo_mask"])
     return model.score_embeddings(tensors["first"], tensors["second"], context, n)
 
@@ -188,7 +190,9 @@ def concat_episode_batch(
 
 
 def concat_scores(model: BetaRewardModel, batch: dict[str, torch.Tensor]) -> BetaScores:
-    u, s = model.concat_heads(batch)
+    """Scores of a concat-mode batch built by concat_episode_batch (moved to the model's device)."""
+    device = next(model.parameters()).device
+    u, s = model.concat_heads({k: v.to(device) for k, v in batch.items()})
     half = u.shape[0] // 2
     return BetaScores(u[:half], u[half:], s[:half], s[half:])
 

@@ -60,6 +60,7 @@ from rewardkit.icrm.features import (
     to_numpy,
 )
 from rewardkit.icrm.model import BetaRewardModel, load_beta_reward_model
+from rewardkit.icrm.train import default_device
 from rewardkit.registry import Registry
 from rewardkit.train.checkpoint import atomic_write_json
 
@@ -603,6 +604,7 @@ def load_context(model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig) -> 
     beside the model folder when present, so held-out pairs are exactly the training run's."""
     model_dir = Path(model_dir)
     model, tokenizer, model_cfg = load_beta_reward_model(model_dir)
+    model.to(default_device())
     run_cfg_path = model_dir.parent / "config.yaml"
     if run_cfg_path.exists():
         trained = load_yaml(ICRMRunConfig, run_cfg_path)
@@ -612,6 +614,7 @@ def load_context(model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig) -> 
         from rewardkit.models import load_reward_model
 
         bt_model, bt_tok, _ = load_reward_model(cfg.eval.bt_model)
+        bt_model.to(default_device())
         bt = (bt_model, bt_tok)
     return EvalContext(cfg, model, tokenizer, model_cfg, Path(out), bt)
 

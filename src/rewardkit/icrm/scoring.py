@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardkit.data.collate import PairEncoder
+from rewardkit.data.collate import PairEncoder, pad_texts, sorted_batches
 from rewardkit.data.schema import PreferencePair, stable_hash, user_prompt
 from rewardkit.errors import DataError
 from rewardkit.icrm.features import concat_prompt, embed_texts
@@ -88,6 +88,10 @@ class ICRMScorer:
         self.bf16 = bf16
         self.cache = cache if cache is not None else DemoCache()
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
     @torch.inference_mode()
     def context(self, demos: Sequence[PreferencePair]) -> tuple[torch.Tensor, torch.Tensor]:
         """Set mode: the context vector (D,) and N of a standard, from the cache when seen before."""
@@ -102,11 +106,10 @@ class ICRMScorer:
             for d in demos:
                 prompt = d.prompt_text()
                 items += [(prompt, d.chosen), (prompt, d.rejected)]
-            emb = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16)
-            context, n = self.model.context(
-                emb[0::2].unsqueeze(0), emb[1::2].unsqueeze(0), torch.ones(1, len(demos), dtype=torch.bool)
-            )
-            context, n = context[0], n[0]
+            emb = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
+            mask = torch.ones(1, len(demos), dtype=torch.bool, device=self.device)
+            context, n = self.model.context(emb[0::2].unsqueeze(0), emb[1::2].unsqueeze(0), mask)
+            context, n = context[0].cpu(), n[0].cpu()
         self.cache.update(key, context, n)
         return context, n
 
@@ -117,19 +120,17 @@ class ICRMScorer:
         """Utility u (M,) and confidence s (M,) of (prompt text, response) items under the demonstrations."""
         if self.model.mode == "set":
             context, n = self.context(demos)
-            h = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16)
-            u, s = self.model.response_heads(h, context, n)
-            return u.double().numpy(), s.double().numpy()
+            h = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
+            u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
+            return u.double().cpu().numpy(), s.double().cpu().numpy()
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
         texts = [(concat_prompt(demo_triples, prompt), response) for prompt, response in items]
-        from rewardkit.data.collate import pad_texts, sorted_batches
-
         encoded = [self.encoder.encode(p, r) for p, r in texts]
         u_out, s_out = np.zeros(len(items)), np.zeros(len(items))
         for idx in sorted_batches([len(t.input_ids) for t in encoded], self.batch_size):
             batch = pad_texts([encoded[i] for i in idx], int(self.encoder.tokenizer.pad_token_id))
-            u, s = self.model.concat_heads(batch)
-            u_out[idx], s_out[idx] = u.double().numpy(), s.double().numpy()
+            u, s = self.model.concat_heads({k: v.to(self.device) for k, v in batch.items()})
+            u_out[idx], s_out[idx] = u.double().cpu().numpy(), s.double().cpu().numpy()
         return u_out, s_out
 
     def score_pairs(
@@ -185,6 +186,7 @@ def score_with_demos(
     "mu" = P(chosen preferred) and "tau", each (P,); for texts: {"utility", "confidence"}, each (M,).
     """
     model, tokenizer, cfg = load_beta_reward_model(model_dir)
+    model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, bf16)
     demos = read_demos(demos_file) if demos_file else []
     items = list(pairs_or_texts)

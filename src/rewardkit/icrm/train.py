@@ -51,6 +51,11 @@ class ICRMTrainResult:
     pools: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
+def default_device() -> torch.device:
+    """The first CUDA device when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def embedding_settings(cfg: ICRMRunConfig) -> str:
     m = cfg.model
     return f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{m.bf16}"
@@ -98,6 +103,7 @@ class ICRMTrainer:
                 "(concat mode fine-tunes the backbone)"
             )
         self.model, self.tokenizer = build_beta_reward_model(cfg.model, cfg.train.seed)
+        self.model.to(default_device())
         self.pools = pools if pools is not None else load_pools(cfg.episodes, cfg.data_dir)
         self.train_pools = {name: parts["train"] for name, parts in self.pools.items()}
         self.sampler = EpisodeSampler(self.train_pools, cfg.episodes, cfg.train.seed)

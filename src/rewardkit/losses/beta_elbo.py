@@ -102,7 +102,7 @@ def beta_elbo_loss(
     post = beta_posterior(u_first, u_second, s_first, s_second)
     if labels is None:
         labels = torch.ones_like(post.mu)
-    labels = labels.to(post.mu.dtype)
+    labels = labels.to(device=post.mu.device, dtype=post.mu.dtype)
     log_z = expected_log_z(post.alpha, post.beta)
     log_not_z = expected_log_z(post.beta, post.alpha)
     nll = -(labels * log_z + (1.0 - labels) * log_not_z)
