@@ -99,7 +99,6 @@ class ICRMTrainConfig:
 class ICRMEvalConfig:
     n_values: list[int] = option([0, 1, 2, 4, 8, 16, 32, 64], "demonstration counts evaluated")
     max_test_pairs: int | None = option(800, "held-out target pairs per protocol")
-    demo_draws: int = option(1, "independent demonstration sets drawn per target pair")
     mixture_rates: list[float] = option(
         [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
         "demonstrated flip rates p for calibrated steerability",
