@@ -215,3 +215,23 @@ def test_grpo_reward_signature(tiny_set) -> None:
         completions=[[{"role": "assistant", "content": "a"}], [{"role": "assistant", "content": "b"}]],
     )
     assert conversational == pytest.approx(out[:2], abs=1e-6)
+
+
+def test_scorer_matches_episode_path(tiny_set) -> None:
+    """Scoring with ICRMScorer equals scoring the same episode from cached pool embeddings."""
+    from rewardkit.data.collate import PairEncoder
+    from rewardkit.icrm.episodes import Demo, Episode
+    from rewardkit.icrm.features import embed_pool, set_episode_tensors, set_scores
+
+    model, tok = tiny_set
+    demos, targets = PairPool("d", _pairs(6, "d")), PairPool("d", _pairs(5, "t"))
+    encoder = PairEncoder(tok, 32, 8)
+    tables = {"d": embed_pool(model, encoder, targets)}
+    demo_tables = {"d": embed_pool(model, encoder, demos)}
+    flips = [True, False, True, True, False, True]
+    shown = [p if keep else p.swapped() for p, keep in zip(demos.pairs, flips, strict=True)]
+    episodes = [Episode(Standard("d"), i, True, 1.0, tuple(Demo(k, f) for k, f in enumerate(flips))) for i in range(5)]
+    with torch.no_grad():
+        via_episodes = set_scores(model, set_episode_tensors(episodes, tables, demo_tables)).mu.numpy()
+    via_scorer = ICRMScorer(model, tok, 32, 8).score_pairs(targets.pairs, shown).mu
+    np.testing.assert_allclose(via_scorer, via_episodes, atol=1e-5)

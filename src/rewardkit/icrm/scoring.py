@@ -176,9 +176,11 @@ def score_with_demos(
     pairs_or_texts: Sequence[PreferencePair] | Sequence[tuple[str, str]],
     demos_file: str | Path | None = None,
     batch_size: int = 64,
-    bf16: bool = False,
+    bf16: bool | None = None,
 ) -> dict[str, np.ndarray]:
     """Scores with a saved ICRM steered by the demonstrations in demos_file (None: no demonstrations).
+
+    bf16: autocast the backbone; None = as the model was trained (its config), so scores match training.
 
     pairs_or_texts: PreferencePairs, or (prompt text, response) tuples where the prompt text is a
     PreferencePair.prompt_text() rendering or a plain user message.
@@ -187,7 +189,7 @@ def score_with_demos(
     """
     model, tokenizer, cfg = load_beta_reward_model(model_dir)
     model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, bf16)
+    scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, cfg.bf16 if bf16 is None else bf16)
     demos = read_demos(demos_file) if demos_file else []
     items = list(pairs_or_texts)
     if items and isinstance(items[0], PreferencePair):
