@@ -189,7 +189,8 @@ def score_with_demos(
     """
     model, tokenizer, cfg = load_beta_reward_model(model_dir)
     model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, cfg.bf16 if bf16 is None else bf16)
+    use_bf16 = cfg.bf16 if bf16 is None else bf16
+    scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, use_bf16)
     demos = read_demos(demos_file) if demos_file else []
     items = list(pairs_or_texts)
     if items and isinstance(items[0], PreferencePair):
