@@ -35,7 +35,7 @@ from rewardkit.icrm.features import (
 from rewardkit.icrm.model import BetaRewardModel, build_beta_reward_model, save_beta_reward_model
 from rewardkit.losses.beta_elbo import beta_elbo_loss
 from rewardkit.train.checkpoint import atomic_write_json, load_checkpoint, save_checkpoint
-from rewardkit.train.trainer import _progress, _truncate_log
+from rewardkit.train.trainer import progress_bar, truncate_log
 
 CHECKPOINT_FILE = "checkpoint.pt"
 
@@ -147,12 +147,12 @@ class ICRMTrainer:
         ckpt = self.run_dir / CHECKPOINT_FILE
         start = self._restore(load_checkpoint(ckpt), optimizer, scheduler) if ckpt.exists() else 0
         log_path = self.run_dir / "log.jsonl"
-        _truncate_log(log_path, start)
+        truncate_log(log_path, start)
         self.model.train()
         t0 = time.perf_counter()
         seen = 0
         terms: dict[str, float] = {}
-        with _progress(tc.progress, tc.steps, start) as bar, log_path.open("a") as log:
+        with progress_bar(tc.progress, tc.steps, start) as bar, log_path.open("a") as log:
             task = bar.add_task("icrm", total=tc.steps, completed=start) if bar else None
             for step in range(start, tc.steps):
                 episodes = self.sampler.batch(step, tc.episodes_per_step)

@@ -147,13 +147,13 @@ class Trainer:
         plan = self.batch_plan(accelerator.process_index, accelerator.num_processes)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.run_dir / "log.jsonl"
-        _truncate_log(log_path, start_batch // cfg.grad_accum)
+        truncate_log(log_path, start_batch // cfg.grad_accum)
         model.train()
         start_step = start_batch // cfg.grad_accum
         t0 = time.perf_counter()
         pairs_seen = 0
         terms: dict[str, float] = {}
-        progress = _progress(cfg.progress and accelerator.is_main_process, self.total_steps, start_step)
+        progress = progress_bar(cfg.progress and accelerator.is_main_process, self.total_steps, start_step)
         with progress as bar, log_path.open("a") as log:
             task = bar.add_task("train", total=self.total_steps, completed=start_step) if bar else None
             for b in range(start_batch, self.total_batches):
@@ -224,7 +224,7 @@ def _objective_state(objective: Objective) -> Any:
     return objective.state_dict() if hasattr(objective, "state_dict") else None
 
 
-def _truncate_log(path: Path, keep_steps: int) -> None:
+def truncate_log(path: Path, keep_steps: int) -> None:
     """Drops log lines past the checkpoint a resumed run restarts from (no duplicate steps)."""
     if not path.exists():
         return
@@ -240,7 +240,8 @@ class _NoProgress:
         return None
 
 
-def _progress(enabled: bool, total: int, done: int) -> Any:
+def progress_bar(enabled: bool, total: int, done: int) -> Any:
+    """A rich progress context (or a no-op one when disabled); callers add a task of `total` steps."""
     if not enabled:
         return _NoProgress()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
