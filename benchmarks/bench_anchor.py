@@ -41,9 +41,7 @@ def _pairs(n: int) -> tuple[str, list]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--steps", type=int, default=12, help="timed steps per method (after 2 warm-up steps)"
-    )
+    parser.add_argument("--steps", type=int, default=12, help="timed steps per method (after 2 warm-up steps)")
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
@@ -116,9 +114,7 @@ def main() -> None:
     print(f"{'method':<18}{'median step (s)':>16}{'x naive':>10}")
     for k in median:
         print(f"{k:<18}{median[k]:>16.3f}{out['ratio_to_naive'][k]:>10.2f}")
-    print(
-        f"cache: {out['cache_mb']} MB, {len(encoded)} pairs, built in {cache_build_s:.1f} s; wrote {args.out}"
-    )
+    print(f"cache: {out['cache_mb']} MB, {len(encoded)} pairs, built in {cache_build_s:.1f} s; wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -39,9 +39,7 @@ def test_shift_harmless_small(tmp_path: Path) -> None:
         targets=cfg.targets[:2],
         methods=[MethodConfig("naive"), MethodConfig("anchor-1", "anchor", anchor_weight=1.0)],
     )
-    cfg.quick = replace(
-        cfg.quick, gold_pairs=32, w2s_pairs=32, id_pairs=32, target_pairs=24, max_length=64, n_boot=50
-    )
+    cfg.quick = replace(cfg.quick, gold_pairs=32, w2s_pairs=32, id_pairs=32, target_pairs=24, max_length=64, n_boot=50)
     config_path = tmp_path / "shift.yaml"
     save_yaml(cfg, config_path)
     out = tmp_path / "run"
