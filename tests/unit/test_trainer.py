@@ -20,8 +20,8 @@ from rewardkit.models import build_reward_model
 from rewardkit.train.trainer import CHECKPOINT_FILE, KILL_AFTER_STEP_ENV, Trainer, swap_decision
 
 torch.set_num_threads(1)
-GOOD = "helpful clear accurate kind detailed careful honest".split()
-BAD = "rude wrong vague lazy useless sloppy false".split()
+GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
+BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
 
 
 def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
@@ -140,3 +140,9 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
     ha = load_file(str(tmp_path / "clean" / "model" / "reward_head.safetensors"))["weight"]
     hb = load_file(str(tmp_path / "killed" / "model" / "reward_head.safetensors"))["weight"]
     assert torch.equal(ha, hb)
+
+
+def test_precisions_can_change_between_trainings_in_one_process(tmp_path) -> None:
+    _train(tmp_path / "bf16", max_steps=2, bf16=True)
+    trainer = _train(tmp_path / "fp32", max_steps=2, bf16=False)
+    assert trainer.model.head.weight.dtype == torch.float32

@@ -130,6 +130,7 @@ class Trainer:
         from accelerate import Accelerator
 
         cfg = self.cfg
+        _reset_single_process_state()
         accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no",
                                   gradient_accumulation_steps=cfg.grad_accum,
                                   cpu=not torch.cuda.is_available())
@@ -218,6 +219,16 @@ class Trainer:
         if state.get("objective_state") is not None and hasattr(self.objective, "load_state_dict"):
             self.objective.load_state_dict(state["objective_state"])
         return int(state["next_batch"])
+
+
+def _reset_single_process_state() -> None:
+    """Lets one process run several trainings with different precisions (a teacher in bf16, a student
+    in fp32): accelerate keeps a process-wide state that refuses a second mixed_precision setting. Under
+    `accelerate launch` (several processes) the launcher's state is kept as it is."""
+    from accelerate.state import AcceleratorState, PartialState
+
+    if PartialState().num_processes == 1:
+        AcceleratorState._reset_state(reset_partial_state=True)
 
 
 def _objective_state(objective: Objective) -> Any:
