@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +31,7 @@ from rewardkit.icrm.config import ICRMModelConfig
 from rewardkit.models.backbone import load_backbone, quiet_transformers
 from rewardkit.models.factory import resolve_pooling
 from rewardkit.models.reward_model import RewardModel, pool
+from rewardkit.train.checkpoint import atomic_folder
 
 MODES = ("set", "concat")
 META_FILE = "rewardkit.json"
@@ -214,9 +212,7 @@ def save_beta_reward_model(
     """Writes the model folder atomically: heads (safetensors), tokenizer, rewardkit.json and, when the
     backbone was trained, the backbone (save_pretrained). A frozen backbone is named, not copied."""
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir) as tmp:
         heads = {
             k: v.detach().float().cpu().contiguous()
             for k, v in model.state_dict().items()
@@ -239,17 +235,6 @@ def save_beta_reward_model(
             **(extra or {}),
         }
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ from rewardkit.config import LoraSettings, ModelConfig, from_dict, to_dict
 from rewardkit.errors import CheckpointError
 from rewardkit.models.backbone import load_backbone, quiet_transformers
 from rewardkit.models.reward_model import RewardModel
+from rewardkit.train.checkpoint import atomic_folder
 
 META_FILE = "rewardkit.json"
 HEAD_FILE = "reward_head.safetensors"
@@ -69,9 +67,7 @@ def save_reward_model(model: RewardModel, tokenizer: Any, out_dir: str | Path, c
     head; the base backbone is named in rewardkit.json and resolved again on load.
     """
     out_dir = Path(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with atomic_folder(out_dir) as tmp:
         exported_as = _save_backbone(model, tmp)
         tokenizer.save_pretrained(str(tmp))
         save_file({"weight": model.head.weight.detach().float().cpu().contiguous()}, str(tmp / HEAD_FILE))
@@ -79,17 +75,6 @@ def save_reward_model(model: RewardModel, tokenizer: Any, out_dir: str | Path, c
                 "lora": is_lora(model), "exported_as": exported_as, "model_config": to_dict(cfg),
                 **(extra or {})}
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
-        if out_dir.exists():
-            old = out_dir.with_name(f".{out_dir.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out_dir, old)
-            os.replace(tmp, out_dir)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

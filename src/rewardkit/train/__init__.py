@@ -1,0 +1,1 @@
+"""Training: the Accelerate Trainer, objectives, atomic checkpoints and the `rewardkit train` run."""
