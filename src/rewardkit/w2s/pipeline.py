@@ -66,14 +66,6 @@ class ShiftData:
         return {"gold": len(self.gold), "w2s": len(self.w2s), **{k: len(v) for k, v in self.eval.items()}}
 
 
-def _reset_accelerate_state() -> None:
-    """Accelerate keeps one process-wide state; teacher and students may differ in mixed precision
-    (e.g. an fp32 probe and bf16 students), so each training in this process starts from a fresh one."""
-    from accelerate.state import AcceleratorState
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-
-
 def apply_quick(config: ShiftConfig) -> ShiftConfig:
     """A copy of `config` with the --quick sizes (config.quick) filled in."""
     q = config.quick
@@ -199,7 +191,6 @@ class ShiftRun:
         encoded = encode_pairs(encoder, pairs)
         objective: Objective = make_objective(model, tokenizer, encoded)
         cfg = replace(train_cfg, seed=seed, progress=self.progress)
-        _reset_accelerate_state()
         trainer = Trainer(model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded)
         result = trainer.fit()
         return trainer.model, tokenizer, asdict(result)
