@@ -107,3 +107,37 @@ def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> No
     assert len(log) == 25
     # the length rule scores about 44% here (DATA-NOTES.md); a trained model must beat chance
     assert block["accuracy"] > 50.0
+
+
+def test_score_with_a_rater_calibration(tmp_path: Path) -> None:
+    """Rewards are mapped to the rater's scale; p_chosen stays on the model's own scale."""
+    import random
+
+    rng = random.Random(0)
+    lines = ["rater_id,item_id,score,model_score"]
+    for rater, (slope, intercept) in {"a": (10.0, 50.0), "b": (30.0, 20.0)}.items():
+        for item in range(20):
+            r = rng.uniform(-2, 2)
+            lines.append(f"{rater},{item},{slope * r + intercept + rng.gauss(0, 0.5):.4f},{r:.4f}")
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    maps = tmp_path / "maps.json"
+    result = rk("calibrate", "fit", "--ratings", str(ratings), "--out", str(maps), "--score-min", "-1000",
+                "--score-max", "1000")
+    assert result.returncode == 0, result.stderr
+    run = tmp_path / "run"
+    assert rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2",
+              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).returncode == 0
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
+    raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
+    assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).returncode == 0
+    result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
+                "--calibration", str(maps), "--rater", "b")
+    assert result.returncode == 0, result.stderr
+    r, c = json.loads(raw.read_text()), json.loads(cal.read_text())
+    assert c["p_chosen"] == pytest.approx(r["p_chosen"])
+    slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
+    assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
+    _one_line_error(rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
+                       "--calibration", str(maps), "--rater", "nobody"), "nobody")

@@ -98,6 +98,8 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
         mc = meta["model_config"]
         chosen, rejected = score_pairs(model, tokenizer, pairs, int(mc["max_length"]), int(mc["min_prompt_tokens"]),
                                        bf16=bf16)
+    # The preference probability comes from the model's own scale, before any per-rater map.
+    p_chosen = extra["p_chosen"] if extra else 1.0 / (1.0 + np.exp(-(chosen - rejected)))
     if calibration is not None:
         from rewardkit.calibrate import apply_calibration
 
@@ -112,7 +114,7 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
         else:
             row["reward_chosen"], row["reward_rejected"] = float(c), float(r)
             # an ICRM gives its Beta posterior mean; a scalar model the Bradley-Terry probability
-            row["p_chosen"] = float(extra["p_chosen"][i]) if extra else float(1.0 / (1.0 + np.exp(-(c - r))))
+            row["p_chosen"] = float(p_chosen[i])
         lines.append(json.dumps(row, ensure_ascii=False))
     atomic_write_text(Path(output), "\n".join(lines) + "\n")
     return len(rows)
