@@ -499,7 +499,7 @@ PRISM_DEMOGRAPHICS = (
 
 @RATINGS.register("prism")
 def _prism_adapter(opts: RatingsOptions) -> RatingTable:
-    """PRISM (Kirk et al. 2024): `utterances.jsonl` rows rated 1-100 by `user_id`; item = `utterance_id`.
+    """PRISM (arXiv:2404.16019): `utterances.jsonl` rows rated 1-100 by `user_id`; item = `utterance_id`.
 
     Written from the published schema (utterances: utterance_id, user_id, conversation_id, turn,
     within_turn_id, model_name, model_response, score, if_chosen; survey: user_id plus demographics, some

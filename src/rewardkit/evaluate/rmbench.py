@@ -1,4 +1,4 @@
-"""RM-Bench style-substance accuracy matrix (Liu et al. 2024, "RM-Bench: Benchmarking Reward Models of
+"""RM-Bench style-substance accuracy matrix ("RM-Bench: Benchmarking Reward Models of
 Language Models with Subtlety and Style", arXiv:2410.16184, section 3.3).
 
 Each prompt has three chosen and three rejected responses in the same three styles, indexed

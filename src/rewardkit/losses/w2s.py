@@ -1,6 +1,6 @@
 """Weak-to-strong losses: the naive soft Bradley-Terry loss and the auxiliary confidence loss.
 
-Pairwise form of Burns et al. (2023), "Weak-to-strong generalization", sec. 4.3.2. A pair with margin
+Pairwise form of "Weak-to-strong generalization" (arXiv:2312.09390), sec. 4.3.2. A pair with margin
 d = r(chosen) - r(rejected) is a two-class problem with logits (0, d): P(chosen preferred) = sigmoid(d),
 so the cross-entropy against a target probability y is the soft Bradley-Terry loss with label y.
 
