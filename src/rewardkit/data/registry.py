@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from rewardkit.config import DatasetConfig
 from rewardkit.data.schema import PreferencePair
+from rewardkit.errors import ConfigError
 from rewardkit.registry import Registry
 
 OnBadRow = Literal["error", "skip"]
@@ -68,6 +70,14 @@ def load_dataset(name: str, data_dir: str | Path | None = None, split: str | Non
     opts = LoadOptions(Path(data_dir) if data_dir else None, split, limit, on_bad_row,
                        Path(path) if path else None, dict(columns or {}))
     return adapter(opts)
+
+
+def load_configured(ds: DatasetConfig, data_dir: str | Path | None = None) -> PairDataset:
+    """Loads the dataset a DatasetConfig describes (the form configs and the CLI use)."""
+    if ds.on_bad_row not in ("error", "skip"):
+        raise ConfigError(f"on_bad_row must be 'error' or 'skip', got {ds.on_bad_row!r}")
+    return load_dataset(ds.name, data_dir=data_dir, split=ds.split, limit=ds.limit, path=ds.path,
+                        columns=ds.columns, on_bad_row=ds.on_bad_row)  # type: ignore[arg-type]
 
 
 def load_pairs(name: str, **kwargs: object) -> list[PreferencePair]:

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardkit.config import DatasetConfig, RunConfig, save_yaml, to_dict
-from rewardkit.data.registry import PairDataset, load_dataset
+from rewardkit.config import RunConfig, save_yaml, to_dict
+from rewardkit.data.registry import load_configured
 from rewardkit.data.schema import PreferencePair
 from rewardkit.data.splits import split_pairs
 from rewardkit.environment import environment_info
@@ -21,13 +21,6 @@ from rewardkit.evaluate.protocols import evaluate_pairs, evaluate_rmbench, has_r
 from rewardkit.models import build_reward_model, save_reward_model
 from rewardkit.train.checkpoint import atomic_write_json
 from rewardkit.train.trainer import Trainer
-
-
-def load_configured(ds: DatasetConfig, data_dir: str | None) -> PairDataset:
-    if ds.on_bad_row not in ("error", "skip"):
-        raise ConfigError(f"on_bad_row must be 'error' or 'skip', got {ds.on_bad_row!r}")
-    return load_dataset(ds.name, data_dir=data_dir, split=ds.split, limit=ds.limit, path=ds.path,
-                        columns=ds.columns, on_bad_row=ds.on_bad_row)  # type: ignore[arg-type]
 
 
 @dataclass

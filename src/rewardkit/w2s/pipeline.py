@@ -29,7 +29,7 @@ import torch
 
 from rewardkit.config import ModelConfig, TrainConfig, save_yaml
 from rewardkit.data.collate import PairEncoder, encode_pairs
-from rewardkit.data.registry import load_dataset
+from rewardkit.data.registry import load_configured
 from rewardkit.data.schema import PreferencePair, stable_hash
 from rewardkit.data.splits import split_pairs
 from rewardkit.errors import ConfigError, DataError
@@ -103,15 +103,7 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
     data_dir = data_dir or config.data_dir
     s = config.split
     src = config.source
-    source = load_dataset(
-        src.name,
-        data_dir=data_dir,
-        split=src.split,
-        limit=src.limit,
-        on_bad_row=src.on_bad_row,  # type: ignore[arg-type]
-        path=src.path,
-        columns=src.columns,
-    ).pairs
+    source = load_configured(src, data_dir).pairs
     parts = split_pairs(source, {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction}, salt=s.salt)
     gold = _hash_sample(parts["gold"], s.gold_pairs, s.salt + ":gold")
     w2s = _hash_sample(parts["w2s"], s.w2s_pairs, s.salt + ":w2s")
@@ -122,15 +114,7 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
     for target in config.targets:
         if target.name in evals:
             raise ConfigError(f"target {target.name!r} listed twice")
-        pairs = load_dataset(
-            target.name,
-            data_dir=data_dir,
-            split=target.split,
-            limit=target.limit,
-            on_bad_row=target.on_bad_row,  # type: ignore[arg-type]
-            path=target.path,
-            columns=target.columns,
-        ).pairs
+        pairs = load_configured(target, data_dir).pairs
         if not pairs:
             raise DataError(f"target {target.name}: no pairs")
         evals[target.name] = _hash_sample(pairs, s.target_pairs, s.salt + ":" + target.name)
