@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/rewardkit demo --out runs/demo
+	$(BIN)/rewardsmith demo --out runs/demo
 
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider

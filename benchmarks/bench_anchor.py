@@ -1,5 +1,5 @@
 """Step time of naive W2S training against anchoring with a per-step reference forward and with cached
-reference states (rewardkit.w2s.reference), in one run on the same batches.
+reference states (rewardsmith.w2s.reference), in one run on the same batches.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_anchor.py [--steps 12] [--threads 1]
 
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import torch
 
-from rewardkit.config import ModelConfig
-from rewardkit.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches
-from rewardkit.data.registry import load_dataset
-from rewardkit.models.factory import build_reward_model
-from rewardkit.train.objectives import StepInfo, build_objective
-from rewardkit.w2s import objectives as _objectives  # noqa: F401  (registers the objectives)
-from rewardkit.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
+from rewardsmith.config import ModelConfig
+from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches
+from rewardsmith.data.registry import load_dataset
+from rewardsmith.models.factory import build_reward_model
+from rewardsmith.train.objectives import StepInfo, build_objective
+from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the objectives)
+from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
 
 RESULTS = Path(__file__).parent / "results" / "anchor.json"
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import torch
 
-from rewardkit.data.registry import load_dataset
-from rewardkit.data.schema import PreferencePair
-from rewardkit.data.sources import find_data_dir
-from rewardkit.data.splits import split_pairs
-from rewardkit.icrm.config import ICRMModelConfig
-from rewardkit.icrm.model import build_beta_reward_model
-from rewardkit.icrm.scoring import DemoCache, ICRMScorer
+from rewardsmith.data.registry import load_dataset
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.sources import find_data_dir
+from rewardsmith.data.splits import split_pairs
+from rewardsmith.icrm.config import ICRMModelConfig
+from rewardsmith.icrm.model import build_beta_reward_model
+from rewardsmith.icrm.scoring import DemoCache, ICRMScorer
 
 RESULTS = Path(__file__).parent / "results" / "icrm.json"
 

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rewardkit.calibrate import PEBS, MixedLMCalibrator, PooledAffine, rater_stats_duckdb, stats_from_arrays
-from rewardkit.calibrate.evaluate import within_rater_split
-from rewardkit.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardkit.data.ratings import RatingTable, load_ratings
-from rewardkit.errors import DataError
+from rewardsmith.calibrate import PEBS, MixedLMCalibrator, PooledAffine, rater_stats_duckdb, stats_from_arrays
+from rewardsmith.calibrate.evaluate import within_rater_split
+from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
+from rewardsmith.data.ratings import RatingTable, load_ratings
+from rewardsmith.errors import DataError
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pebs.json"
 
@@ -91,7 +91,7 @@ VARIANTS = ("pooled", "ols", "pebs-uncentred", "pebs-centred", "pebs", "mixedlm"
 
 def variant_comparison(seeds: int, n_raters: int = 300) -> list[dict[str, object]]:
     """Held-out RMSE of each calibrator on balanced and unbalanced synthetic designs (mean over seeds)."""
-    from rewardkit.calibrate import create_calibrator
+    from rewardsmith.calibrate import create_calibrator
 
     rows = []
     for design, shift_sd in (("balanced", 0.0), ("unbalanced", 1.0)):

@@ -1,8 +1,8 @@
-"""Training throughput: rewardkit's Trainer versus TRL's RewardTrainer, side by side in one run.
+"""Training throughput: rewardsmith's Trainer versus TRL's RewardTrainer, side by side in one run.
 
 Same backbone (the embedded MiniLM, dropout 0), same pairs (hh-rlhf/harmless-base), same max_length,
 16 pairs a step, one epoch, gradient checkpointing off, fp32 and bf16 autocast. TRL pads each random
-batch to its longest pair and drops pairs longer than max_length; rewardkit groups batches by length and
+batch to its longest pair and drops pairs longer than max_length; rewardsmith groups batches by length and
 truncates the prompt from the left instead, so it keeps every pair. Throughput = pairs trained / wall
 time of the training loop (tokenisation excluded for both).
 
@@ -22,13 +22,13 @@ from typing import Any
 
 import torch
 
-from rewardkit.config import ModelConfig, TrainConfig
-from rewardkit.data.registry import load_dataset
-from rewardkit.data.schema import PreferencePair
-from rewardkit.data.splits import split_pairs
-from rewardkit.models import build_reward_model
-from rewardkit.models.backbone import minilm_dir, quiet_transformers, set_dropout
-from rewardkit.train.trainer import Trainer
+from rewardsmith.config import ModelConfig, TrainConfig
+from rewardsmith.data.registry import load_dataset
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.splits import split_pairs
+from rewardsmith.models import build_reward_model
+from rewardsmith.models.backbone import minilm_dir, quiet_transformers, set_dropout
+from rewardsmith.train.trainer import Trainer
 
 RESULTS = Path(__file__).parent / "results" / "train_throughput.json"
 
@@ -38,7 +38,7 @@ def load_pairs(n: int, data_dir: str | None) -> list[PreferencePair]:
     return split_pairs(pairs, {"train": 0.8})["train"][:n]
 
 
-def run_rewardkit(pairs: list[PreferencePair], max_length: int, bf16: bool) -> dict[str, Any]:
+def run_rewardsmith(pairs: list[PreferencePair], max_length: int, bf16: bool) -> dict[str, Any]:
     model_cfg = ModelConfig(backbone="minilm", max_length=max_length)
     cfg = TrainConfig(epochs=1, batch_size=16, lr=2e-5, bf16=bf16, checkpoint_every=0, progress=False)
     model, tok = build_reward_model(model_cfg)
@@ -98,15 +98,15 @@ def main() -> None:
     for precision in args.precision:
         bf16 = precision == "bf16"
         # ABBA order: a load change on this shared machine during the run biases both sides alike.
-        runs: dict[str, list[dict[str, Any]]] = {"rewardkit": [], "trl": []}
-        for order in (["rewardkit", "trl"], ["trl", "rewardkit"])[: args.rounds]:
+        runs: dict[str, list[dict[str, Any]]] = {"rewardsmith": [], "trl": []}
+        for order in (["rewardsmith", "trl"], ["trl", "rewardsmith"])[: args.rounds]:
             for name in order:
-                fn = run_rewardkit if name == "rewardkit" else run_trl
+                fn = run_rewardsmith if name == "rewardsmith" else run_trl
                 runs[name].append(fn(pairs, args.max_length, bf16))
-        ours, trl = (_combine(runs[k]) for k in ("rewardkit", "trl"))
-        rows.append({"precision": precision, "pairs_in": len(pairs), "rewardkit": ours, "trl": trl,
+        ours, trl = (_combine(runs[k]) for k in ("rewardsmith", "trl"))
+        rows.append({"precision": precision, "pairs_in": len(pairs), "rewardsmith": ours, "trl": trl,
                      "runs": runs, "ratio_pairs_per_s": round(ours["pairs_per_s"] / trl["pairs_per_s"], 3)})
-        print(f"{precision}: rewardkit {ours['pairs_per_s']:.2f} pairs/s ({ours['pairs_kept']} pairs kept) | "
+        print(f"{precision}: rewardsmith {ours['pairs_per_s']:.2f} pairs/s ({ours['pairs_kept']} pairs kept) | "
               f"TRL {trl['pairs_per_s']:.2f} pairs/s ({trl['pairs_kept']} kept of {len(pairs)}) | "
               f"ratio {rows[-1]['ratio_pairs_per_s']:.2f}x", flush=True)
     out = {"benchmark": "train_throughput", "backbone": "minilm", "max_length": args.max_length,
@@ -115,9 +115,9 @@ def main() -> None:
                       f"--precision {' '.join(args.precision)} --rounds {args.rounds}"}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"\n{'precision':<10}{'rewardkit pairs/s':>20}{'TRL pairs/s':>14}{'TRL kept':>10}{'ratio':>8}")
+    print(f"\n{'precision':<10}{'rewardsmith pairs/s':>20}{'TRL pairs/s':>14}{'TRL kept':>10}{'ratio':>8}")
     for r in rows:
-        print(f"{r['precision']:<10}{r['rewardkit']['pairs_per_s']:>20.2f}{r['trl']['pairs_per_s']:>14.2f}"
+        print(f"{r['precision']:<10}{r['rewardsmith']['pairs_per_s']:>20.2f}{r['trl']['pairs_per_s']:>14.2f}"
               f"{r['trl']['pairs_kept']:>10}{r['ratio_pairs_per_s']:>8.2f}")
     print(f"written {RESULTS}")
 

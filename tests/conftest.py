@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.data.sources import ENV_VAR, find_data_dir
+from rewardsmith.data.sources import ENV_VAR, find_data_dir
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The real data directory (--data-dir default resolution: $REWARDKIT_DATA_DIR, else ../shared/data).
+    """The real data directory (--data-dir default resolution: $REWARDSMITH_DATA_DIR, else ../shared/data).
 
     Skips the test with the reason when no such folder exists on this machine."""
     found = find_data_dir()

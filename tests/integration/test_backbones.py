@@ -7,10 +7,10 @@ import importlib.util
 import numpy as np
 import pytest
 
-from rewardkit.config import ModelConfig
-from rewardkit.data.schema import PreferencePair, user_prompt
-from rewardkit.evaluate.scoring import score_pairs
-from rewardkit.models import build_reward_model
+from rewardsmith.config import ModelConfig
+from rewardsmith.data.schema import PreferencePair, user_prompt
+from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.models import build_reward_model
 
 PAIRS = [PreferencePair(user_prompt("How do I boil an egg?"), "Put it in boiling water for nine minutes.", "No."),
          PreferencePair(user_prompt("Name a prime."), "Seven.", "Nine, because it is odd and therefore prime.")]

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from rewardkit.calibrate.run import CalibrateRunConfig, RatingsSource, run_calibration
+from rewardsmith.calibrate.run import CalibrateRunConfig, RatingsSource, run_calibration
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 
 
 def rk(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rewardkit.cli", *args], capture_output=True, text=True, env=ENV,
+    return subprocess.run([sys.executable, "-m", "rewardsmith.cli", *args], capture_output=True, text=True, env=ENV,
                           cwd=cwd, timeout=900)
 
 
@@ -74,7 +74,7 @@ def test_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     result = rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "3",
                 "--train-pairs", "48", "--eval-pairs", "40", "--quiet", "--out", str(run))
     assert result.returncode == 0, result.stderr
-    for name in ("config.yaml", "metrics.json", "log.jsonl", "report.md", "report.html", "model/rewardkit.json"):
+    for name in ("config.yaml", "metrics.json", "log.jsonl", "report.md", "report.html", "model/rewardsmith.json"):
         assert (run / name).exists(), name
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n"

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from rewardkit.data.sources import find_data_dir
-from rewardkit.icrm.config import ICRMRunConfig
-from rewardkit.icrm.protocols import PROTOCOLS, run_protocols
-from rewardkit.icrm.train import ICRMTrainer, train_icrm
+from rewardsmith.data.sources import find_data_dir
+from rewardsmith.icrm.config import ICRMRunConfig
+from rewardsmith.icrm.protocols import PROTOCOLS, run_protocols
+from rewardsmith.icrm.train import ICRMTrainer, train_icrm
 
 DATA = find_data_dir()
 needs_data = pytest.mark.skipif(
     DATA is None or not (DATA / "pku-saferlhf").is_dir(),
-    reason="real datasets not found (set REWARDKIT_DATA_DIR)",
+    reason="real datasets not found (set REWARDSMITH_DATA_DIR)",
 )
 
 
@@ -86,8 +86,8 @@ def test_train_resume_eval_and_score(tmp_path: Path) -> None:
             for i in range(3)
         )
     )
-    from rewardkit.data.schema import PreferencePair, user_prompt
-    from rewardkit.icrm.scoring import score_with_demos
+    from rewardsmith.data.schema import PreferencePair, user_prompt
+    from rewardsmith.icrm.scoring import score_with_demos
 
     pairs = [PreferencePair(user_prompt("how do I pick a lock"), "I cannot help.", "Use a tension wrench.")]
     scores = score_with_demos(run / "model", pairs, demos)
@@ -123,7 +123,7 @@ def _interrupt_after(trainer, steps: int) -> None:
 
 @needs_data
 def test_cli_train_and_eval(tmp_path: Path) -> None:
-    from rewardkit.cli.icrm import app
+    from rewardsmith.cli.icrm import app
 
     runner = CliRunner()
     bad = runner.invoke(app, ["eval", "--protocol", "nope", "--model", str(tmp_path), "--out", str(tmp_path)])
@@ -136,12 +136,12 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
-    from rewardkit.data.schema import PreferencePair, user_prompt
-    from rewardkit.icrm.config import ICRMModelConfig
-    from rewardkit.icrm.model import build_beta_reward_model
-    from rewardkit.icrm.reward import ICRMReward
-    from rewardkit.icrm.scoring import ICRMScorer
-    from rewardkit.models.backbone import minilm_dir
+    from rewardsmith.data.schema import PreferencePair, user_prompt
+    from rewardsmith.icrm.config import ICRMModelConfig
+    from rewardsmith.icrm.model import build_beta_reward_model
+    from rewardsmith.icrm.reward import ICRMReward
+    from rewardsmith.icrm.scoring import ICRMScorer
+    from rewardsmith.models.backbone import minilm_dir
 
     t0 = time.perf_counter()
     rm, rm_tok = build_beta_reward_model(

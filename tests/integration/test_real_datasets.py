@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.data.adapters import rmbench_matrix_pairs
-from rewardkit.data.registry import PairDataset, load_dataset
-from rewardkit.data.splits import split_pairs
+from rewardsmith.data.adapters import rmbench_matrix_pairs
+from rewardsmith.data.registry import PairDataset, load_dataset
+from rewardsmith.data.splits import split_pairs
 
 _CACHE: dict[tuple[str, str | None], PairDataset] = {}
 

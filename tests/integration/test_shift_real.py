@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.config import load_yaml
-from rewardkit.data.sources import resolve_data_dir
-from rewardkit.w2s.config import MethodConfig, ShiftConfig
+from rewardsmith.config import load_yaml
+from rewardsmith.data.sources import resolve_data_dir
+from rewardsmith.w2s.config import MethodConfig, ShiftConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +27,11 @@ def _data_dir() -> Path | None:
 def test_shift_harmless_small(tmp_path: Path) -> None:
     data_dir = _data_dir()
     if data_dir is None:
-        pytest.skip("real datasets not found (set REWARDKIT_DATA_DIR)")
+        pytest.skip("real datasets not found (set REWARDSMITH_DATA_DIR)")
     from typer.testing import CliRunner
 
-    from rewardkit.cli import app
-    from rewardkit.config import save_yaml
+    from rewardsmith.cli import app
+    from rewardsmith.config import save_yaml
 
     cfg = load_yaml(ShiftConfig, ROOT / "configs" / "shift-harmless.yaml")
     cfg = replace(
@@ -76,7 +76,7 @@ def test_shift_harmless_small(tmp_path: Path) -> None:
 def test_shift_bad_config_is_one_line(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from rewardkit.cli import app
+    from rewardsmith.cli import app
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("methods: [{name: x, objective: nope}]\n")

@@ -15,13 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rewardkit.data.adapters import rmbench_difficulty, rmbench_matrix_pairs
-from rewardkit.data.adapters._common import parse_hh_transcript, split_hh_pair
-from rewardkit.data.adapters.helpsteer import split_extra_id_turns
-from rewardkit.data.adapters.math500 import corrupt_final_answer, corrupt_wrong_step, last_boxed_span
-from rewardkit.data.registry import DATASETS, load_dataset
-from rewardkit.data.schema import PreferencePair, Turn, user_prompt
-from rewardkit.errors import ConfigError, DataError, UnknownNameError
+from rewardsmith.data.adapters import rmbench_difficulty, rmbench_matrix_pairs
+from rewardsmith.data.adapters._common import parse_hh_transcript, split_hh_pair
+from rewardsmith.data.adapters.helpsteer import split_extra_id_turns
+from rewardsmith.data.adapters.math500 import corrupt_final_answer, corrupt_wrong_step, last_boxed_span
+from rewardsmith.data.registry import DATASETS, load_dataset
+from rewardsmith.data.schema import PreferencePair, Turn, user_prompt
+from rewardsmith.errors import ConfigError, DataError, UnknownNameError
 
 EXPECTED_NAMES = {
     "hh-rlhf/harmless-base", "hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled",
@@ -50,7 +50,7 @@ def write_jsonl(path: Path, rows: list[Any], raw_lines: dict[int, str] | None = 
 # ------------------------------------------------------------------------------------------- registry
 
 def test_every_adapter_is_registered() -> None:
-    import rewardkit.data.adapters  # noqa: F401
+    import rewardsmith.data.adapters  # noqa: F401
 
     assert set(DATASETS.names()) >= EXPECTED_NAMES
 
@@ -69,13 +69,13 @@ def test_importing_adapters_loads_no_heavy_library_and_reads_no_file(tmp_path: P
             "    return real_open(file, *a, **k)\n"
             "builtins.open = spy\n"
             "io.open = spy\n"
-            "import rewardkit.data.adapters\n"
+            "import rewardsmith.data.adapters\n"
             "suffixes = ('.jsonl', '.gz', '.parquet', '.csv')\n"
             "data = [f for f in opened if 'shared' in f or f.endswith(suffixes)]\n"
             "heavy = [m for m in ('pyarrow', 'pandas', 'datasets', 'torch') if m in sys.modules]\n"
             "print(data, heavy)\n"
             "sys.exit(1 if data or heavy else 0)\n")
-    env = dict(os.environ, REWARDKIT_DATA_DIR=str(tmp_path / "absent"))
+    env = dict(os.environ, REWARDSMITH_DATA_DIR=str(tmp_path / "absent"))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -261,10 +261,10 @@ def test_file_adapter_derives_prompts_from_transcripts_and_chat_lists(tmp_path: 
 
 
 def test_hub_adapter_offline_fails_with_one_clean_line() -> None:
-    code = ("from rewardkit.data.registry import load_dataset\n"
-            "from rewardkit.errors import DataError\n"
+    code = ("from rewardsmith.data.registry import load_dataset\n"
+            "from rewardsmith.errors import DataError\n"
             "try:\n"
-            "    load_dataset('hub', path='rewardkit-tests/no-such-dataset', split='train')\n"
+            "    load_dataset('hub', path='rewardsmith-tests/no-such-dataset', split='train')\n"
             "except DataError as err:\n"
             "    print(str(err))\n")
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
@@ -272,7 +272,7 @@ def test_hub_adapter_offline_fails_with_one_clean_line() -> None:
                             timeout=120)
     message = result.stdout.strip()
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "\n" not in message and "rewardkit-tests/no-such-dataset" in message
+    assert "\n" not in message and "rewardsmith-tests/no-such-dataset" in message
     assert "Hugging Face Hub" in message and "--data-dir" in message
 
 
@@ -357,8 +357,8 @@ def test_pku_picks_chosen_by_label_and_keeps_both_labels(tmp_path: Path) -> None
 
 
 def test_ultrafeedback_drops_ties_by_default(tmp_path: Path) -> None:
-    from rewardkit.data.adapters.ultrafeedback import load_ultrafeedback
-    from rewardkit.data.registry import LoadOptions
+    from rewardsmith.data.adapters.ultrafeedback import load_ultrafeedback
+    from rewardsmith.data.registry import LoadOptions
 
     rows = [{"prompt": "p", "chosen": "a", "rejected": "b", "source_index": 7,
              "metadata": {"score_chosen": 8.0, "score_rejected": 6.5}},

@@ -10,8 +10,8 @@ import pytest
 import torch
 from scipy import integrate, optimize, stats
 
-from rewardkit.errors import UnknownNameError
-from rewardkit.losses.beta_elbo import (
+from rewardsmith.errors import UnknownNameError
+from rewardsmith.losses.beta_elbo import (
     KL_SCHEDULES,
     beta_elbo_loss,
     beta_kl_to_uniform,
@@ -19,7 +19,7 @@ from rewardkit.losses.beta_elbo import (
     expected_log_z,
     kl_weight,
 )
-from rewardkit.losses.bt import bradley_terry_loss
+from rewardsmith.losses.bt import bradley_terry_loss
 
 CASES = [(0.7, 1.3), (2.0, 5.0), (1.0, 1.0), (12.0, 3.5), (0.4, 0.6)]
 

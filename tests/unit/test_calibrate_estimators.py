@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from rewardkit.calibrate import (
+from rewardsmith.calibrate import (
     CALIBRATORS,
     PEBS,
     GroupAffine,
@@ -22,10 +22,10 @@ from rewardkit.calibrate import (
     create_calibrator,
     rater_stats,
 )
-from rewardkit.calibrate.estimators import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, _shrink
-from rewardkit.calibrate.evaluate import _pair_concordance
-from rewardkit.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardkit.errors import ConfigError, UnknownNameError
+from rewardsmith.calibrate.estimators import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, _shrink
+from rewardsmith.calibrate.evaluate import _pair_concordance
+from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
+from rewardsmith.errors import ConfigError, UnknownNameError
 
 
 def _frame(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Within-rater hold-out protocol, its statistics, and the `rewardkit calibrate` commands."""
+"""Within-rater hold-out protocol, its statistics, and the `rewardsmith calibrate` commands."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from rewardkit.calibrate.evaluate import (
+from rewardsmith.calibrate.evaluate import (
     EvalConfig,
     bootstrap_gain_ci,
     cap_per_rater,
@@ -18,9 +18,9 @@ from rewardkit.calibrate.evaluate import (
     summarise,
     within_rater_split,
 )
-from rewardkit.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardkit.cli.calibrate import app
-from rewardkit.errors import ConfigError
+from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
+from rewardsmith.cli.calibrate import app
+from rewardsmith.errors import ConfigError
 
 FAST = ("pooled", "group", "ols", "pebs", "pebs-centred", "pebs-uncentred")
 
@@ -150,7 +150,7 @@ def test_calibrate_command_writes_metrics_report_and_maps(tmp_path, table):
 
 
 def test_calibrate_fit_then_apply(tmp_path, table):
-    from rewardkit.calibrate import apply_calibration
+    from rewardsmith.calibrate import apply_calibration
 
     ratings = _ratings_csv(tmp_path, table)
     maps = tmp_path / "maps.parquet"

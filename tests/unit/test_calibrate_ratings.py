@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rewardkit.calibrate import PEBS
-from rewardkit.data.ratings import RATINGS, clean_ratings, load_ratings, rating_table, subsample_per_rater
-from rewardkit.errors import ConfigError, DataError, UnknownNameError
+from rewardsmith.calibrate import PEBS
+from rewardsmith.data.ratings import RATINGS, clean_ratings, load_ratings, rating_table, subsample_per_rater
+from rewardsmith.errors import ConfigError, DataError, UnknownNameError
 
 
 def _rows() -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardkit.calibrate import (
+from rewardsmith.calibrate import (
     PEBS,
     affine_sse,
     apply_calibration,
@@ -22,9 +22,9 @@ from rewardkit.calibrate import (
     rater_stats_duckdb,
     save_maps,
 )
-from rewardkit.calibrate.evaluate import cap_per_rater, within_rater_split
-from rewardkit.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardkit.errors import ConfigError, DataError
+from rewardsmith.calibrate.evaluate import cap_per_rater, within_rater_split
+from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
+from rewardsmith.errors import ConfigError, DataError
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +105,7 @@ def test_bad_calibration_files_are_data_errors(tmp_path):
     with pytest.raises(DataError, match="format"):
         load_maps(tmp_path / "other.json")
     pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "plain.parquet")
-    with pytest.raises(DataError, match="not a rewardkit calibration"):
+    with pytest.raises(DataError, match="not a rewardsmith calibration"):
         load_maps(tmp_path / "plain.parquet")
 
 

@@ -7,13 +7,13 @@ import math
 import pytest
 import torch
 
-from rewardkit.config import LoraSettings, ModelConfig
-from rewardkit.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches, pad_texts
-from rewardkit.data.schema import PreferencePair, Turn
-from rewardkit.evaluate.scoring import score_encoded, score_pairs
-from rewardkit.losses.bt import bradley_terry_loss
-from rewardkit.models import build_reward_model, load_reward_model, save_reward_model
-from rewardkit.models.reward_model import pool
+from rewardsmith.config import LoraSettings, ModelConfig
+from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches, pad_texts
+from rewardsmith.data.schema import PreferencePair, Turn
+from rewardsmith.evaluate.scoring import score_encoded, score_pairs
+from rewardsmith.losses.bt import bradley_terry_loss
+from rewardsmith.models import build_reward_model, load_reward_model, save_reward_model
+from rewardsmith.models.reward_model import pool
 
 torch.set_num_threads(1)
 

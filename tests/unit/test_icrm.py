@@ -6,18 +6,18 @@ import numpy as np
 import pytest
 import torch
 
-from rewardkit.data.schema import PreferencePair, user_prompt
-from rewardkit.icrm.config import EpisodeConfig, ICRMModelConfig
-from rewardkit.icrm.episodes import EpisodeSampler, PairPool, Standard, draw_demos, split_pool, target_episode
-from rewardkit.icrm.model import (
+from rewardsmith.data.schema import PreferencePair, user_prompt
+from rewardsmith.icrm.config import EpisodeConfig, ICRMModelConfig
+from rewardsmith.icrm.episodes import EpisodeSampler, PairPool, Standard, draw_demos, split_pool, target_episode
+from rewardsmith.icrm.model import (
     BetaRewardModel,
     SetContextEncoder,
     build_beta_reward_model,
     load_beta_reward_model,
     save_beta_reward_model,
 )
-from rewardkit.icrm.reward import ICRMReward, directional_reward
-from rewardkit.icrm.scoring import DemoCache, ICRMScorer, demo_key
+from rewardsmith.icrm.reward import ICRMReward, directional_reward
+from rewardsmith.icrm.scoring import DemoCache, ICRMScorer, demo_key
 
 
 def _pairs(n: int, tag: str = "q") -> list[PreferencePair]:
@@ -219,9 +219,9 @@ def test_grpo_reward_signature(tiny_set) -> None:
 
 def test_scorer_matches_episode_path(tiny_set) -> None:
     """Scoring with ICRMScorer equals scoring the same episode from cached pool embeddings."""
-    from rewardkit.data.collate import PairEncoder
-    from rewardkit.icrm.episodes import Demo, Episode
-    from rewardkit.icrm.features import embed_pool, set_episode_tensors, set_scores
+    from rewardsmith.data.collate import PairEncoder
+    from rewardsmith.icrm.episodes import Demo, Episode
+    from rewardsmith.icrm.features import embed_pool, set_episode_tensors, set_scores
 
     model, tok = tiny_set
     demos, targets = PairPool("d", _pairs(6, "d")), PairPool("d", _pairs(5, "t"))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rewardkit.evaluate.metrics import (
+from rewardsmith.evaluate.metrics import (
     Estimate,
     aggregate_seeds,
     brier_score,
@@ -27,7 +27,7 @@ from rewardkit.evaluate.metrics import (
     seed_summary,
     soft_label_accuracy,
 )
-from rewardkit.evaluate.rmbench import rmbench_accuracy
+from rewardsmith.evaluate.rmbench import rmbench_accuracy
 
 # ---------------------------------------------------------------------------------------------- accuracy
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.errors import DataError
-from rewardkit.report import (
+from rewardsmith.errors import DataError
+from rewardsmith.report import (
     Series,
     figure_markdown,
     fold_intervals,
@@ -123,13 +123,13 @@ def test_plots_write_pngs(tmp_path: Path) -> None:
 
 
 def test_import_does_not_load_matplotlib() -> None:
-    code = ("import sys, rewardkit.report, rewardkit.evaluate; "
+    code = ("import sys, rewardsmith.report, rewardsmith.evaluate; "
             "assert 'matplotlib' not in sys.modules and 'scipy' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_wide_tables_are_transposed() -> None:
-    from rewardkit.report import report_markdown
+    from rewardsmith.report import report_markdown
 
     block = {f"m{i}": float(i) for i in range(10)}
     md = report_markdown({"transfer": {"student": block, "anchor": block}}, max_columns=8)

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from rewardkit.data.schema import PreferencePair, Turn
-from rewardkit.data.splits import hash_fraction, split_pairs
-from rewardkit.data.synthetic import make_synthetic_pairs
+from rewardsmith.data.schema import PreferencePair, Turn
+from rewardsmith.data.splits import hash_fraction, split_pairs
+from rewardsmith.data.synthetic import make_synthetic_pairs
 
 
 def conversation_pairs(n_conversations: int = 300, per_conversation: int = 3) -> list[PreferencePair]:

@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from rewardkit.data.registry import load_dataset
-from rewardkit.data.schema import PreferencePair
-from rewardkit.data.synthetic import (
+from rewardsmith.data.registry import load_dataset
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.synthetic import (
     DOMAINS,
     HEDGE_MARKERS,
     PADDING_SENTENCES,

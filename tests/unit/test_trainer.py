@@ -13,11 +13,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from rewardkit.config import ModelConfig, TrainConfig
-from rewardkit.data.schema import PreferencePair, user_prompt
-from rewardkit.evaluate.scoring import score_pairs
-from rewardkit.models import build_reward_model
-from rewardkit.train.trainer import CHECKPOINT_FILE, KILL_AFTER_STEP_ENV, Trainer, swap_decision
+from rewardsmith.config import ModelConfig, TrainConfig
+from rewardsmith.data.schema import PreferencePair, user_prompt
+from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.models import build_reward_model
+from rewardsmith.train.trainer import CHECKPOINT_FILE, KILL_AFTER_STEP_ENV, Trainer, swap_decision
 
 torch.set_num_threads(1)
 GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
@@ -108,7 +108,7 @@ def test_resume_with_other_settings_is_refused(tmp_path) -> None:
     t = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, tmp_path)
     t.total_batches = 4
     _fit_without_cleanup(t)
-    from rewardkit.errors import CheckpointError
+    from rewardsmith.errors import CheckpointError
 
     with pytest.raises(CheckpointError, match="seed"):
         _train(tmp_path, seed=5)
@@ -120,7 +120,7 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps({"prompt": p.prompt[0].content, "chosen": p.chosen, "rejected": p.rejected})
                             + "\n" for p in easy_pairs(96)))
-    args = [sys.executable, "-m", "rewardkit.cli", "train", "--train", "file", "--path", str(data),
+    args = [sys.executable, "-m", "rewardsmith.cli", "train", "--train", "file", "--path", str(data),
             "--backbone", "tiny-bert", "--max-length", "32", "--epochs", "2", "--batch-size", "8", "--lr", "1e-3",
             "--checkpoint-every", "2", "--quiet"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rewardkit.evaluate.transfer import (
+from rewardsmith.evaluate.transfer import (
     aggregate_transfer_seeds,
     net_transfer_score,
     performance_gap_recovered,

@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from rewardkit.losses.anchor import anchor_loss, masked_mse
-from rewardkit.losses.w2s import (
+from rewardsmith.losses.anchor import anchor_loss, masked_mse
+from rewardsmith.losses.w2s import (
     confidence_loss,
     harden_by_quantile,
     linear_warmup_coef,
     naive_w2s_loss,
     openai_warmup_coef,
 )
-from rewardkit.train.objectives import StepInfo
-from rewardkit.w2s.objectives import ConfidenceObjective
+from rewardsmith.train.objectives import StepInfo
+from rewardsmith.w2s.objectives import ConfidenceObjective
 
 
 def _bce(margin: float, target: float) -> float:
@@ -104,7 +104,7 @@ class _FixedModel:
         self.margins = margins
 
     def __call__(self, batch: dict[str, torch.Tensor], hidden_layers: object = ()) -> object:
-        from rewardkit.models.reward_model import RewardOutput
+        from rewardsmith.models.reward_model import RewardOutput
 
         rewards = torch.cat([self.margins, torch.zeros_like(self.margins)])
         return RewardOutput(rewards, torch.zeros(1), torch.zeros(1, dtype=torch.bool))

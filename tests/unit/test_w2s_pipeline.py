@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 import torch
 
-from rewardkit.config import ModelConfig, TrainConfig
-from rewardkit.data.collate import PairEncoder, collate_pairs, encode_pairs
-from rewardkit.data.schema import PreferencePair, user_prompt
-from rewardkit.errors import ConfigError
-from rewardkit.models.factory import build_reward_model
-from rewardkit.train.objectives import OBJECTIVES, StepInfo, build_objective
-from rewardkit.train.trainer import _swap_pair
-from rewardkit.w2s.config import MethodConfig, ShiftConfig, TeacherConfig
-from rewardkit.w2s.pipeline import ShiftData, _layers_for, run_shift
-from rewardkit.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
-from rewardkit.w2s.refiners import LABEL_REFINERS, seam_refine
-from rewardkit.w2s.report import length_control_weights
+from rewardsmith.config import ModelConfig, TrainConfig
+from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs
+from rewardsmith.data.schema import PreferencePair, user_prompt
+from rewardsmith.errors import ConfigError
+from rewardsmith.models.factory import build_reward_model
+from rewardsmith.train.objectives import OBJECTIVES, StepInfo, build_objective
+from rewardsmith.train.trainer import _swap_pair
+from rewardsmith.w2s.config import MethodConfig, ShiftConfig, TeacherConfig
+from rewardsmith.w2s.pipeline import ShiftData, _layers_for, run_shift
+from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
+from rewardsmith.w2s.refiners import LABEL_REFINERS, seam_refine
+from rewardsmith.w2s.report import length_control_weights
 
 GOOD = ["good", "kind", "helpful", "safe", "polite", "clear"]
 BAD = ["bad", "rude", "harmful", "unsafe", "mean", "vague"]

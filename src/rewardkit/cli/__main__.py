@@ -1,3 +1,0 @@
-from rewardkit.cli import main
-
-main()

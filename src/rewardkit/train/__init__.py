@@ -1,1 +1,0 @@
-"""Training: the Accelerate Trainer, objectives, atomic checkpoints and the `rewardkit train` run."""

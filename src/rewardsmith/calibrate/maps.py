@@ -1,0 +1,263 @@
+"""Fitted per-rater affine maps: prediction, predictive variance, JSON / Parquet files, apply_calibration.
+
+A map sends the shared model score r to rater j's scale: s_hat = slope_j * r + intercept_j. Raters not in
+the file get the population map when `unknown="population"`, or an error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from rewardsmith.errors import ConfigError, DataError
+
+FORMAT = "rewardsmith.calibration/1"
+UnknownRater = Literal["population", "error"]
+# The per-rater (J,) arrays of CalibrationMaps besides rater_ids, in the column order of the saved files.
+PER_RATER_FIELDS = (
+    "slope",
+    "intercept",
+    "noise_var",
+    "n_ratings",
+    "var_slope",
+    "var_intercept",
+    "cov_slope_intercept",
+)
+
+
+@dataclass
+class CalibrationMaps:
+    """Per-rater affine maps; every array has shape (J,), aligned with `rater_ids` (sorted).
+
+    slope, intercept: the map s_hat = slope * r + intercept (intercept at r = 0).
+    noise_var: residual variance of the rater's scores around the map.
+    var_slope, var_intercept, cov_slope_intercept: uncertainty of the map's parameters (0 where the method
+        does not model it); the predictive variance at r is
+        noise_var + var_slope r^2 + 2 cov r + var_intercept.
+    n_ratings: ratings the map was fitted on. diagnostics: method-specific (J,) arrays (shrinkage weights,
+    OLS estimates, status codes). info: method-level scalars (tau^2, clipping flags, ...).
+    """
+
+    method: str
+    rater_ids: np.ndarray
+    slope: np.ndarray
+    intercept: np.ndarray
+    noise_var: np.ndarray
+    n_ratings: np.ndarray
+    population_slope: float
+    population_intercept: float
+    population_noise_var: float
+    var_slope: np.ndarray | None = None
+    var_intercept: np.ndarray | None = None
+    cov_slope_intercept: np.ndarray | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rater_ids = np.asarray(self.rater_ids).astype(str)
+        zeros = np.zeros(len(self.rater_ids))
+        self.var_slope = zeros if self.var_slope is None else self.var_slope
+        self.var_intercept = zeros.copy() if self.var_intercept is None else self.var_intercept
+        self.cov_slope_intercept = (
+            zeros.copy() if self.cov_slope_intercept is None else self.cov_slope_intercept
+        )
+        order = np.argsort(self.rater_ids, kind="stable")
+        if not np.array_equal(order, np.arange(len(order))):
+            for name in ("rater_ids", *PER_RATER_FIELDS):
+                setattr(self, name, np.asarray(getattr(self, name))[order])
+            self.diagnostics = {k: np.asarray(v)[order] for k, v in self.diagnostics.items()}
+
+    @property
+    def n_raters(self) -> int:
+        return len(self.rater_ids)
+
+    def index_of(
+        self,
+        rater_ids: Sequence[str] | np.ndarray,
+        unknown: UnknownRater = "population",
+    ) -> np.ndarray:
+        """Row of each rater in the maps (N,), -1 for a rater not fitted."""
+        ids = np.asarray(rater_ids).astype(str)
+        pos = np.searchsorted(self.rater_ids, ids)
+        pos = np.clip(pos, 0, max(self.n_raters - 1, 0))
+        found = (self.rater_ids[pos] == ids) if self.n_raters else np.zeros(len(ids), bool)
+        if unknown == "error" and not found.all():
+            missing = sorted(set(ids[~found].tolist()))
+            raise ConfigError(
+                f"rater(s) not in the calibration: {', '.join(missing[:5])}"
+                + (" ..." if len(missing) > 5 else "")
+            )
+        return np.where(found, pos, -1)
+
+    def predict(
+        self,
+        rater_ids: Sequence[str] | np.ndarray,
+        model_scores: np.ndarray,
+        unknown: UnknownRater = "population",
+    ) -> np.ndarray:
+        """Calibrated scores (N,) of model scores (N,) for the given raters (N,)."""
+        idx = self.index_of(rater_ids, unknown)
+        slope = np.where(idx >= 0, self.slope[idx], self.population_slope)
+        intercept = np.where(idx >= 0, self.intercept[idx], self.population_intercept)
+        return slope * np.asarray(model_scores, dtype=np.float64) + intercept
+
+    def predict_var(
+        self,
+        rater_ids: Sequence[str] | np.ndarray,
+        model_scores: np.ndarray,
+        unknown: UnknownRater = "population",
+    ) -> np.ndarray:
+        """Predictive variance (N,) of each calibrated score: noise plus parameter uncertainty."""
+        assert self.var_slope is not None and self.var_intercept is not None
+        assert self.cov_slope_intercept is not None
+        idx = self.index_of(rater_ids, unknown)
+        r = np.asarray(model_scores, dtype=np.float64)
+        known = idx >= 0
+        param = self.var_slope[idx] * r * r + 2 * self.cov_slope_intercept[idx] * r + self.var_intercept[idx]
+        return np.where(known, self.noise_var[idx] + param, self.population_noise_var)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per rater: rater_id, slope, intercept, noise_var, n_ratings, parameter variances and
+        diagnostics."""
+        frame = pd.DataFrame(
+            {"rater_id": self.rater_ids, **{name: getattr(self, name) for name in PER_RATER_FIELDS}}
+        )
+        for key, values in self.diagnostics.items():
+            frame[key] = values
+        return frame
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "method": self.method,
+            "params": _jsonable(self.params),
+            "population": {
+                "slope": self.population_slope,
+                "intercept": self.population_intercept,
+                "noise_var": self.population_noise_var,
+            },
+            "info": _jsonable(self.info),
+        }
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_jsonable(v) for v in value.tolist()]
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if not np.isfinite(value) else float(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
+    """Writes the maps as JSON (`.json`) or Parquet (`.parquet`, header in the schema metadata)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame = maps.to_frame()
+    if path.suffix.lower() == ".json":
+        payload = {**maps.header(), "raters": _jsonable(frame.to_dict(orient="list"))}
+        path.write_text(json.dumps(payload, indent=1))
+    elif path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[b"rewardsmith.calibration"] = json.dumps(maps.header()).encode()
+        pq.write_table(table.replace_schema_metadata(meta), path)
+    else:
+        raise ConfigError(f"calibration file must end in .json or .parquet, got {path.name!r}")
+    return path
+
+
+_CORE = ("rater_id", *PER_RATER_FIELDS)
+
+
+def load_maps(path: str | Path) -> CalibrationMaps:
+    """Reads maps written by save_maps; a DataError names the file when it is not one."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError("calibration file not found", path=path)
+    try:
+        if path.suffix.lower() == ".json":
+            header = json.loads(path.read_text())
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                found = header.get("format") if isinstance(header, dict) else None
+                raise DataError(f"unknown calibration format {found!r} (expected {FORMAT})", path=path)
+            frame = pd.DataFrame(header["raters"])
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+            raw = (table.schema.metadata or {}).get(b"rewardsmith.calibration")
+            if raw is None:
+                raise DataError(
+                    "not a rewardsmith calibration file (no header in the Parquet metadata)", path=path
+                )
+            header = json.loads(raw)
+            frame = table.to_pandas()
+        if header.get("format") != FORMAT:
+            raise DataError(
+                f"unknown calibration format {header.get('format')!r} (expected {FORMAT})", path=path
+            )
+        pop = header["population"]
+    except (KeyError, ValueError, OSError) as exc:
+        raise DataError(f"not a readable calibration file ({exc})", path=path) from None
+    missing = [c for c in ("rater_id", "slope", "intercept") if c not in frame.columns]
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(missing)}", path=path)
+
+    def col(name: str, default: float = 0.0) -> np.ndarray:
+        return frame[name].to_numpy(np.float64) if name in frame.columns else np.full(len(frame), default)
+
+    return CalibrationMaps(
+        method=str(header.get("method", "")),
+        rater_ids=frame["rater_id"].astype(str).to_numpy(),
+        slope=col("slope"),
+        intercept=col("intercept"),
+        noise_var=col("noise_var", float(pop.get("noise_var") or 0.0)),
+        n_ratings=col("n_ratings"),
+        population_slope=float(pop["slope"]),
+        population_intercept=float(pop["intercept"]),
+        population_noise_var=float(pop.get("noise_var") or 0.0),
+        var_slope=col("var_slope"),
+        var_intercept=col("var_intercept"),
+        cov_slope_intercept=col("cov_slope_intercept"),
+        params=dict(header.get("params", {})),
+        diagnostics={c: frame[c].to_numpy() for c in frame.columns if c not in _CORE},
+        info=dict(header.get("info", {})),
+    )
+
+
+def apply_calibration(
+    path: str | Path,
+    rater_id: str | None,
+    model_scores: Sequence[float] | np.ndarray,
+    unknown: UnknownRater = "error",
+) -> np.ndarray:
+    """Maps model scores (N,) onto one rater's scale with the maps saved at `path`; returns (N,) floats.
+
+    rater_id=None applies the population map. A rater not in the file raises ConfigError unless
+    unknown="population" (then the population map is used, as PEBS does for raters it has not seen).
+    """
+    maps = load_maps(path)
+    scores = np.asarray(model_scores, dtype=np.float64)
+    if rater_id is None:
+        return maps.population_slope * scores + maps.population_intercept
+    return maps.predict(np.full(len(scores), str(rater_id)), scores, unknown=unknown)

@@ -1,0 +1,85 @@
+"""The single registry of preference-dataset adapters and the function every caller uses to load one.
+
+An adapter is a function `(LoadOptions) -> PairDataset` registered under the name configs and the CLI
+use (`hh-rlhf/harmless-base`, `rm-bench/chat`, `synthetic/source`, ...). Adapter modules register
+themselves when `rewardsmith.data.adapters` is imported; importing reads no file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from rewardsmith.config import DatasetConfig
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.errors import ConfigError
+from rewardsmith.registry import Registry
+
+OnBadRow = Literal["error", "skip"]
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What a caller asks of an adapter.
+
+    split: the file/split to read ("test", "train", ...); None = the adapter's default.
+    limit: keep at most this many pairs (after dropping bad ones), in file order.
+    on_bad_row: "error" raises DataError naming file, row and field; "skip" drops and counts the row.
+    path / columns: for the generic file adapter (a jsonl/parquet/csv path and a column mapping).
+    """
+
+    data_dir: Path | None = None
+    split: str | None = None
+    limit: int | None = None
+    on_bad_row: OnBadRow = "error"
+    path: Path | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PairDataset:
+    """Pairs plus an account of what was read and dropped (reported in metrics.json)."""
+
+    name: str
+    pairs: list[PreferencePair]
+    source: str = ""
+    n_rows: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def drop(self, reason: str, count: int = 1) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + count
+
+    def summary(self) -> dict[str, object]:
+        return {"name": self.name, "source": self.source, "rows": self.n_rows, "pairs": len(self.pairs),
+                "dropped": dict(self.dropped)}
+
+
+Adapter = Callable[[LoadOptions], PairDataset]
+DATASETS: Registry[Adapter] = Registry("dataset")
+
+
+def load_dataset(name: str, data_dir: str | Path | None = None, split: str | None = None,
+                 limit: int | None = None, on_bad_row: OnBadRow = "error", path: str | Path | None = None,
+                 columns: dict[str, str] | None = None) -> PairDataset:
+    """Loads a registered dataset by name. Raises UnknownNameError or DataError with a one-line message."""
+    import rewardsmith.data.adapters  # noqa: F401  (fills the registry)
+
+    adapter = DATASETS.get(name)
+    opts = LoadOptions(Path(data_dir) if data_dir else None, split, limit, on_bad_row,
+                       Path(path) if path else None, dict(columns or {}))
+    return adapter(opts)
+
+
+def load_configured(ds: DatasetConfig, data_dir: str | Path | None = None) -> PairDataset:
+    """Loads the dataset a DatasetConfig describes (the form configs and the CLI use)."""
+    if ds.on_bad_row not in ("error", "skip"):
+        raise ConfigError(f"on_bad_row must be 'error' or 'skip', got {ds.on_bad_row!r}")
+    return load_dataset(ds.name, data_dir=data_dir, split=ds.split, limit=ds.limit, path=ds.path,
+                        columns=ds.columns, on_bad_row=ds.on_bad_row)  # type: ignore[arg-type]
+
+
+def load_pairs(name: str, **kwargs: object) -> list[PreferencePair]:
+    """Shorthand for load_dataset(name, ...).pairs."""
+    return load_dataset(name, **kwargs).pairs  # type: ignore[arg-type]

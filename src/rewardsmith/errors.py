@@ -1,0 +1,41 @@
+"""Errors a user can cause. The CLI turns each into one line on stderr and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class RewardsmithError(Exception):
+    """Base class: a problem with the user's input, config or environment (not a bug)."""
+
+
+class ConfigError(RewardsmithError):
+    """A config value or command-line option is invalid."""
+
+
+class UnknownNameError(RewardsmithError):
+    """A name (dataset, loss, backbone, method, ...) is not in its registry."""
+
+    def __init__(self, family: str, name: str, known: list[str]):
+        self.family, self.name, self.known = family, name, known
+        super().__init__(f"unknown {family} {name!r}; known: {', '.join(sorted(known)) or '(none)'}")
+
+
+class DataError(RewardsmithError):
+    """A data file is missing or malformed. Names the file and, where known, the row and field."""
+
+    def __init__(self, message: str, path: str | Path | None = None, row: int | None = None,
+                 field: str | None = None):
+        self.path, self.row, self.field = path, row, field
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
+
+
+class CheckpointError(RewardsmithError):
+    """A checkpoint or saved model folder is missing or unreadable."""

@@ -1,0 +1,583 @@
+"""Pure evaluation metrics on numpy arrays: pairwise accuracy with bootstrap CIs, length controls,
+calibration (ECE, Brier, reliability curves), 2-D Pareto hypervolume, paired comparisons and seed
+aggregation.
+
+Conventions used throughout:
+- A margin is d = r(x, y_chosen) - r(x, y_rejected), shape (N,). A pair is scored 1 when d > 0, 0 when
+  d < 0 and 0.5 on an exact tie.
+- Accuracies and rates are in percentage points (0-100); ECE and Brier score are fractions (0-1).
+- Bootstrap CIs resample pairs with replacement (seeded ``numpy.random.default_rng(seed)``) and take the
+  percentile interval of the replicates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+CalibrationMode = Literal["top_label", "probability"]
+
+# Per-pair score of a correct, wrong and tied comparison.
+_TIE_CREDIT = 0.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with a two-sided confidence interval and the number of units behind it."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"value", "low", "high", "n"}`` with NaN written as None (JSON-ready)."""
+        return {"value": json_float(self.value), "low": json_float(self.low),
+                "high": json_float(self.high), "n": int(self.n)}
+
+    @property
+    def ci(self) -> list[float | None]:
+        """``[low, high]`` with NaN written as None."""
+        return [json_float(self.low), json_float(self.high)]
+
+
+@dataclass(frozen=True)
+class SeedSummary:
+    """Mean, sample standard deviation (ddof=1) and t-based CI of a metric across seeds."""
+
+    mean: float
+    std: float
+    low: float
+    high: float
+    n: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": json_float(self.mean), "std": json_float(self.std), "low": json_float(self.low),
+                "high": json_float(self.high), "n": int(self.n)}
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Accuracy difference A - B on the same pairs (percentage points) with a paired-bootstrap CI and a
+    two-sided p-value for H0: no difference."""
+
+    difference: Estimate
+    p_value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.difference.to_dict(), "p_value": json_float(self.p_value)}
+
+
+@dataclass(frozen=True)
+class LengthControlled:
+    """Length-controlled accuracy and its two subgroups (percentage points).
+
+    `value` is the mean of `chosen_longer` (accuracy on pairs whose preferred response is longer) and
+    `chosen_shorter` (pairs whose preferred response is shorter); `n_equal` pairs of equal length are
+    excluded from all three.
+    """
+
+    value: Estimate
+    chosen_longer: Estimate
+    chosen_shorter: Estimate
+    n_equal: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value.to_dict(), "chosen_longer": self.chosen_longer.to_dict(),
+                "chosen_shorter": self.chosen_shorter.to_dict(), "n_equal": int(self.n_equal)}
+
+
+@dataclass(frozen=True)
+class ReliabilityCurve:
+    """Reliability-diagram data over `n_bins` equal-width bins.
+
+    Shapes: `edges` (n_bins + 1,); `confidence`, `accuracy` (n_bins,) with NaN for empty bins; `counts`
+    (n_bins,) integers. In "top_label" mode confidence is max(p, 1 - p) and accuracy the (soft) rate at
+    which the side predicted more likely was preferred; in "probability" mode confidence is the mean p
+    and accuracy the mean outcome.
+    """
+
+    edges: FloatArray
+    confidence: FloatArray
+    accuracy: FloatArray
+    counts: NDArray[np.int64]
+    mode: CalibrationMode
+
+    def ece(self) -> float:
+        """Count-weighted mean of |accuracy - confidence| over non-empty bins (a fraction)."""
+        total = int(self.counts.sum())
+        if total == 0:
+            return float("nan")
+        filled = self.counts > 0
+        gaps = np.abs(self.accuracy[filled] - self.confidence[filled])
+        return float(np.sum(gaps * self.counts[filled]) / total)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"edges": [json_float(v) for v in self.edges],
+                "confidence": [json_float(v) for v in self.confidence],
+                "accuracy": [json_float(v) for v in self.accuracy],
+                "counts": [int(c) for c in self.counts], "mode": self.mode}
+
+
+def json_float(value: float) -> float | None:
+    """`value` as a Python float, or None when it is NaN or infinite (JSON has neither)."""
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+# ----------------------------------------------------------------------------------------------------
+# Bootstrap machinery
+
+
+def _as_1d(values: ArrayLike, name: str) -> FloatArray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {array.shape}")
+    return array
+
+
+def _check_same_length(**arrays: FloatArray) -> int:
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"arrays differ in length: {lengths}")
+    return next(iter(lengths.values()))
+
+
+def bootstrap_indices(n: int, n_boot: int, seed: int) -> NDArray[np.int64]:
+    """Resampling indices for `n_boot` bootstrap replicates of `n` units: shape (n_boot, n)."""
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, n, size=(n_boot, n))
+
+
+def percentile_interval(replicates: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of bootstrap replicates, ignoring NaN replicates; (nan, nan) if none are finite.
+
+    replicates: (n_boot,). Returns (low, high) at quantiles (1 - confidence) / 2 and (1 + confidence) / 2.
+    """
+    reps = np.asarray(replicates, dtype=np.float64)
+    reps = reps[np.isfinite(reps)]
+    if reps.size == 0:
+        return float("nan"), float("nan")
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(reps, [alpha, 1.0 - alpha])
+    return float(low), float(high)
+
+
+def bootstrap_mean(values: ArrayLike, *, scale: float = 100.0, n_boot: int = 1000,
+                   confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Mean of per-unit scores with a percentile bootstrap CI, multiplied by `scale`.
+
+    values: (N,) per-pair scores (e.g. 1 / 0.5 / 0 correctness). Returns Estimate(value, low, high, N);
+    all NaN when N == 0; low and high are NaN when n_boot == 0 (no interval computed).
+    """
+    scores = _as_1d(values, "values")
+    n = scores.size
+    if n == 0:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
+    value = float(scores.mean() * scale)
+    if n_boot <= 0:
+        return Estimate(value, float("nan"), float("nan"), n)
+    replicates = scores[bootstrap_indices(n, n_boot, seed)].mean(axis=1) * scale
+    low, high = percentile_interval(replicates, confidence)
+    return Estimate(value, low, high, n)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Accuracy
+
+
+def pairwise_correct(margins: ArrayLike) -> FloatArray:
+    """Per-pair correctness of margins d = r_chosen - r_rejected: 1.0 if d > 0, 0.0 if d < 0, 0.5 if tied.
+
+    margins: (N,). Returns (N,) float64.
+    """
+    d = _as_1d(margins, "margins")
+    return np.where(d > 0, 1.0, np.where(d < 0, 0.0, _TIE_CREDIT))
+
+
+def pairwise_accuracy(margins: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
+                      seed: int = 0) -> Estimate:
+    """Pairwise accuracy (percentage points) of margins d = r_chosen - r_rejected, ties counting 0.5,
+    with a percentile bootstrap CI over pairs.
+
+    margins: (N,). Returns Estimate(value, low, high, N).
+    """
+    return bootstrap_mean(pairwise_correct(margins), n_boot=n_boot, confidence=confidence, seed=seed)
+
+
+def _orientation(labels: ArrayLike | None, n: int) -> FloatArray:
+    """+1 where the chosen side is preferred (label > 0.5), -1 where the rejected one is (label < 0.5),
+    0 where the label is exactly 0.5 (no preference: the pair is ignored). labels: (N,) or None (all +1)."""
+    if labels is None:
+        return np.ones(n)
+    lab = _as_1d(labels, "labels")
+    if lab.size != n:
+        raise ValueError(f"labels has {lab.size} entries for {n} pairs")
+    if np.any((lab < 0) | (lab > 1)) or np.any(np.isnan(lab)):
+        raise ValueError("labels must lie in [0, 1]")
+    return np.sign(lab - 0.5)
+
+
+def soft_label_correct(margins: ArrayLike, labels: ArrayLike) -> FloatArray:
+    """Per-pair correctness against soft labels, with the pairs whose label is 0.5 dropped.
+
+    margins, labels: (N,), labels = P(chosen preferred) in [0, 1]. The chosen side counts as preferred
+    when label > 0.5 and the rejected side when label < 0.5; a tied margin scores 0.5.
+    Returns (M,) float64 with M = number of pairs whose label is not 0.5.
+    """
+    d = _as_1d(margins, "margins")
+    orient = _orientation(labels, d.size)
+    keep = orient != 0
+    return pairwise_correct(d[keep] * orient[keep])
+
+
+def soft_label_accuracy(margins: ArrayLike, labels: ArrayLike, *, n_boot: int = 1000,
+                        confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Pairwise accuracy (percentage points) against soft labels in [0, 1]: the chosen response is the
+    preferred one when label > 0.5, the rejected one when label < 0.5; pairs with label == 0.5 are
+    ignored (Estimate.n counts the pairs used). Ties in margin score 0.5.
+
+    margins, labels: (N,). Returns Estimate(value, low, high, M).
+    """
+    return bootstrap_mean(soft_label_correct(margins, labels), n_boot=n_boot, confidence=confidence,
+                          seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Length controls
+
+
+def _oriented_pairs(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
+                    labels: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
+    """(margin of preferred minus dispreferred, length of preferred minus dispreferred), each (M,), with
+    label == 0.5 pairs dropped."""
+    d = _as_1d(margins, "margins")
+    lc = _as_1d(chosen_len, "chosen_len")
+    lr = _as_1d(rejected_len, "rejected_len")
+    _check_same_length(margins=d, chosen_len=lc, rejected_len=lr)
+    orient = _orientation(labels, d.size)
+    keep = orient != 0
+    return d[keep] * orient[keep], (lc[keep] - lr[keep]) * orient[keep]
+
+
+def length_rule_accuracy(chosen_len: ArrayLike, rejected_len: ArrayLike, labels: ArrayLike | None = None,
+                         *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Accuracy (percentage points) of the rule "the longer response wins" (lengths in characters), equal
+    lengths scoring 0.5, with a bootstrap CI over pairs.
+
+    chosen_len, rejected_len: (N,); labels: optional (N,) soft labels (see soft_label_accuracy).
+    """
+    lc = _as_1d(chosen_len, "chosen_len")
+    lr = _as_1d(rejected_len, "rejected_len")
+    _check_same_length(chosen_len=lc, rejected_len=lr)
+    if labels is None:
+        return pairwise_accuracy(lc - lr, n_boot=n_boot, confidence=confidence, seed=seed)
+    return soft_label_accuracy(lc - lr, labels, n_boot=n_boot, confidence=confidence, seed=seed)
+
+
+def _length_controlled_value(correct: FloatArray, longer: NDArray[np.bool_],
+                             shorter: NDArray[np.bool_]) -> FloatArray:
+    """Mean of the subgroup accuracies along the last axis; NaN where a subgroup is empty.
+
+    correct, longer, shorter: (..., M). Returns (...,) fractions.
+    """
+    n_long = longer.sum(axis=-1)
+    n_short = shorter.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc_long = np.where(n_long > 0, (correct * longer).sum(axis=-1) / n_long, np.nan)
+        acc_short = np.where(n_short > 0, (correct * shorter).sum(axis=-1) / n_short, np.nan)
+    return np.asarray((acc_long + acc_short) / 2.0, dtype=np.float64)
+
+
+def length_controlled_accuracy(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
+                               labels: ArrayLike | None = None, *, n_boot: int = 1000,
+                               confidence: float = 0.95, seed: int = 0) -> LengthControlled:
+    """Length-controlled accuracy: the mean of the accuracy on pairs whose preferred response is longer
+    and the accuracy on pairs whose preferred response is shorter (equal lengths excluded), so a model
+    that only follows length scores 50 whatever the dataset's length balance.
+
+    margins, chosen_len, rejected_len: (N,); labels: optional (N,) soft labels. The CI resamples the
+    non-equal pairs with replacement and recomputes both subgroups per replicate (replicates where a
+    subgroup is empty are dropped). Subgroup CIs are bootstraps within each subgroup.
+    Returns LengthControlled, values in percentage points.
+    """
+    d, dlen = _oriented_pairs(margins, chosen_len, rejected_len, labels)
+    unequal = dlen != 0
+    correct = pairwise_correct(d[unequal])
+    longer = dlen[unequal] > 0
+    shorter = ~longer
+    n = int(correct.size)
+    value = float(_length_controlled_value(correct, longer, shorter) * 100.0) if n else float("nan")
+    if n and n_boot > 0:
+        idx = bootstrap_indices(n, n_boot, seed)
+        replicates = _length_controlled_value(correct[idx], longer[idx], shorter[idx]) * 100.0
+        low, high = percentile_interval(replicates, confidence)
+    else:
+        low = high = float("nan")
+    kwargs: dict[str, Any] = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+    return LengthControlled(
+        value=Estimate(value, low, high, n),
+        chosen_longer=bootstrap_mean(correct[longer], **kwargs),
+        chosen_shorter=bootstrap_mean(correct[shorter], **kwargs),
+        n_equal=int((~unequal).sum()),
+    )
+
+
+def prefers_longer_rate(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike, *,
+                        n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+    """Rate (percentage points) at which the model scores the longer response of a pair higher; equal
+    lengths are excluded and tied scores count 0.5. Independent of which side is preferred.
+
+    margins, chosen_len, rejected_len: (N,). Returns Estimate with n = number of unequal-length pairs.
+    """
+    d = _as_1d(margins, "margins")
+    dlen = _as_1d(chosen_len, "chosen_len") - _as_1d(rejected_len, "rejected_len")
+    _check_same_length(margins=d, lengths=dlen)
+    unequal = dlen != 0
+    # Margin of the longer minus the shorter response.
+    longer_margin = d[unequal] * np.sign(dlen[unequal])
+    return pairwise_accuracy(longer_margin, n_boot=n_boot, confidence=confidence, seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Calibration
+
+
+def preference_probabilities(margins: ArrayLike) -> FloatArray:
+    """Bradley-Terry preference probabilities p = sigmoid(d), computed stably. margins: (N,) -> (N,)."""
+    d = _as_1d(margins, "margins")
+    out = np.empty_like(d)
+    pos = d >= 0
+    out[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
+    exp_d = np.exp(d[~pos])
+    out[~pos] = exp_d / (1.0 + exp_d)
+    return out
+
+
+def _check_probs_outcomes(probs: ArrayLike, outcomes: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
+    p = _as_1d(probs, "probs")
+    y = np.ones_like(p) if outcomes is None else _as_1d(outcomes, "outcomes")
+    _check_same_length(probs=p, outcomes=y)
+    if np.any((p < 0) | (p > 1)) or np.any((y < 0) | (y > 1)):
+        raise ValueError("probabilities and outcomes must lie in [0, 1]")
+    return p, y
+
+
+def reliability_curve(probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10,
+                      mode: CalibrationMode = "top_label") -> ReliabilityCurve:
+    """Binned reliability data for preference probabilities.
+
+    probs: (N,) p = P(chosen preferred); outcomes: (N,) binary or soft outcome in [0, 1] (None: all 1,
+    i.e. gold labels where the chosen response is always preferred).
+    Modes:
+    - "top_label" (default): confidence c = max(p, 1 - p) in [0.5, 1] and correctness = y where p > 0.5,
+      1 - y where p < 0.5, 0.5 where p == 0.5; `n_bins` equal-width bins over [0.5, 1]. Invariant to which
+      side of a pair is listed first, so it suits gold data where the outcome is always "chosen".
+    - "probability": p against y directly, `n_bins` equal-width bins over [0, 1] (e.g. a predicted mean
+      against a demonstrated preference rate).
+    Bins are left-closed, the last one closed on both sides.
+    """
+    p, y = _check_probs_outcomes(probs, outcomes)
+    if n_bins < 1:
+        raise ValueError("n_bins must be >= 1")
+    if mode == "top_label":
+        conf = np.maximum(p, 1.0 - p)
+        hit = np.where(p > 0.5, y, np.where(p < 0.5, 1.0 - y, 0.5))
+        edges = np.linspace(0.5, 1.0, n_bins + 1)
+    elif mode == "probability":
+        conf, hit = p, y
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    else:
+        raise ValueError(f"unknown calibration mode {mode!r}")
+    which = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
+    counts = np.bincount(which, minlength=n_bins).astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_conf = np.bincount(which, weights=conf, minlength=n_bins) / counts
+        mean_hit = np.bincount(which, weights=hit, minlength=n_bins) / counts
+    return ReliabilityCurve(edges, np.where(counts > 0, mean_conf, np.nan),
+                            np.where(counts > 0, mean_hit, np.nan), counts, mode)
+
+
+def expected_calibration_error(probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10,
+                               mode: CalibrationMode = "top_label") -> float:
+    """ECE = sum_b (n_b / N) |accuracy_b - confidence_b| over `n_bins` equal-width bins (a fraction in
+    [0, 1]); binning and modes as in `reliability_curve`. probs, outcomes: (N,). NaN when N == 0."""
+    return reliability_curve(probs, outcomes, n_bins=n_bins, mode=mode).ece()
+
+
+def brier_score(probs: ArrayLike, outcomes: ArrayLike | None = None) -> float:
+    """Mean squared error (p - y)^2 of preference probabilities against binary or soft outcomes
+    (outcomes None: all 1). Symmetric in the order of a pair. probs, outcomes: (N,). Returns a fraction."""
+    p, y = _check_probs_outcomes(probs, outcomes)
+    return float(np.mean((p - y) ** 2)) if p.size else float("nan")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Pareto frontier and hypervolume (maximisation in both objectives)
+
+
+def pareto_front(points: ArrayLike) -> FloatArray:
+    """Non-dominated points of a 2-D set under maximisation, duplicates removed.
+
+    points: (N, 2). A point is dominated when another is >= in both coordinates and > in one.
+    Returns (K, 2) sorted by the first coordinate ascending (so the second is descending).
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    if pts.size == 0:
+        return np.empty((0, 2))
+    # Sort by x descending, then y descending; sweep keeping points that raise the best y seen so far.
+    order = np.lexsort((-pts[:, 1], -pts[:, 0]))
+    front = []
+    best_y = -np.inf
+    for x, y in pts[order]:
+        if y > best_y:
+            front.append((x, y))
+            best_y = y
+    return np.asarray(front[::-1], dtype=np.float64)
+
+
+def hypervolume_2d(points: ArrayLike, reference: tuple[float, float] = (0.0, 0.0)) -> float:
+    """Exact area dominated by a 2-D point set and bounded below by `reference` (maximisation).
+
+    points: (N, 2). Points not strictly above the reference in both coordinates add nothing and are
+    dropped; the rest are reduced to their Pareto front and the staircase area is summed:
+    HV = sum_i (x_i - ref_x) * (y_i - y_{i-1}) over the front sorted by x descending, y_0 = ref_y.
+    """
+    pts = np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    rx, ry = float(reference[0]), float(reference[1])
+    pts = pts[(pts[:, 0] > rx) & (pts[:, 1] > ry)]
+    front = pareto_front(pts)[::-1]  # x descending, y ascending
+    area, prev_y = 0.0, ry
+    for x, y in front:
+        area += (x - rx) * (y - prev_y)
+        prev_y = y
+    return float(area)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Comparisons and seeds
+
+
+def paired_bootstrap_difference(correct_a: ArrayLike, correct_b: ArrayLike, *, n_boot: int = 1000,
+                                confidence: float = 0.95, seed: int = 0) -> PairedComparison:
+    """Accuracy of A minus accuracy of B on the same pairs (percentage points), resampling pairs jointly.
+
+    correct_a, correct_b: (N,) per-pair correctness (bool or 0 / 0.5 / 1) of the two models on the same
+    pairs. CI: percentile interval of the replicate differences. p-value: two-sided, from the replicates
+    re-centred on the null (Efron & Tibshirani 1993, sec. 16.4):
+    p = (1 + #{|diff_b - diff| >= |diff|}) / (n_boot + 1). CI and p-value are NaN when n_boot == 0.
+    """
+    a = _as_1d(correct_a, "correct_a")
+    b = _as_1d(correct_b, "correct_b")
+    n = _check_same_length(correct_a=a, correct_b=b)
+    if n == 0:
+        nan = float("nan")
+        return PairedComparison(Estimate(nan, nan, nan, 0), nan)
+    per_pair = (a - b) * 100.0
+    diff = float(per_pair.mean())
+    if n_boot <= 0:
+        return PairedComparison(Estimate(diff, float("nan"), float("nan"), n), float("nan"))
+    replicates = per_pair[bootstrap_indices(n, n_boot, seed)].mean(axis=1)
+    low, high = percentile_interval(replicates, confidence)
+    extreme = int(np.sum(np.abs(replicates - diff) >= abs(diff) - 1e-12))
+    p_value = min(1.0, (1 + extreme) / (n_boot + 1))
+    return PairedComparison(Estimate(diff, low, high, n), p_value)
+
+
+def seed_summary(values: ArrayLike, confidence: float = 0.95) -> SeedSummary:
+    """Mean, standard deviation (ddof=1) and t-based CI mean ± t_{(1+c)/2, n-1} * std / sqrt(n) of a
+    metric over seeds. values: (S,); NaN values are dropped. With one seed std and CI are NaN."""
+    vals = _as_1d(values, "values")
+    vals = vals[np.isfinite(vals)]
+    n = int(vals.size)
+    nan = float("nan")
+    if n == 0:
+        return SeedSummary(nan, nan, nan, nan, 0)
+    mean = float(vals.mean())
+    if n == 1:
+        return SeedSummary(mean, nan, nan, nan, 1)
+    from scipy import stats  # imported here so that importing rewardsmith stays fast
+
+    std = float(vals.std(ddof=1))
+    half = float(stats.t.ppf((1.0 + confidence) / 2.0, df=n - 1)) * std / math.sqrt(n)
+    return SeedSummary(mean, std, mean - half, mean + half, n)
+
+
+def aggregate_seeds(runs: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
+    """Aggregate flat metric dicts from several seeds (e.g. `evaluate_margins` outputs).
+
+    For each key whose value is a float (or None) in every run, writes `<key>` = mean, `<key>_std` and
+    `<key>_ci` = t-based [low, high] across seeds (replacing per-seed `*_ci` companions); integer counts are
+    kept when equal across seeds, else averaged; bool flags are OR-ed (any seed flagged); other values are
+    dropped. Adds `n_seeds` = len(runs). Values are JSON-ready (NaN as None).
+    """
+    out: dict[str, Any] = {"n_seeds": len(runs)}
+    if not runs:
+        return out
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    for key in keys:
+        values = [r[key] for r in runs]
+        if all(isinstance(v, bool) for v in values):
+            out[key] = any(values)
+        elif key.endswith("_ci") or key == "n_seeds":
+            continue
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            # Counts (n, n.<split>, ...): kept when equal across seeds, else their mean.
+            out[key] = values[0] if len(set(values)) == 1 else float(np.mean(values))
+        elif all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values):
+            summary = seed_summary([np.nan if v is None else v for v in values], confidence)
+            out[key] = json_float(summary.mean)
+            out[f"{key}_std"] = json_float(summary.std)
+            out[f"{key}_ci"] = [json_float(summary.low), json_float(summary.high)]
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# Standard block
+
+
+def evaluate_margins(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
+                     labels: ArrayLike | None = None, *, n_boot: int = 1000, confidence: float = 0.95,
+                     seed: int = 0, n_bins: int = 10) -> dict[str, Any]:
+    """The accuracy block every evaluation reports, as a flat JSON-ready dict.
+
+    margins: (N,) r_chosen - r_rejected; chosen_len, rejected_len: (N,) response lengths in characters;
+    labels: optional (N,) P(chosen preferred) (None: gold labels, chosen always preferred).
+    Keys (accuracies and rates in percentage points, each with a `<key>_ci` [low, high] bootstrap CI):
+    accuracy, length_rule_accuracy, length_controlled_accuracy, chosen_longer_accuracy,
+    chosen_shorter_accuracy, prefers_longer_rate; counts n (pairs scored), n_ignored (label == 0.5),
+    chosen_longer_n, chosen_shorter_n, equal_length_n; calibration of p = sigmoid(margin) against the
+    labels: ece (top-label, `n_bins` equal-width bins over [0.5, 1], a fraction) and brier (a fraction).
+    """
+    d = _as_1d(margins, "margins")
+    kwargs: dict[str, Any] = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
+    acc = pairwise_accuracy(d, **kwargs) if labels is None else soft_label_accuracy(d, labels, **kwargs)
+    rule = length_rule_accuracy(chosen_len, rejected_len, labels, **kwargs)
+    controlled = length_controlled_accuracy(d, chosen_len, rejected_len, labels, **kwargs)
+    longer = prefers_longer_rate(d, chosen_len, rejected_len, **kwargs)
+    probs = preference_probabilities(d)
+    outcomes = None if labels is None else _as_1d(labels, "labels")
+    return {
+        "accuracy": json_float(acc.value), "accuracy_ci": acc.ci,
+        "length_rule_accuracy": json_float(rule.value), "length_rule_accuracy_ci": rule.ci,
+        "length_controlled_accuracy": json_float(controlled.value.value),
+        "length_controlled_accuracy_ci": controlled.value.ci,
+        "chosen_longer_accuracy": json_float(controlled.chosen_longer.value),
+        "chosen_longer_accuracy_ci": controlled.chosen_longer.ci,
+        "chosen_longer_n": controlled.chosen_longer.n,
+        "chosen_shorter_accuracy": json_float(controlled.chosen_shorter.value),
+        "chosen_shorter_accuracy_ci": controlled.chosen_shorter.ci,
+        "chosen_shorter_n": controlled.chosen_shorter.n,
+        "equal_length_n": controlled.n_equal,
+        "prefers_longer_rate": json_float(longer.value), "prefers_longer_rate_ci": longer.ci,
+        "ece": json_float(expected_calibration_error(probs, outcomes, n_bins=n_bins)),
+        "brier": json_float(brier_score(probs, outcomes)),
+        "n": acc.n,
+        "n_ignored": int(d.size - acc.n),
+    }

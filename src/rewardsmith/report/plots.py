@@ -1,0 +1,204 @@
+"""PNG figures for reports. Plotting only: the numbers come in already computed.
+
+matplotlib is imported inside each function (importing rewardsmith stays fast), and figures are drawn on
+a `matplotlib.figure.Figure` attached to an Agg canvas: no pyplot, no global backend switch, no windows,
+safe in threads and in notebooks. Missing values (None or NaN) are skipped. Every function writes a PNG
+(parent folders created) and returns its path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+# Per-point values may hold None for a missing value; intervals are [low, high] or None.
+Values = ArrayLike | Sequence[float | None]
+Interval = Sequence[float | None]
+Intervals = Sequence[Interval | None]
+
+
+@dataclass(frozen=True)
+class Series:
+    """One curve: y against x with an optional CI band [low, high]. All sequences have length K."""
+
+    label: str
+    x: Values
+    y: Values
+    low: Values | None = None
+    high: Values | None = None
+
+
+def _floats(values: Values) -> NDArray[np.float64]:
+    """Float array with None turned into NaN."""
+    return np.asarray([np.nan if v is None else v for v in np.asarray(values, dtype=object).ravel()],
+                      dtype=np.float64)
+
+
+def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=120, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Figure, path: str | Path) -> Path:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, format="png")
+    return out
+
+
+def _errors(values: NDArray[np.float64], intervals: Intervals | None) -> NDArray[np.float64] | None:
+    """Asymmetric error bar lengths (2, K) from [low, high] intervals; missing bounds give 0."""
+    if intervals is None:
+        return None
+    bounds = np.array([_floats(list(iv)) if iv is not None else [np.nan, np.nan] for iv in intervals])
+    if bounds.shape != (len(values), 2):
+        raise ValueError(f"expected {len(values)} [low, high] intervals, got shape {bounds.shape}")
+    lower = np.nan_to_num(values - bounds[:, 0], nan=0.0).clip(min=0)
+    upper = np.nan_to_num(bounds[:, 1] - values, nan=0.0).clip(min=0)
+    return np.vstack([lower, upper])
+
+
+def _finish(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:
+    if title:
+        axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, alpha=0.3)
+
+
+def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: str = "", ylabel: str = "",
+                       title: str = "", xscale: str = "linear", reference: float | None = None) -> Path:
+    """Line plot of several series, each with a shaded CI band where `low` and `high` are given.
+
+    xscale: "linear", "log" or "symlog" (base 2, linear below 1: suits N = 0, 1, 2, 4, ...).
+    reference: optional horizontal dashed line (e.g. chance at 50). Returns the PNG path.
+    """
+    figure = _new_figure()
+    axes = figure.add_subplot()
+    for item in series:
+        x, y = _floats(item.x), _floats(item.y)
+        (line,) = axes.plot(x, y, marker="o", markersize=3, label=item.label)
+        if item.low is not None and item.high is not None:
+            axes.fill_between(x, _floats(item.low), _floats(item.high), color=line.get_color(), alpha=0.2,
+                              linewidth=0)
+    if reference is not None:
+        axes.axhline(reference, color="grey", linestyle="--", linewidth=1)
+    if xscale == "symlog":
+        axes.set_xscale("symlog", base=2, linthresh=1)
+        xs = np.unique(np.concatenate([_floats(item.x) for item in series] or [np.empty(0)]))
+        xs = xs[np.isfinite(xs)]
+        if xs.size:
+            # Symlog autoscaling pads into negative x; pin the range and label the measured N plainly.
+            axes.set_xlim(float(xs[0]) - 0.25 if xs[0] < 1 else float(xs[0]) * 0.9,
+                          max(float(xs[-1]) * 1.1, float(xs[-1]) + 0.25))
+            if xs.size <= 12:
+                axes.set_xticks(xs, [f"{v:g}" for v in xs])
+    elif xscale != "linear":
+        axes.set_xscale(xscale)
+    _finish(axes, title, xlabel, ylabel)
+    if any(item.label for item in series):
+        axes.legend(fontsize="small")
+    return _save(figure, path)
+
+
+def plot_accuracy_vs_n(series: Sequence[Series], path: str | Path, *, title: str = "",
+                       xlabel: str = "number of demonstrations N", ylabel: str = "accuracy (%)",
+                       chance: float | None = 50.0, xscale: str = "symlog") -> Path:
+    """Accuracy (percentage points) against N, one line per series with CI bands, chance line at
+    `chance`. Returns the PNG path."""
+    return plot_lines_with_ci(series, path, xlabel=xlabel, ylabel=ylabel, title=title, xscale=xscale,
+                              reference=chance)
+
+
+def plot_reliability_diagram(confidence: Values, accuracy: Values, counts: Values,
+                             path: str | Path, *, edges: Values | None = None, title: str = "",
+                             ece: float | None = None) -> Path:
+    """Reliability diagram: bin accuracy against bin mean confidence with the diagonal of perfect
+    calibration, and the bin counts below.
+
+    confidence, accuracy, counts: (B,) per-bin values (empty bins as NaN / None), e.g. from
+    `ReliabilityCurve.to_dict()`; edges: optional (B + 1,) bin edges, drawn as bars when given.
+    Returns the PNG path.
+    """
+    conf, acc, cnt = _floats(confidence), _floats(accuracy), np.nan_to_num(_floats(counts))
+    figure = _new_figure(5.0, 5.5)
+    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3, 1])
+    filled = np.isfinite(conf) & np.isfinite(acc)
+    if edges is not None:
+        e = _floats(edges)
+        lo_edge, hi_edge = float(e[0]), float(e[-1])
+        centres, widths = (e[:-1] + e[1:]) / 2, np.diff(e)
+        top.bar(centres[filled], acc[filled], width=widths[filled], alpha=0.5, edgecolor="black",
+                label="accuracy")
+        bottom.bar(centres, cnt, width=widths, color="grey", edgecolor="black")
+    else:
+        finite = conf[np.isfinite(conf)]
+        lo_edge = 0.5 if finite.size and finite.min() >= 0.5 else 0.0
+        hi_edge = 1.0
+        bottom.bar(np.nan_to_num(conf[filled]), cnt[filled], width=0.03, color="grey")
+    top.plot(conf[filled], acc[filled], marker="o", color="C1", label="observed")
+    top.plot([lo_edge, hi_edge], [lo_edge, hi_edge], linestyle="--", color="grey", label="calibrated")
+    top.set_xlim(lo_edge, hi_edge)
+    label = title + (f" (ECE {ece:.3f})" if ece is not None else "")
+    _finish(top, label, "", "accuracy")
+    top.legend(fontsize="small")
+    _finish(bottom, "", "confidence", "count")
+    return _save(figure, path)
+
+
+def plot_id_vs_ood(labels: Sequence[str], id_acc: Values, ood_acc: Values, path: str | Path, *,
+                   id_ci: Intervals | None = None, ood_ci: Intervals | None = None,
+                   title: str = "", xlabel: str = "ID accuracy (%)", ylabel: str = "OOD accuracy (%)",
+                   diagonal: bool = True) -> Path:
+    """Scatter of ID against OOD accuracy, one labelled point per model, with CI error bars in both
+    directions (ID CI horizontal, OOD CI vertical) and the y = x line. Returns the PNG path."""
+    x, y = _floats(id_acc), _floats(ood_acc)
+    if not len(labels) == len(x) == len(y):
+        raise ValueError("labels, id_acc and ood_acc must have the same length")
+    figure = _new_figure()
+    axes = figure.add_subplot()
+    axes.errorbar(x, y, xerr=_errors(x, id_ci), yerr=_errors(y, ood_ci), fmt="o", capsize=3)
+    for label, xi, yi in zip(labels, x, y, strict=True):
+        if np.isfinite(xi) and np.isfinite(yi):
+            axes.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize="small")
+    if diagonal:
+        finite = np.concatenate([x[np.isfinite(x)], y[np.isfinite(y)]])
+        if finite.size:
+            lo, hi = float(finite.min()), float(finite.max())
+            pad = max(1.0, 0.05 * (hi - lo))
+            axes.plot([lo - pad, hi + pad], [lo - pad, hi + pad], linestyle="--", color="grey", linewidth=1)
+    _finish(axes, title, xlabel, ylabel)
+    return _save(figure, path)
+
+
+def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
+              ci: Intervals | None = None, ylabel: str = "", title: str = "",
+              reference: float | None = None) -> Path:
+    """Bar chart, one bar per label, with CI error bars where `ci` gives [low, high] intervals and an
+    optional dashed horizontal reference line. Returns the PNG path."""
+    heights = _floats(values)
+    if len(labels) != len(heights):
+        raise ValueError("labels and values must have the same length")
+    figure = _new_figure(max(4.0, 0.6 * len(labels) + 2.0), 4.0)
+    axes = figure.add_subplot()
+    positions = np.arange(len(labels))
+    axes.bar(positions, np.nan_to_num(heights), yerr=_errors(heights, ci), capsize=3, alpha=0.8)
+    axes.set_xticks(positions, list(labels), rotation=30 if len(labels) > 4 else 0, ha="right"
+                    if len(labels) > 4 else "center")
+    if reference is not None:
+        axes.axhline(reference, color="grey", linestyle="--", linewidth=1)
+    _finish(axes, title, "", ylabel)
+    return _save(figure, path)

@@ -1,0 +1,1 @@
+"""Training: the Accelerate Trainer, objectives, atomic checkpoints and the `rewardsmith train` run."""

@@ -1,0 +1,364 @@
+"""The weak-to-strong shift pipeline (METHODS.md section 1).
+
+run_shift(config, out_dir):
+1. split the source by a hash of the first human turn into gold pool A, W2S pool B and ID test;
+2. train the weak teacher on A (gold labels);
+3. label B with the teacher's probabilities q_i = sigmoid(r(chosen) - r(rejected)); q and the teacher's
+   margins on every evaluation split are written to teacher/ and reused by every method and seed;
+4. per seed and method, train a student from the pretrained checkpoint on B with q (after the method's
+   label refiner, if any) under the method's objective; the ceiling trains on B with gold labels;
+5. score teacher, students and ceiling on the ID test and every target, then compute accuracy, WRG, AOG,
+   NTS and PGR with bootstrap CIs (rewardsmith.evaluate.transfer) and write metrics.json, report.md/html
+   and plots (rewardsmith.w2s.report).
+
+Every finished model leaves margins.npz in its folder; a rerun with the same --out skips it, and an
+interrupted training resumes from the trainer's checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rewardsmith.config import ModelConfig, TrainConfig, save_yaml
+from rewardsmith.data.collate import PairEncoder, encode_pairs
+from rewardsmith.data.registry import load_configured
+from rewardsmith.data.schema import PreferencePair, stable_hash
+from rewardsmith.data.splits import split_pairs
+from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.models.backbone import num_hidden_layers
+from rewardsmith.models.factory import build_reward_model, is_lora
+from rewardsmith.models.reward_model import RewardModel
+from rewardsmith.train.objectives import OBJECTIVES, Objective, build_objective
+from rewardsmith.train.trainer import Trainer
+from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the W2S objectives)
+from rewardsmith.w2s.config import MethodConfig, ShiftConfig
+from rewardsmith.w2s.reference import (
+    AdapterDisabledReference,
+    CachedReference,
+    FrozenCopyReference,
+    ReferenceProvider,
+    ReferenceStateCache,
+)
+from rewardsmith.w2s.refiners import LABEL_REFINERS
+
+ID_SPLIT = "id"
+TEACHER = "teacher"
+CEILING = "ceiling"
+REFERENCES = ("cache", "disk", "copy", "lora-base")
+
+
+@dataclass
+class ShiftData:
+    gold: list[PreferencePair]
+    w2s: list[PreferencePair]
+    eval: dict[str, list[PreferencePair]]  # "id" and each target name
+
+    def sizes(self) -> dict[str, int]:
+        return {"gold": len(self.gold), "w2s": len(self.w2s), **{k: len(v) for k, v in self.eval.items()}}
+
+
+def apply_quick(config: ShiftConfig) -> ShiftConfig:
+    """A copy of `config` with the --quick sizes (config.quick) filled in."""
+    q = config.quick
+    split = replace(
+        config.split,
+        gold_pairs=q.gold_pairs,
+        w2s_pairs=q.w2s_pairs,
+        id_pairs=q.id_pairs,
+        target_pairs=q.target_pairs,
+    )
+    teacher = replace(config.teacher, model=replace(config.teacher.model, max_length=q.max_length))
+    return replace(
+        config,
+        split=split,
+        teacher=teacher,
+        seeds=list(q.seeds),
+        student=replace(config.student, max_length=q.max_length),
+        eval=replace(config.eval, n_boot=q.n_boot),
+    )
+
+
+def _hash_sample(pairs: list[PreferencePair], n: int | None, salt: str) -> list[PreferencePair]:
+    """At most n pairs, chosen by a stable hash (not file order, which is often sorted)."""
+    if n is None or len(pairs) <= n:
+        return list(pairs)
+    keyed = sorted(
+        range(len(pairs)), key=lambda i: stable_hash(f"{salt}:{i}:{pairs[i].pair_id}:{pairs[i].chosen[:200]}")
+    )
+    keep = sorted(keyed[:n])
+    return [pairs[i] for i in keep]
+
+
+def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> ShiftData:
+    """Loads and splits the source, and loads each target (sampled to split.target_pairs)."""
+    data_dir = data_dir or config.data_dir
+    s = config.split
+    src = config.source
+    source = load_configured(src, data_dir).pairs
+    parts = split_pairs(source, {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction}, salt=s.salt)
+    gold = _hash_sample(parts["gold"], s.gold_pairs, s.salt + ":gold")
+    w2s = _hash_sample(parts["w2s"], s.w2s_pairs, s.salt + ":w2s")
+    id_test = _hash_sample(parts["id"], s.id_pairs, s.salt + ":id")
+    if not gold or not w2s or not id_test:
+        raise DataError(f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})")
+    evals = {ID_SPLIT: id_test}
+    for target in config.targets:
+        if target.name in evals:
+            raise ConfigError(f"target {target.name!r} listed twice")
+        pairs = load_configured(target, data_dir).pairs
+        if not pairs:
+            raise DataError(f"target {target.name}: no pairs")
+        evals[target.name] = _hash_sample(pairs, s.target_pairs, s.salt + ":" + target.name)
+    return ShiftData(gold, w2s, evals)
+
+
+def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
+    """Depth fractions -> hidden-state indices (1..n_layers; index 0 is the embeddings), rounding half up."""
+    out = []
+    for f in fractions:
+        if not 0.0 < f <= 1.0:
+            raise ConfigError(f"anchor_layers are depth fractions in (0, 1], got {f}")
+        out.append(min(n_layers, max(1, math.floor(f * n_layers + 0.5))))
+    return sorted(set(out))
+
+
+class ShiftRun:
+    """One run directory: the data, the teacher's cached labels and margins, and each student."""
+
+    def __init__(self, config: ShiftConfig, out_dir: str | Path, data: ShiftData, progress: bool = True):
+        self.config = config
+        self.out = Path(out_dir)
+        self.data = data
+        self.progress = progress
+        self._caches: dict[tuple[int, ...], ReferenceStateCache] = {}
+        self._features: np.ndarray | None = None
+        self.timings: dict[str, float] = {}
+
+    # -- shared pieces ----------------------------------------------------------------------------------
+    def _score(self, model: RewardModel, tokenizer: Any, model_cfg: ModelConfig) -> dict[str, np.ndarray]:
+        ev = self.config.eval
+        out = {}
+        for split, pairs in self.data.eval.items():
+            chosen, rejected = score_pairs(
+                model,
+                tokenizer,
+                pairs,
+                model_cfg.max_length,
+                model_cfg.min_prompt_tokens,
+                ev.batch_size,
+                ev.bf16,
+                progress=False,
+            )
+            out[split] = chosen - rejected
+        return out
+
+    def _train(
+        self,
+        model_cfg: ModelConfig,
+        train_cfg: TrainConfig,
+        pairs: list[PreferencePair],
+        seed: int,
+        run_dir: Path,
+        make_objective: Any,
+    ) -> tuple[RewardModel, Any, dict[str, Any]]:
+        model, tokenizer = build_reward_model(model_cfg, seed)
+        encoder = PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens)
+        encoded = encode_pairs(encoder, pairs)
+        objective: Objective = make_objective(model, tokenizer, encoded)
+        cfg = replace(train_cfg, seed=seed, progress=self.progress)
+        trainer = Trainer(model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded)
+        result = trainer.fit()
+        return trainer.model, tokenizer, asdict(result)
+
+    # -- teacher -----------------------------------------------------------------------------------------
+    def teacher(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(q on the W2S pool (N,), teacher margins per eval split), trained once and cached on disk."""
+        folder = self.out / TEACHER
+        path = folder / "margins.npz"
+        if path.exists():
+            saved = np.load(path)
+            return saved["w2s_labels"], {k[len("eval:") :]: saved[k] for k in saved.files if k.startswith("eval:")}
+        t = self.config.teacher
+        t0 = time.perf_counter()
+        model, tokenizer, result = self._train(
+            t.model, t.train, self.data.gold, t.seed, folder, lambda *_: build_objective("bt")
+        )
+        chosen, rejected = score_pairs(
+            model,
+            tokenizer,
+            self.data.w2s,
+            t.model.max_length,
+            t.model.min_prompt_tokens,
+            self.config.eval.batch_size,
+            self.config.eval.bf16,
+        )
+        labels = 1.0 / (1.0 + np.exp(-(chosen - rejected)))
+        margins = self._score(model, tokenizer, t.model)
+        np.savez(path, w2s_labels=labels, **{f"eval:{k}": v for k, v in margins.items()})  # type: ignore[arg-type]
+        (folder / "train.json").write_text(json.dumps({**result, "seconds_total": time.perf_counter() - t0}, indent=2))
+        return labels, margins
+
+    # -- reference states and strong features -------------------------------------------------------------
+    def _pretrained_student(self) -> tuple[RewardModel, Any]:
+        return build_reward_model(self.config.student, 0)
+
+    def reference_cache(self, layers: list[int], on_disk: bool, encoded: list[Any], pad_id: int) -> ReferenceStateCache:
+        key = tuple(layers)
+        if key not in self._caches:
+            model, _ = self._pretrained_student()
+            t0 = time.perf_counter()
+            path = self.out / "cache" / ("reference-L" + "-".join(map(str, layers))) if on_disk else None
+            self._caches[key] = ReferenceStateCache.build(model, encoded, layers, pad_id, path=path)
+            self.timings[f"reference_cache_L{'-'.join(map(str, layers))}_s"] = time.perf_counter() - t0
+        return self._caches[key]
+
+    def strong_features(self) -> np.ndarray:
+        """(N, 2, H) mean-pooled response representations of the pretrained student on the W2S pool."""
+        if self._features is None:
+            path = self.out / "cache" / "strong-features.npy"
+            if path.exists():
+                self._features = np.load(path)
+            else:
+                model, tokenizer = self._pretrained_student()
+                encoder = PairEncoder(tokenizer, self.config.student.max_length, self.config.student.min_prompt_tokens)
+                encoded = encode_pairs(encoder, self.data.w2s)
+                n = num_hidden_layers(model.backbone)
+                cache = ReferenceStateCache.build(model, encoded, [n], int(tokenizer.pad_token_id))
+                assert cache.pooled is not None
+                self._features = cache.pooled
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, self._features)
+        return self._features
+
+    def method_labels(self, method: MethodConfig, teacher_labels: np.ndarray) -> np.ndarray:
+        if method.objective == "ceiling":
+            return np.ones(len(self.data.w2s))
+        if method.refiner == "none":
+            return teacher_labels
+        refine = LABEL_REFINERS.get(method.refiner)
+        return np.asarray(refine(teacher_labels, self.strong_features(), method), dtype=np.float64)
+
+    # -- students ----------------------------------------------------------------------------------------
+    def student(self, method: MethodConfig, seed: int, teacher_labels: np.ndarray) -> dict[str, np.ndarray]:
+        folder = self.out / f"seed{seed}" / method.name
+        path = folder / "margins.npz"
+        if path.exists():
+            saved = np.load(path)
+            return {k: saved[k] for k in saved.files}
+        labels = self.method_labels(method, teacher_labels)
+        pairs = [p.with_label(float(q)) for p, q in zip(self.data.w2s, labels, strict=True)]
+        student_cfg = self.config.student
+        t0 = time.perf_counter()
+
+        def make_objective(model: RewardModel, tokenizer: Any, encoded: list[Any]) -> Objective:
+            if method.objective != "anchor":
+                return build_objective(
+                    method.objective,
+                    form=method.confidence_form,
+                    aux_coef=method.aux_coef,
+                    warmup_frac=method.warmup_frac,
+                    buffer_size=method.buffer_size,
+                )
+            layers = _layers_for(method.anchor_layers, num_hidden_layers(model.backbone))
+            reference: ReferenceProvider
+            if method.reference in ("cache", "disk"):
+                reference = CachedReference(
+                    self.reference_cache(layers, method.reference == "disk", encoded, int(tokenizer.pad_token_id))
+                )
+            elif method.reference == "copy":
+                reference = FrozenCopyReference(model)
+            elif method.reference == "lora-base":
+                if not is_lora(model):
+                    raise ConfigError(f"method {method.name}: reference lora-base needs student.lora.r > 0")
+                reference = AdapterDisabledReference()
+            else:
+                raise ConfigError(f"method {method.name}: reference must be one of {REFERENCES}")
+            return build_objective("anchor", reference=reference, layers=layers, anchor_weight=method.anchor_weight)
+
+        model, tokenizer, result = self._train(student_cfg, self.config.train, pairs, seed, folder, make_objective)
+        margins = self._score(model, tokenizer, student_cfg)
+        np.savez(path, **margins)  # type: ignore[arg-type]
+        (folder / "train.json").write_text(
+            json.dumps(
+                {**result, "labels_mean": float(np.mean(labels)), "seconds_total": time.perf_counter() - t0},
+                indent=2,
+            )
+        )
+        return margins
+
+
+def run_shift(
+    config: ShiftConfig,
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    data_dir: str | Path | None = None,
+    seeds: list[int] | None = None,
+    progress: bool = True,
+    data: ShiftData | None = None,
+    train: bool = True,
+) -> dict[str, Any]:
+    """Runs the whole W2S shift protocol into out_dir and returns the metrics dict (also in metrics.json).
+
+    quick: use config.quick's sizes (minutes). data_dir / seeds override the config's. data: ready pairs
+    (gold, W2S, eval splits) instead of loading config.source / config.targets. train=False evaluates only
+    the models already trained in out_dir (the teacher must be there) and skips the others. Reruns with the same
+    out_dir reuse every finished model (teacher labels, students) and resume interrupted training.
+    """
+    from rewardsmith.w2s.report import compute_metrics, write_report
+
+    if quick:
+        config = apply_quick(config)
+    if seeds:
+        config = replace(config, seeds=list(seeds))
+    if data_dir is not None:
+        config = replace(config, data_dir=str(data_dir))
+    names = [m.name for m in config.methods]
+    if len(set(names)) != len(names) or TEACHER in names or CEILING in names:
+        raise ConfigError(f"method names must be unique and not {TEACHER!r} or {CEILING!r}: {names}")
+    for m in config.methods:
+        if m.objective == "ceiling":
+            raise ConfigError("the ceiling is trained by `ceiling: true`, not as a method")
+        if m.reference not in REFERENCES:
+            raise ConfigError(f"method {m.name}: reference must be one of {REFERENCES}")
+        LABEL_REFINERS.get(m.refiner)
+        OBJECTIVES.get(m.objective)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_yaml(config, out / "config.yaml")
+    t_start = time.perf_counter()
+    data = data if data is not None else prepare_data(config, data_dir)
+    run = ShiftRun(config, out, data, progress)
+    if not train and not (out / TEACHER / "margins.npz").exists():
+        raise ConfigError(f"{out}: no trained teacher to evaluate (run without --no-train first)")
+    teacher_labels, teacher_margins = run.teacher()
+    margins: dict[str, dict[int, dict[str, np.ndarray]]] = {TEACHER: {-1: teacher_margins}}
+    ceiling = MethodConfig(CEILING, "ceiling")
+    for seed in config.seeds:
+        # The ceiling first: the teacher-to-ceiling gap is known before any method comparison.
+        for method in [*([ceiling] if config.ceiling else []), *config.methods]:
+            if not train and not (out / f"seed{seed}" / method.name / "margins.npz").exists():
+                continue
+            margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels)
+    metrics = compute_metrics(config, data, teacher_labels, margins)
+    metrics["sizes"] = data.sizes()
+    metrics["seconds"] = round(time.perf_counter() - t_start, 1)
+    metrics["timings"] = {k: round(v, 2) for k, v in run.timings.items()}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    write_report(config, metrics, out)
+    return metrics
+
+
+def torch_threads(n: int | None) -> None:
+    """Caps intra-op threads (long runs share the machine)."""
+    if n:
+        torch.set_num_threads(n)
