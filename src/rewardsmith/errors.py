@@ -39,3 +39,8 @@ class DataError(RewardsmithError):
 
 class CheckpointError(RewardsmithError):
     """A checkpoint or saved model folder is missing or unreadable."""
+
+
+class RunFolderError(RewardsmithError):
+    """An output folder cannot be used: in use by another process, holding someone else's files, holding a
+    run with other settings, or not writable."""

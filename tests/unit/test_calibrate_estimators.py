@@ -22,7 +22,7 @@ from rewardsmith.calibrate import (
     create_calibrator,
     rater_stats,
 )
-from rewardsmith.calibrate.estimators import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, _shrink
+from rewardsmith.calibrate.estimators import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, _shrink, shared_params
 from rewardsmith.calibrate.evaluate import _pair_concordance
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
 from rewardsmith.errors import ConfigError, UnknownNameError
@@ -283,7 +283,7 @@ def test_constant_rater_does_not_get_zero_noise_or_full_weight():
 def test_estimators_follow_the_sklearn_contract(simulated):
     _, table = simulated
     for name in CALIBRATORS:
-        est = create_calibrator(name, group_column="g")
+        est = create_calibrator(name, **shared_params(name, group_column="g"))
         assert clone(est).get_params() == est.get_params()
         with pytest.raises(NotFittedError):
             est.predict(["r000000"], np.array([0.0]))

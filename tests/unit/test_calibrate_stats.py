@@ -22,6 +22,7 @@ from rewardsmith.calibrate import (
     rater_stats_duckdb,
     save_maps,
 )
+from rewardsmith.calibrate.estimators import shared_params
 from rewardsmith.calibrate.evaluate import cap_per_rater, within_rater_split
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
 from rewardsmith.errors import ConfigError, DataError
@@ -123,7 +124,7 @@ def _realised_gains(n_raters: int, fit_n: int, seed: int, joint: bool) -> tuple[
     for name in ("pooled", "pebs"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            est = create_calibrator(name, joint=joint).fit(fit)
+            est = create_calibrator(name, **shared_params(name, joint=joint)).fit(fit)
         mse[name] = np.mean(
             (est.predict(test.rater_id.to_numpy(), test.model_score.to_numpy()) - test.score) ** 2
         )

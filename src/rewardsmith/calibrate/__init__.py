@@ -31,16 +31,18 @@ _EXPORTS = {
     "rater_stats": "stats",
     "rater_stats_duckdb": "stats",
     "stats_from_arrays": "stats",
+    "CalibrateFitConfig": "config",
     "CalibrateRunConfig": "config",
     "EvalConfig": "config",
     "RatingsSource": "config",
-    "run_calibration": "run",
+    "evaluate_calibration": "run",
     "fit_calibration": "run",
 }
 __all__ = [
     "CALIBRATORS",
     "PEBS",
     "AffineCalibrator",
+    "CalibrateFitConfig",
     "CalibrateRunConfig",
     "CalibrationMaps",
     "EvalConfig",
@@ -54,19 +56,19 @@ __all__ = [
     "affine_sse",
     "apply_calibration",
     "create_calibrator",
+    "evaluate_calibration",
     "fit_calibration",
     "forecast_gain",
     "forecast_mse",
     "load_maps",
     "rater_stats",
     "rater_stats_duckdb",
-    "run_calibration",
     "save_maps",
     "stats_from_arrays",
 ]
 
 if TYPE_CHECKING:
-    from rewardsmith.calibrate.config import CalibrateRunConfig, EvalConfig, RatingsSource
+    from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, EvalConfig, RatingsSource
     from rewardsmith.calibrate.estimators import (
         CALIBRATORS,
         PEBS,
@@ -79,7 +81,7 @@ if TYPE_CHECKING:
     )
     from rewardsmith.calibrate.forecast import Forecast, forecast_gain, forecast_mse
     from rewardsmith.calibrate.maps import CalibrationMaps, apply_calibration, load_maps, save_maps
-    from rewardsmith.calibrate.run import fit_calibration, run_calibration
+    from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
     from rewardsmith.calibrate.stats import (
         RaterStats,
         affine_sse,

@@ -657,8 +657,18 @@ CALIBRATORS.add("mixedlm", MixedLMCalibrator)
 
 
 def create_calibrator(name: str, **params: Any) -> AffineCalibrator:
-    """A registered calibrator with `params` applied where the estimator has them (others ignored)."""
-    factory = CALIBRATORS.get(name)
-    estimator = factory()
+    """The registered calibrator `name` with `params` set; a parameter it does not have is a ConfigError
+    (use shared_params to pass settings that apply to some calibrators only)."""
+    estimator = CALIBRATORS.get(name)()
     known = estimator.get_params()
-    return estimator.set_params(**{k: v for k, v in params.items() if k in known and v is not None})
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ConfigError(f"calibrator {name!r} has no parameter {unknown[0]!r} (has: {', '.join(sorted(known))})")
+    return estimator.set_params(**{k: v for k, v in params.items() if v is not None})
+
+
+def shared_params(name: str, **settings: Any) -> dict[str, Any]:
+    """The run-wide settings (n_min, group_column, ...) that calibrator `name` takes; the others do not apply
+    to it (the pooled map has no n_min)."""
+    known = CALIBRATORS.get(name)().get_params()
+    return {k: v for k, v in settings.items() if k in known}

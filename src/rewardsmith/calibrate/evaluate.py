@@ -20,10 +20,17 @@ import pandas as pd
 from scipy import stats as sps
 
 from rewardsmith.calibrate.config import EvalConfig
-from rewardsmith.calibrate.estimators import NONPOSITIVE_SLOPE_TOL, PEBS, STATUS_FITTED, create_calibrator
+from rewardsmith.calibrate.estimators import (
+    NONPOSITIVE_SLOPE_TOL,
+    PEBS,
+    STATUS_FITTED,
+    create_calibrator,
+    shared_params,
+)
 from rewardsmith.calibrate.forecast import forecast_gain
-from rewardsmith.data.ratings import RatingTable
+from rewardsmith.data.ratings import RatingTable, cap_per_rater
 from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.stats import bootstrap_indices, percentile_interval
 
 SIZE_BIN_EDGES = (0, 6, 10, 20, 40, 80, 160, np.inf)
 
@@ -40,14 +47,6 @@ def within_rater_split(frame: pd.DataFrame, holdout: float, seed: int) -> np.nda
     held = np.zeros(len(frame), dtype=bool)
     held[order] = (rank < n_hold) & (size >= 2)
     return held
-
-
-def cap_per_rater(frame: pd.DataFrame, n_per_rater: int, seed: int) -> pd.DataFrame:
-    """At most `n_per_rater` randomly chosen rows of each rater (seeded)."""
-    rng = np.random.default_rng(seed)
-    shuffled = frame.iloc[rng.permutation(len(frame))]
-    rank = shuffled.groupby("rater_id", sort=False).cumcount().to_numpy()
-    return shuffled.loc[rank < n_per_rater].sort_index()
 
 
 @dataclass
@@ -156,8 +155,7 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None) -> Ho
         raw_conc += raw_seed
         raw_pairs += p
         for name in methods:
-            params: dict[str, Any] = {"n_min": config.n_min, "group_column": group_column}
-            estimator = create_calibrator(name, **params)
+            estimator = create_calibrator(name, **shared_params(name, n_min=config.n_min, group_column=group_column))
             start = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -240,12 +238,9 @@ def bootstrap_gain_ci(
 ) -> tuple[float, float]:
     """Percentile CI of the RMSE gain (percent) resampling raters with replacement; arrays (J,) of per-rater
     summed squared errors (held-out counts are equal across methods, so RMSE ratios need only the sums)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(sse_base), size=(resamples, len(sse_base)))
+    idx = bootstrap_indices(len(sse_base), resamples, seed)
     gains = 100 * (1 - np.sqrt(sse_method[idx].sum(1) / sse_base[idx].sum(1)))
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(gains, [alpha, 1 - alpha])
-    return float(low), float(high)
+    return percentile_interval(gains, confidence)
 
 
 def paired_tests(mse_method: np.ndarray, mse_base: np.ndarray) -> dict[str, float]:

@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
+from rewardsmith.io.jsonsafe import json_ready
 
 FORMAT = "rewardsmith.calibration/1"
 UnknownRater = Literal["population", "error"]
@@ -108,6 +110,13 @@ class CalibrationMaps:
         intercept = np.where(idx >= 0, self.intercept[idx], self.population_intercept)
         return slope * np.asarray(model_scores, dtype=np.float64) + intercept
 
+    def apply(self, rater_id: str, model_scores: Sequence[float] | np.ndarray) -> tuple[np.ndarray, bool]:
+        """One rater's calibrated scores (N,) of model scores (N,), and whether the rater was fitted (an unknown
+        rater gets the population map, as PEBS does for raters it has not seen)."""
+        scores = np.asarray(model_scores, dtype=np.float64)
+        known = bool(self.index_of([str(rater_id)])[0] >= 0)
+        return self.predict(np.full(len(scores), str(rater_id)), scores), known
+
     def predict_var(
         self,
         rater_ids: Sequence[str] | np.ndarray,
@@ -137,50 +146,30 @@ class CalibrationMaps:
         return {
             "format": FORMAT,
             "method": self.method,
-            "params": _jsonable(self.params),
+            "params": json_ready(self.params),
             "population": {
                 "slope": self.population_slope,
                 "intercept": self.population_intercept,
                 "noise_var": self.population_noise_var,
             },
-            "info": _jsonable(self.info),
+            "info": json_ready(self.info),
         }
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return [_jsonable(v) for v in value.tolist()]
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        return None if not np.isfinite(value) else float(value)
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
     """Writes the maps as JSON (`.json`) or Parquet (`.parquet`, header in the schema metadata)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     frame = maps.to_frame()
     if path.suffix.lower() == ".json":
-        payload = {**maps.header(), "raters": _jsonable(frame.to_dict(orient="list"))}
-        path.write_text(json.dumps(payload, indent=1))
+        atomic_write_json(path, {**maps.header(), "raters": frame.to_dict(orient="list")})
     elif path.suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
-        meta[b"rewardsmith.calibration"] = json.dumps(maps.header()).encode()
-        pq.write_table(table.replace_schema_metadata(meta), path)
+        meta[b"rewardsmith.calibration"] = json.dumps(json_ready(maps.header())).encode()
+        atomic_write_bytes(path, lambda fh: pq.write_table(table.replace_schema_metadata(meta), fh))
     else:
         raise ConfigError(f"calibration file must end in .json or .parquet, got {path.name!r}")
     return path

@@ -1,95 +1,52 @@
-"""The two calibration jobs the CLI calls: a full evaluation run and fitting maps for later use.
+"""The two calibration computations the jobs run (rewardsmith.jobs.calibrate writes their files):
 
-run_calibration(config): ratings -> within-rater hold-out of every method (plus a sweep of smaller fit
-sizes) -> metrics.json, report.md, plots/, maps.json (PEBS fitted on all ratings), config.json.
-fit_calibration(source, out): ratings -> one calibrator fitted on all ratings -> maps file (.json/.parquet).
+evaluate_calibration(config): ratings -> within-rater hold-out of every method (plus a sweep of smaller fit
+sizes) and PEBS fitted on all ratings -> the metrics dict and the fitted maps.
+fit_calibration(config): ratings -> one calibrator fitted on all ratings -> its maps.
 """
 
 from __future__ import annotations
 
-import json
-import platform
-import subprocess
 import warnings
-from dataclasses import asdict
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from rewardsmith.calibrate.config import CalibrateRunConfig, RatingsSource
-from rewardsmith.calibrate.estimators import create_calibrator
+from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig
+from rewardsmith.calibrate.estimators import create_calibrator, shared_params
 from rewardsmith.calibrate.evaluate import evaluate_holdout, summarise
-from rewardsmith.calibrate.maps import CalibrationMaps, _jsonable, save_maps
-from rewardsmith.calibrate.report import write_report
+from rewardsmith.calibrate.maps import CalibrationMaps
+from rewardsmith.config import to_dict
 
-SWEEP_KEYS = (
-    "rmse",
-    "gain_vs_pooled_pct",
-    "gain_vs_pooled_ci",
-    "p_value",
-    "gain_vs_ols_pct",
-    "p_value_vs_ols",
-    "pair_accuracy",
-)
-
-
-def _environment() -> dict[str, Any]:
-    import scipy
-    import statsmodels
-
-    env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "statsmodels": statsmodels.__version__,
-    }
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            cwd=Path(__file__).resolve().parent,
-            check=False,
-        ).stdout.strip()
-        env["git_commit"] = commit or None
-    except (OSError, subprocess.SubprocessError):
-        env["git_commit"] = None
-    return env
+SWEEP_KEYS = ("rmse", "gain_vs_pooled_pct", "gain_vs_pooled_ci", "p_value", "gain_vs_ols_pct", "p_value_vs_ols",
+              "pair_accuracy")
+_MAX_SLOPE_POINTS = 5000  # the slopes plot shows at most this many raters (a seeded sample)
 
 
 def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
-    """The PEBS facts a reader checks: tau^2 and its clipping, population map, sparse and guarded raters."""
+    """The PEBS facts a reader checks: tau^2 and its clipping, population map, sparse and guarded raters, and
+    the per-rater slopes before and after shrinkage (for the report's plot)."""
     info = maps.info
-    keys = (
-        "tau2_slope",
-        "tau2_intercept",
-        "tau2_cov",
-        "tau2_clipped_slope",
-        "tau2_clipped_intercept",
-        "population_slope",
-        "centre",
-        "n_shrunk",
-        "n_sparse",
-        "n_single_model_score",
-        "noise_prior_dof",
-    )
-    out = {k: info.get(k) for k in keys}
+    keys = ("tau2_slope", "tau2_intercept", "tau2_cov", "tau2_clipped_slope", "tau2_clipped_intercept",
+            "population_slope", "centre", "n_shrunk", "n_sparse", "n_single_model_score", "noise_prior_dof")
+    out: dict[str, Any] = {k: info.get(k) for k in keys}
     out["population_intercept"] = maps.population_intercept
-    out["nonpositive_slope_raters"] = list(info.get("nonpositive_slope_raters", []))
+    out["raters_with_nonpositive_shrunk_slope"] = [str(r) for r in info.get("nonpositive_slope_raters", [])]
+    if "ols_slope" in maps.diagnostics:
+        keep = np.arange(maps.n_raters)
+        if keep.size > _MAX_SLOPE_POINTS:
+            keep = np.sort(np.random.default_rng(0).choice(keep, _MAX_SLOPE_POINTS, replace=False))
+        out["slopes"] = {"ols": np.asarray(maps.diagnostics["ols_slope"], dtype=float)[keep],
+                         "shrunk": maps.slope[keep], "n_ratings": maps.n_ratings[keep]}
     return out
 
 
-def run_calibration(config: CalibrateRunConfig) -> dict[str, Any]:
-    """Runs the evaluation described in the module docstring; returns the metrics written to metrics.json."""
+def evaluate_calibration(config: CalibrateRunConfig) -> tuple[dict[str, Any], CalibrationMaps]:
+    """The hold-out evaluation described in the module docstring. Returns (metrics, PEBS maps on all ratings)."""
     table = config.source.load()
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
     evaluation = config.evaluation
     main = summarise(evaluate_holdout(table, evaluation))
-    from dataclasses import replace
-
     sweep = {}
     min_fit = float(main["flat"]["fit_ratings_per_rater_mean"])
     for size in config.fit_sizes:
@@ -99,56 +56,34 @@ def run_calibration(config: CalibrateRunConfig) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         pebs = create_calibrator("pebs", n_min=evaluation.n_min).fit(table)
-    save_maps(pebs.maps_, out / "maps.json")
-
     metrics: dict[str, Any] = dict(main["flat"])
     for size, summ in sweep.items():
         for key, value in summ["flat"].items():
             if key.split(".")[0] in SWEEP_KEYS or key.startswith("forecast_gain"):
                 metrics[f"fit_size.{size}.{key}"] = value
     quality = table.quality_counts()
-    metrics.update({f"data.{k}": v for k, v in quality.items()})
     metrics["data"] = quality
-    metrics["ratings"] = {
-        "name": table.name,
-        "source": table.source,
-        "notes": table.notes,
-        "score_range": table.score_range,
-        "demographic_columns": list(table.demographic_columns),
-    }
+    metrics["ratings"] = {"name": table.name, "source": table.source, "notes": table.notes,
+                          "score_range": table.score_range, "demographic_columns": list(table.demographic_columns)}
     metrics["pebs_full_fit"] = pebs_summary(pebs.maps_)
-    metrics["config"] = {
-        **asdict(evaluation),
-        "fit_sizes": list(config.fit_sizes),
-        "group_column_used": main["tables"].get("group_column"),
-        "source": asdict(config.source),
-    }
-    metrics["tables"] = {"main": main["tables"], "fit_size": {str(k): v["tables"] for k, v in sweep.items()}}
-    metrics["environment"] = _environment()
-    metrics = _jsonable(metrics)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=1))
-    (out / "config.json").write_text(json.dumps(_jsonable(metrics["config"]), indent=1))
-    write_report(out, metrics, main, sweep, pebs.maps_)
-    return metrics
+    metrics["config"] = {**to_dict(config), "group_column_used": main["tables"].get("group_column")}
+    metrics["tables"] = {"main": main["tables"], "fit_size": {str(k): v["tables"] for k, v in sweep.items()},
+                         "fit_size_flat": {str(k): v["flat"] for k, v in sweep.items()}}
+    return metrics, pebs.maps_
 
 
-def fit_calibration(
-    source: RatingsSource,
-    out: str | Path,
-    method: str = "pebs",
-    n_min: int = 6,
-    group_column: str | None = None,
-) -> CalibrationMaps:
-    """Fits `method` on all ratings of `source` and saves its per-rater maps to `out` (.json or .parquet)."""
-    table = source.load()
-    if method == "group" and not group_column:
+def fit_calibration(config: CalibrateFitConfig) -> CalibrationMaps:
+    """Fits `config.method` on all ratings of `config.source` and returns its per-rater maps."""
+    table = config.source.load()
+    group_column = config.group_column
+    if config.method == "group" and not group_column:
         group_column = table.demographic_columns[0] if table.demographic_columns else None
-    estimator = create_calibrator(method, n_min=n_min, group_column=group_column)
+    estimator = create_calibrator(config.method, **shared_params(config.method, n_min=config.n_min,
+                                                                 group_column=group_column))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         estimator.fit(table)
     maps = estimator.maps_
-    maps.method = method
+    maps.method = config.method
     maps.info = {**maps.info, "data": table.quality_counts(), "ratings": table.name}
-    save_maps(maps, out)
     return maps

@@ -1,42 +1,59 @@
-"""The `rewardsmith` command line: thin commands, each calling one library function.
+"""The `rewardsmith` command line: thin commands, each calling one job function (rewardsmith.jobs).
 
-Sub-apps live in their own modules (calibrate.py, shift.py, icrm.py) and are mounted here.
+Sub-apps live in their own modules (core.py, shift.py, icrm.py, calibrate.py) and are mounted here. Help is
+plain text (it reads the same in a terminal and in a log) and shows every default. Every user error, a
+mistyped option included, ends as one line `error: ...` on stderr with exit code 2.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
+from typing import Any
 
 import typer
+from typer._click import exceptions as click_errors  # typer bundles its own click
+from typer._click.termui import echo
+from typer.core import TyperGroup
 
-app = typer.Typer(name="rewardsmith", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Train, stress-test, steer and calibrate reward models for RLHF.")
-
-# (module, sub-app name or None for commands registered on `app` directly)
-_MODULES: list[tuple[str, str | None]] = [
-    ("rewardsmith.cli.core", None),
-    ("rewardsmith.cli.calibrate", "calibrate"),
-    ("rewardsmith.cli.shift", None),
-    ("rewardsmith.cli.icrm", "icrm"),
-]
+from rewardsmith.cli import calibrate, core, icrm, shift
 
 
-def _mount() -> None:
-    for module_name, sub in _MODULES:
+class OneLineErrors(TyperGroup):
+    """Click reports a bad option with its usage text over several lines; this prints one line instead."""
+
+    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
+        if not standalone_mode:
+            return super().main(*args, standalone_mode=False, **kwargs)
         try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # that capability is not installed in this tree
-                continue
-            raise
-        if sub is not None:
-            app.add_typer(module.app, name=sub)
-        else:
-            for command in module.app.registered_commands:
-                app.registered_commands.append(command)
+            result = super().main(*args, standalone_mode=False, **kwargs)
+        except click_errors.NoArgsIsHelpError as exc:  # a bare group: its help, and the exit code of misuse
+            echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            sys.exit(2)
+        except click_errors.UsageError as exc:
+            path = exc.ctx.command_path if exc.ctx else ""
+            command = f" {path.split(' ', 1)[1]}" if " " in path else ""
+            echo(f"error: {exc.format_message()} (see `rewardsmith{command} --help`)", err=True)
+            sys.exit(2)
+        except typer.Exit as exc:
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            echo("interrupted", err=True)
+            sys.exit(130)
+        except click_errors.ClickException as exc:
+            echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        sys.exit(result if isinstance(result, int) else 0)
 
 
-_mount()
+app = typer.Typer(name="rewardsmith", cls=OneLineErrors, no_args_is_help=True, add_completion=False,
+                  pretty_exceptions_enable=False, rich_markup_mode=None,
+                  help="Train, stress-test, steer, calibrate and serve reward models for RLHF.")
+
+for _module in (core, shift):
+    for _command in _module.app.registered_commands:
+        app.registered_commands.append(_command)
+app.add_typer(calibrate.app, name="calibrate")
+app.add_typer(icrm.app, name="icrm")
 
 
 def main() -> None:

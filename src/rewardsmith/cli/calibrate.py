@@ -1,156 +1,110 @@
 """`rewardsmith calibrate`: evaluate per-rater calibration (PEBS and baselines) and fit maps for scoring.
 
 rewardsmith calibrate --ratings pluriharms --out runs/cal            (same as `calibrate run`)
-rewardsmith calibrate run --ratings ratings.parquet --out DIR --holdout 0.2 --seeds 5
-rewardsmith calibrate fit --ratings ratings.parquet --out maps.json   (then: rewardsmith score --calibration
+rewardsmith calibrate run --config cal.yaml --out DIR                (a CalibrateRunConfig as YAML)
+rewardsmith calibrate fit --ratings ratings.parquet --out maps.json  (then: rewardsmith score --calibration
                                                                       maps.json --rater ID ...)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from rewardsmith.calibrate.config import DEFAULT_METHODS, CalibrateRunConfig, EvalConfig, RatingsSource
-from rewardsmith.cli.common import DataDir, handle_errors
-from rewardsmith.config import help_of
+from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, EvalConfig, RatingsSource
+from rewardsmith.cli.common import ConfigFile, DataDir, Overwrite, config_option, handle_errors, print_result
 
-app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    invoke_without_command=True,
-    help="Per-rater calibration of reward-model scores (PEBS and baselines).",
-)
+app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
+                  help="Per-rater calibration of reward-model scores (PEBS and baselines).")
 
-_S, _E, _R = RatingsSource, EvalConfig, CalibrateRunConfig
+_S, _E = RatingsSource, EvalConfig
 
-# Options shared by the commands, declared once.
-RatingsOpt = Annotated[str | None, typer.Option("--ratings", help=help_of(_S, "ratings"))]
-OnBadRowOpt = Annotated[str, typer.Option("--on-bad-row", help=help_of(_S, "on_bad_row"))]
-ModelScoresOpt = Annotated[Path | None, typer.Option("--model-scores", help=help_of(_S, "model_scores"))]
-ModelScoreOpt = Annotated[str | None, typer.Option("--model-score", help=help_of(_S, "model_score"))]
-UnsureOpt = Annotated[str, typer.Option("--unsure", help=help_of(_S, "unsure"))]
-ScoreMinOpt = Annotated[float | None, typer.Option("--score-min", help=help_of(_S, "score_min"))]
-ScoreMaxOpt = Annotated[float | None, typer.Option("--score-max", help=help_of(_S, "score_max"))]
-NMinOpt = Annotated[int, typer.Option("--n-min", help=help_of(_E, "n_min"))]
-GroupOpt = Annotated[str | None, typer.Option("--group-column", help=help_of(_E, "group_column"))]
-RunOutOpt = Annotated[
-    Path | None,
-    typer.Option("--out", "-o", help="output folder (metrics.json, report.md, plots/, maps.json)"),
-]
-HoldoutOpt = Annotated[float, typer.Option("--holdout", help=help_of(_E, "holdout"))]
-SeedsOpt = Annotated[int, typer.Option("--seeds", help=help_of(_E, "seeds"))]
-MethodsOpt = Annotated[str, typer.Option("--methods", help="comma-separated calibrators to compare")]
-FitSizesOpt = Annotated[
-    str, typer.Option("--fit-sizes", help=help_of(_R, "fit_sizes") + " (comma-separated; '' for none)")
-]
-PilotOpt = Annotated[int, typer.Option("--pilot-per-rater", help=help_of(_E, "pilot_per_rater"))]
-BootstrapOpt = Annotated[int, typer.Option("--bootstrap", help=help_of(_E, "bootstrap"))]
+# Options shared by the commands, declared once (defaults from the config dataclasses).
+RatingsOpt = Annotated[str | None, config_option(_S, "ratings", "--ratings")]
+OnBadRowOpt = Annotated[str | None, config_option(_S, "on_bad_row", "--on-bad-row")]
+ModelScoresOpt = Annotated[Path | None, config_option(_S, "model_scores", "--model-scores")]
+ModelScoreOpt = Annotated[str | None, config_option(_S, "model_score", "--model-score")]
+UnsureOpt = Annotated[str | None, config_option(_S, "unsure", "--unsure")]
+ScoreMinOpt = Annotated[float | None, config_option(_S, "score_min", "--score-min")]
+ScoreMaxOpt = Annotated[float | None, config_option(_S, "score_max", "--score-max")]
+NMinOpt = Annotated[int | None, config_option(_E, "n_min", "--n-min")]
+GroupOpt = Annotated[str | None, config_option(_E, "group_column", "--group-column")]
 
 
-def _ints(text: str, option: str) -> tuple[int, ...]:
+def _source_overrides(prefix: str, ratings: str | None, data_dir: Path | None, on_bad_row: str | None,
+                      model_scores: Path | None, model_score: str | None, unsure: str | None,
+                      score_min: float | None, score_max: float | None) -> dict[str, Any]:
+    return {f"{prefix}ratings": ratings, f"{prefix}data_dir": str(data_dir) if data_dir else None,
+            f"{prefix}on_bad_row": on_bad_row, f"{prefix}model_scores": str(model_scores) if model_scores else None,
+            f"{prefix}model_score": model_score, f"{prefix}unsure": unsure, f"{prefix}score_min": score_min,
+            f"{prefix}score_max": score_max}
+
+
+def _ints(text: str | None, option: str) -> list[int] | None:
     from rewardsmith.errors import ConfigError
 
+    if text is None:
+        return None
     try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
+        return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise ConfigError(f"{option} must be comma-separated integers, got {text!r}") from None
-
-
-def _source(
-    ratings: str | None,
-    data_dir: Path | None,
-    on_bad_row: str,
-    model_scores: Path | None,
-    model_score: str | None,
-    unsure: str,
-    score_min: float | None,
-    score_max: float | None,
-) -> RatingsSource:
-    from rewardsmith.errors import ConfigError
-
-    if not ratings:
-        raise ConfigError("--ratings is required (a ratings file or a source name such as pluriharms)")
-    if on_bad_row not in ("skip", "error"):
-        raise ConfigError(f"--on-bad-row must be skip or error, got {on_bad_row!r}")
-    if unsure not in ("drop", "half"):
-        raise ConfigError(f"--unsure must be drop or half, got {unsure!r}")
-    return RatingsSource(
-        ratings,
-        str(data_dir) if data_dir else None,
-        on_bad_row,  # type: ignore[arg-type]
-        str(model_scores) if model_scores else None,
-        model_score,
-        unsure,  # type: ignore[arg-type]
-        score_min,
-        score_max,
-    )
 
 
 def run(
     ctx: typer.Context,
     ratings: RatingsOpt = None,
-    out: RunOutOpt = None,
-    holdout: HoldoutOpt = 0.2,
-    seeds: SeedsOpt = 5,
-    methods: MethodsOpt = ",".join(DEFAULT_METHODS),
-    fit_sizes: FitSizesOpt = "25,18",
-    n_min: NMinOpt = 6,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="run folder (metrics.json, report.md/html, "
+                                                                  "plots/, maps.json)  [required]",
+                                             show_default=False)] = None,
+    config: ConfigFile = None,
+    holdout: Annotated[float | None, config_option(_E, "holdout", "--holdout")] = None,
+    seeds: Annotated[int | None, config_option(_E, "seeds", "--seeds")] = None,
+    methods: Annotated[str | None, config_option(_E, "methods", "--methods", help="comma-separated calibrators "
+                                                                                  "to compare")] = None,
+    fit_sizes: Annotated[str | None, config_option(CalibrateRunConfig, "fit_sizes", "--fit-sizes",
+                                                   help="also evaluate with each rater's fit part capped at these "
+                                                        "sizes (comma-separated; '' for none)")] = None,
+    n_min: NMinOpt = None,
     group_column: GroupOpt = None,
-    pilot_per_rater: PilotOpt = 20,
-    bootstrap: BootstrapOpt = 2000,
+    pilot_per_rater: Annotated[int | None, config_option(_E, "pilot_per_rater", "--pilot-per-rater")] = None,
+    bootstrap: Annotated[int | None, config_option(_E, "bootstrap", "--bootstrap")] = None,
     data_dir: DataDir = None,
-    on_bad_row: OnBadRowOpt = "skip",
+    on_bad_row: OnBadRowOpt = None,
     model_scores: ModelScoresOpt = None,
     model_score: ModelScoreOpt = None,
-    unsure: UnsureOpt = "drop",
+    unsure: UnsureOpt = None,
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
+    overwrite: Overwrite = False,
 ) -> None:
-    """Within-rater hold-out of every calibrator: metrics.json, report.md, plots, and PEBS maps."""
-    from rewardsmith.calibrate.run import run_calibration
+    """Within-rater hold-out of every calibrator: metrics.json, report, plots, and PEBS maps."""
+    from rewardsmith.config import apply_overrides, load_yaml
     from rewardsmith.errors import ConfigError
+    from rewardsmith.jobs.calibrate import run_calibrate
 
-    # Also the group callback (registered below), so `calibrate --ratings ...` is `calibrate run --ratings ...`;
-    # as the callback it does nothing before a subcommand and shows the help when called bare.
-    if isinstance(ctx.command, TyperGroup):
-        if ctx.invoked_subcommand is not None:
-            return
-        if ratings is None:
-            typer.echo(ctx.get_help())
-            raise typer.Exit(code=0)
+    # Also the group callback, so `calibrate --ratings ...` is `calibrate run --ratings ...`; before a
+    # subcommand it does nothing.
+    if isinstance(ctx.command, TyperGroup) and ctx.invoked_subcommand is not None:
+        return
     with handle_errors():
         if out is None:
-            raise ConfigError("--out is required")
-        source = _source(
-            ratings, data_dir, on_bad_row, model_scores, model_score, unsure, score_min, score_max
-        )
-        evaluation = EvalConfig(
-            holdout=holdout,
-            seeds=seeds,
-            n_min=n_min,
-            group_column=group_column,
-            methods=tuple(m.strip() for m in methods.split(",") if m.strip()),
-            pilot_per_rater=pilot_per_rater,
-            bootstrap=bootstrap,
-        )
-        metrics = run_calibration(
-            CalibrateRunConfig(source, out, evaluation, _ints(fit_sizes, "--fit-sizes"))
-        )
-        typer.echo(f"wrote {out}/metrics.json, {out}/report.md, {out}/maps.json")
-        for key in (
-            "rmse.pooled",
-            "rmse.ols",
-            "rmse.pebs",
-            "gain_vs_pooled_pct.pebs",
-            "p_value.pebs",
-            "forecast_gain_pct",
-        ):
-            if key in metrics:
-                typer.echo(f"  {key:26s} {metrics[key]:.4g}")
+            raise ConfigError("--out is required (and --ratings or a --config naming the ratings); see "
+                              "`rewardsmith calibrate --help`")
+        cfg = load_yaml(CalibrateRunConfig, config) if config else CalibrateRunConfig()
+        apply_overrides(cfg, {
+            **_source_overrides("source.", ratings, data_dir, on_bad_row, model_scores, model_score, unsure,
+                                score_min, score_max),
+            "evaluation.holdout": holdout, "evaluation.seeds": seeds, "evaluation.n_min": n_min,
+            "evaluation.group_column": group_column, "evaluation.pilot_per_rater": pilot_per_rater,
+            "evaluation.bootstrap": bootstrap,
+            "evaluation.methods": [m.strip() for m in methods.split(",") if m.strip()] if methods else None,
+            "fit_sizes": _ints(fit_sizes, "--fit-sizes"),
+        })
+        print_result(run_calibrate(cfg, out, overwrite))
 
 
 app.callback()(run)
@@ -160,31 +114,31 @@ app.command("run")(run)
 @app.command("fit")
 def fit(
     ratings: RatingsOpt = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="maps file to write (.json or .parquet)")
-    ] = None,
-    method: Annotated[
-        str, typer.Option("--method", help="calibrator (pebs, ols, pooled, group, mixedlm, ...)")
-    ] = "pebs",
-    n_min: NMinOpt = 6,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="maps file to write (.json or .parquet)  "
+                                                                  "[required]", show_default=False)] = None,
+    config: ConfigFile = None,
+    method: Annotated[str | None, config_option(CalibrateFitConfig, "method", "--method")] = None,
+    n_min: NMinOpt = None,
     group_column: GroupOpt = None,
     data_dir: DataDir = None,
-    on_bad_row: OnBadRowOpt = "skip",
+    on_bad_row: OnBadRowOpt = None,
     model_scores: ModelScoresOpt = None,
     model_score: ModelScoreOpt = None,
-    unsure: UnsureOpt = "drop",
+    unsure: UnsureOpt = None,
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
 ) -> None:
     """Fit per-rater maps on all ratings and save them for `rewardsmith score --calibration FILE --rater ID`."""
-    from rewardsmith.calibrate.run import fit_calibration
+    from rewardsmith.config import apply_overrides, load_yaml
     from rewardsmith.errors import ConfigError
+    from rewardsmith.jobs.calibrate import run_calibrate_fit
 
     with handle_errors():
         if out is None:
             raise ConfigError("--out is required (a .json or .parquet file)")
-        source = _source(
-            ratings, data_dir, on_bad_row, model_scores, model_score, unsure, score_min, score_max
-        )
-        maps = fit_calibration(source, out, method=method, n_min=n_min, group_column=group_column)
-        typer.echo(f"wrote {out}: {maps.n_raters} raters, method {maps.method}")
+        cfg = load_yaml(CalibrateFitConfig, config) if config else CalibrateFitConfig()
+        apply_overrides(cfg, {
+            **_source_overrides("source.", ratings, data_dir, on_bad_row, model_scores, model_score, unsure,
+                                score_min, score_max),
+            "method": method, "n_min": n_min, "group_column": group_column})
+        print_result(run_calibrate_fit(cfg, out))

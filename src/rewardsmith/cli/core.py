@@ -1,50 +1,72 @@
-"""Commands for the core job: train, eval, score, demo, datasets."""
+"""Commands for the core job: train, eval, score, demo, datasets. Each parses options into a config and calls
+one job function (rewardsmith.jobs)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from rewardsmith.cli.common import ConfigFile, DataDir, OutDir, Quiet, Seed, handle_errors
-from rewardsmith.config import DataConfig, DatasetConfig, ModelConfig, TrainConfig, help_of
+from rewardsmith.cli.common import (
+    ConfigFile,
+    DataDir,
+    OutDir,
+    Overwrite,
+    Quiet,
+    config_option,
+    handle_errors,
+    print_result,
+)
+from rewardsmith.config import DataConfig, DatasetConfig, EvalSettings, ModelConfig, TrainConfig, help_of
 
 app = typer.Typer()
 
 _D, _M, _T = DatasetConfig, ModelConfig, TrainConfig
+OnBadRow = Annotated[str | None, config_option(_D, "on_bad_row", "--on-bad-row")]
+Bf16 = Annotated[bool | None, config_option(_T, "bf16", "--bf16/--fp32")]
 
 
 @app.command()
 def train(
     out: OutDir,
     config: ConfigFile = None,
-    train_set: Annotated[str | None, typer.Option("--train", help="training dataset: " + help_of(_D, "name"))] = None,
-    eval_sets: Annotated[list[str] | None, typer.Option("--eval", help="extra evaluation dataset (repeatable)")] = None,
-    path: Annotated[str | None, typer.Option("--path", help=help_of(_D, "path"))] = None,
-    train_pairs: Annotated[int | None, typer.Option(help=help_of(DataConfig, "train_pairs"))] = None,
-    eval_pairs: Annotated[int | None, typer.Option(help=help_of(DataConfig, "eval_pairs"))] = None,
-    on_bad_row: Annotated[str | None, typer.Option(help=help_of(_D, "on_bad_row"))] = None,
-    backbone: Annotated[str | None, typer.Option(help=help_of(_M, "backbone"))] = None,
-    max_length: Annotated[int | None, typer.Option(help=help_of(_M, "max_length"))] = None,
-    lora_r: Annotated[int | None, typer.Option(help="LoRA rank; 0 = full fine-tune")] = None,
-    epochs: Annotated[float | None, typer.Option(help=help_of(_T, "epochs"))] = None,
-    batch_size: Annotated[int | None, typer.Option(help=help_of(_T, "batch_size"))] = None,
-    lr: Annotated[float | None, typer.Option(help=help_of(_T, "lr"))] = None,
-    bf16: Annotated[bool | None, typer.Option("--bf16/--fp32", help=help_of(_T, "bf16"))] = None,
-    max_steps: Annotated[int | None, typer.Option(help=help_of(_T, "max_steps"))] = None,
-    checkpoint_every: Annotated[int | None, typer.Option(help=help_of(_T, "checkpoint_every"))] = None,
-    seed: Seed = None,
+    train_set: Annotated[str | None, typer.Option(
+        "--train", help="training dataset: " + help_of(_D, "name") + "  [required unless --config gives it]",
+        show_default=False)] = None,
+    eval_sets: Annotated[list[str] | None, typer.Option("--eval", help="another evaluation dataset (repeatable); "
+                                                        "its conversations seen in training are removed")] = None,
+    path: Annotated[str | None, config_option(_D, "path", "--path")] = None,
+    train_pairs: Annotated[int | None, config_option(DataConfig, "train_pairs", "--train-pairs")] = None,
+    eval_pairs: Annotated[int | None, config_option(DataConfig, "eval_pairs", "--eval-pairs")] = None,
+    on_bad_row: OnBadRow = None,
+    backbone: Annotated[str | None, config_option(_M, "backbone", "--backbone")] = None,
+    max_length: Annotated[int | None, config_option(_M, "max_length", "--max-length")] = None,
+    lora_r: Annotated[int | None, typer.Option("--lora-r", help="LoRA rank; 0 = full fine-tune  [default: 0]",
+                                               show_default=False)] = None,
+    epochs: Annotated[float | None, config_option(_T, "epochs", "--epochs")] = None,
+    batch_size: Annotated[int | None, config_option(_T, "batch_size", "--batch-size")] = None,
+    lr: Annotated[float | None, config_option(_T, "lr", "--lr")] = None,
+    bf16: Bf16 = None,
+    max_steps: Annotated[int | None, config_option(_T, "max_steps", "--max-steps")] = None,
+    checkpoint_every: Annotated[int | None, config_option(_T, "checkpoint_every", "--checkpoint-every")] = None,
+    seed: Annotated[int | None, config_option(_T, "seed", "--seed")] = None,
     data_dir: DataDir = None,
     quiet: Quiet = False,
+    overwrite: Overwrite = False,
 ) -> None:
     """Train a Bradley-Terry reward model and evaluate it on held-out pairs."""
     from rewardsmith.config import RunConfig, apply_overrides, load_yaml
-    from rewardsmith.train.run import run_training, summarise_for_console
+    from rewardsmith.errors import ConfigError
+    from rewardsmith.jobs.train import run_train
 
     with handle_errors():
+        if config is None and train_set is None:
+            raise ConfigError("--train is required (a dataset name, `file --path FILE` or `hub --path ID`), or a "
+                              "--config that names one")
         cfg = load_yaml(RunConfig, config) if config else RunConfig()
+        if eval_sets:
+            cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
         apply_overrides(cfg, {
             "data.train.name": train_set, "data.train.path": path, "data.train.on_bad_row": on_bad_row,
             "data.train_pairs": train_pairs, "data.eval_pairs": eval_pairs,
@@ -54,91 +76,84 @@ def train(
             "train.max_steps": max_steps, "train.checkpoint_every": checkpoint_every, "train.seed": seed,
             "train.progress": False if quiet else None,
         })
-        if eval_sets:
-            cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
-        metrics = run_training(cfg, out)
-        _print_table(summarise_for_console(metrics), f"rewardsmith train -> {out}")
+        print_result(run_train(cfg, out, overwrite))
 
 
 @app.command("eval")
 def eval_cmd(
     model: Annotated[Path, typer.Option("--model", "-m", help="a model folder written by rewardsmith train")],
-    datasets: Annotated[list[str], typer.Option("--dataset", "-d", help="dataset to evaluate on (repeatable)")],
+    datasets: Annotated[list[str], typer.Option("--dataset", "-d", help="dataset to evaluate on (repeatable): "
+                                                + help_of(_D, "name"))],
     out: OutDir,
-    split: Annotated[str | None, typer.Option(help=help_of(_D, "split"))] = None,
-    limit: Annotated[int | None, typer.Option(help=help_of(_D, "limit"))] = None,
-    path: Annotated[str | None, typer.Option("--path", help=help_of(_D, "path"))] = None,
+    path: Annotated[str | None, config_option(_D, "path", "--path")] = None,
+    split: Annotated[str | None, config_option(_D, "split", "--split")] = None,
+    limit: Annotated[int | None, config_option(_D, "limit", "--limit")] = None,
+    on_bad_row: OnBadRow = None,
     bf16: Annotated[bool, typer.Option("--bf16/--fp32", help=help_of(_T, "bf16"))] = False,
+    batch_size: Annotated[int, typer.Option("--batch-size", help=help_of(EvalSettings, "batch_size"))] = 64,
     data_dir: DataDir = None,
+    quiet: Quiet = False,
+    overwrite: Overwrite = False,
 ) -> None:
     """Evaluate a saved reward model: accuracy, length rule, length-controlled accuracy, calibration."""
-    from rewardsmith.evaluate.run import evaluate_saved_model
+    from rewardsmith.config import validate
+    from rewardsmith.jobs.train import run_eval
 
     with handle_errors():
-        rows = evaluate_saved_model(model, datasets, out, data_dir=data_dir, split=split, limit=limit, path=path,
-                                    bf16=bf16)
-        _print_table(rows, f"rewardsmith eval -> {out}")
+        sets = [DatasetConfig(name=n, split=split, limit=limit, path=path, on_bad_row=on_bad_row or "error")
+                for n in datasets]
+        for ds in sets:
+            validate(ds)
+        print_result(run_eval(model, sets, out, str(data_dir) if data_dir else None, bf16, batch_size,
+                              progress=not quiet, overwrite=overwrite))
 
 
 @app.command()
 def score(
-    model: Annotated[Path, typer.Option("--model", "-m", help="a model folder written by rewardsmith train")],
+    model: Annotated[Path, typer.Option("--model", "-m", help="a model folder written by rewardsmith train or "
+                                                              "rewardsmith icrm train")],
     input_file: Annotated[Path, typer.Option("--input", "-i", help="JSONL rows with `prompt` and `response` "
-                                             "(scores one text) or `prompt`, `chosen`, `rejected` (scores both)")],
+                                             "(scores one text) or `prompt`, `chosen`, `rejected` (scores both); a "
+                                             "prompt may be plain text, an HH transcript or a chat list")],
     output: Annotated[Path, typer.Option("--output", help="JSONL written with a `reward` (or `reward_chosen`, "
                                          "`reward_rejected`, `p_chosen`) field added")],
     calibration: Annotated[Path | None, typer.Option(help="per-rater maps from `rewardsmith calibrate fit`")] = None,
-    rater: Annotated[str | None, typer.Option(help="rater id whose scale --calibration maps to")] = None,
-    demos: Annotated[Path | None, typer.Option(help="JSONL of demonstrations (prompt, chosen, rejected) that "
-                                               "steer an in-context (ICRM) model")] = None,
-    bf16: Annotated[bool, typer.Option("--bf16/--fp32", help=help_of(_T, "bf16"))] = False,
+    rater: Annotated[str | None, typer.Option(help="rater id whose scale --calibration maps to (an unknown rater "
+                                                   "gets the population map)")] = None,
+    demos: Annotated[Path | None, typer.Option(help="preference file of demonstrations (prompt, chosen, rejected) "
+                                                    "that steer an in-context (ICRM) model")] = None,
+    bf16: Annotated[bool | None, typer.Option("--bf16/--fp32", help="bf16 autocast  [default: as the model was "
+                                                                   "trained]", show_default=False)] = None,
+    batch_size: Annotated[int, typer.Option("--batch-size", help=help_of(EvalSettings, "batch_size"))] = 64,
+    quiet: Quiet = False,
 ) -> None:
     """Score responses with a saved model (optionally mapped to one rater's scale, or steered by demos)."""
-    from rewardsmith.evaluate.run import score_file
+    from rewardsmith.jobs.score import score_file
 
     with handle_errors():
-        n = score_file(model, input_file, output, calibration=calibration, rater=rater, demos=demos, bf16=bf16)
-        typer.echo(f"scored {n} rows -> {output}")
+        print_result(score_file(model, input_file, output, calibration=calibration, rater=rater, demos=demos,
+                                bf16=bf16, batch_size=batch_size, progress=not quiet))
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/demo"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder (resumed when interrupted)")] = Path("runs/demo"),
     quiet: Quiet = False,
+    overwrite: Overwrite = False,
 ) -> None:
-    """The main job on the embedded defaults, offline: weak-to-strong under preference shift on the
-    built-in synthetic suite with the embedded MiniLM."""
-    from rewardsmith.demo import run_demo
+    """The main job on the embedded defaults, offline."""
+    from rewardsmith.jobs.demo import run_demo
 
     with handle_errors():
-        rows, title = run_demo(out, progress=not quiet)
-        _print_table(rows, title)
+        print_result(run_demo(out, progress=not quiet, overwrite=overwrite))
 
 
 @app.command()
 def datasets() -> None:
     """List the registered dataset names."""
-    import rewardsmith.data.adapters  # noqa: F401
-    from rewardsmith.data.registry import DATASETS, load_dataset  # noqa: F401
+    import rewardsmith.data.adapters  # noqa: F401  (fills the registry)
+    from rewardsmith.data.registry import DATASETS
 
     for name in DATASETS.names():
         typer.echo(name)
 
-
-def _print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    rows = list(rows)
-    if not rows:
-        typer.echo(title)
-        return
-    table = Table(title=title)
-    for col in rows[0]:
-        table.add_column(str(col))
-    for row in rows:
-        table.add_row(*[str(row.get(c, "")) for c in rows[0]])
-    console = Console()
-    if not console.is_terminal:  # piped or logged: no 80-column wrapping of the results
-        console = Console(width=200)
-    console.print(table)

@@ -74,7 +74,10 @@ class EncodedText:
 
 
 class PairEncoder:
-    """Encodes (prompt, response) texts under a token budget, caching tokenisation of repeated prompts."""
+    """Encodes (prompt, response) texts under a token budget, caching tokenisation of repeated prompts.
+
+    counts: how many texts were encoded and how many had their prompt or response cut (for run summaries).
+    """
 
     def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64,
                  response_prefix: str = " "):
@@ -88,6 +91,7 @@ class PairEncoder:
         # tokenised as it would be mid-sentence.
         self.response_prefix = response_prefix if not self.template.middle else ""
         self._prompt_cache: dict[str, list[int]] = {}
+        self.counts = {"texts": 0, "prompt_truncated": 0, "response_truncated": 0}
 
     def _tokens(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -116,6 +120,9 @@ class PairEncoder:
         mask = [0] * n_first + [1] * len(response_ids) + [0] * len(t.suffix)
         if not response_ids:  # an empty response still needs one position to pool from
             mask[min(n_first, len(ids) - 1)] = 1
+        self.counts["texts"] += 1
+        self.counts["prompt_truncated"] += int(prompt_cut)
+        self.counts["response_truncated"] += int(response_cut)
         return EncodedText(ids, types, mask, prompt_cut, response_cut)
 
 

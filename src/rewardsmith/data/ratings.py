@@ -596,13 +596,20 @@ def load_ratings(
     if ":" in name and name.split(":", 1)[0] in RATINGS:  # "prism:/path/to/folder"
         kind, where = name.split(":", 1)
         return RATINGS.get(kind)(replace(opts, path=Path(where).expanduser()))
+    if "/" in name or path.suffix.lower() in (".csv", ".parquet", ".jsonl", ".json", ".gz", ".tsv"):
+        raise DataError("ratings file not found", path=path)
     return RATINGS.get(name)(opts)  # raises UnknownNameError listing the known sources
+
+
+def cap_per_rater(frame: pd.DataFrame, n_per_rater: int, seed: int) -> pd.DataFrame:
+    """At most `n_per_rater` randomly chosen rows of each rater of a long ratings frame (seeded), in their
+    original order."""
+    rng = np.random.default_rng(seed)
+    shuffled = frame.iloc[rng.permutation(len(frame))]
+    rank = shuffled.groupby("rater_id", sort=False).cumcount().to_numpy()
+    return shuffled.loc[rank < n_per_rater].sort_index()
 
 
 def subsample_per_rater(table: RatingTable, n_per_rater: int, seed: int) -> RatingTable:
     """Keeps at most `n_per_rater` randomly chosen ratings of each rater (seeded)."""
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(len(table.frame))
-    shuffled = table.frame.iloc[order]
-    rank = shuffled.groupby("rater_id", sort=False).cumcount().to_numpy()
-    return table.with_frame(shuffled.loc[rank < n_per_rater].sort_index())
+    return table.with_frame(cap_per_rater(table.frame, n_per_rater, seed))

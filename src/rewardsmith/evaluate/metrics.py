@@ -20,6 +20,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rewardsmith.stats import bootstrap_indices, length_controlled_value, percentile_interval, sigmoid
+
 FloatArray = NDArray[np.float64]
 CalibrationMode = Literal["top_label", "probability"]
 
@@ -149,26 +151,6 @@ def _check_same_length(**arrays: FloatArray) -> int:
     return next(iter(lengths.values()))
 
 
-def bootstrap_indices(n: int, n_boot: int, seed: int) -> NDArray[np.int64]:
-    """Resampling indices for `n_boot` bootstrap replicates of `n` units: shape (n_boot, n)."""
-    rng = np.random.default_rng(seed)
-    return rng.integers(0, n, size=(n_boot, n))
-
-
-def percentile_interval(replicates: ArrayLike, confidence: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of bootstrap replicates, ignoring NaN replicates; (nan, nan) if none are finite.
-
-    replicates: (n_boot,). Returns (low, high) at quantiles (1 - confidence) / 2 and (1 + confidence) / 2.
-    """
-    reps = np.asarray(replicates, dtype=np.float64)
-    reps = reps[np.isfinite(reps)]
-    if reps.size == 0:
-        return float("nan"), float("nan")
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(reps, [alpha, 1.0 - alpha])
-    return float(low), float(high)
-
-
 def bootstrap_mean(values: ArrayLike, *, scale: float = 100.0, n_boot: int = 1000,
                    confidence: float = 0.95, seed: int = 0) -> Estimate:
     """Mean of per-unit scores with a percentile bootstrap CI, multiplied by `scale`.
@@ -281,20 +263,6 @@ def length_rule_accuracy(chosen_len: ArrayLike, rejected_len: ArrayLike, labels:
     return soft_label_accuracy(lc - lr, labels, n_boot=n_boot, confidence=confidence, seed=seed)
 
 
-def _length_controlled_value(correct: FloatArray, longer: NDArray[np.bool_],
-                             shorter: NDArray[np.bool_]) -> FloatArray:
-    """Mean of the subgroup accuracies along the last axis; NaN where a subgroup is empty.
-
-    correct, longer, shorter: (..., M). Returns (...,) fractions.
-    """
-    n_long = longer.sum(axis=-1)
-    n_short = shorter.sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        acc_long = np.where(n_long > 0, (correct * longer).sum(axis=-1) / n_long, np.nan)
-        acc_short = np.where(n_short > 0, (correct * shorter).sum(axis=-1) / n_short, np.nan)
-    return np.asarray((acc_long + acc_short) / 2.0, dtype=np.float64)
-
-
 def length_controlled_accuracy(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
                                labels: ArrayLike | None = None, *, n_boot: int = 1000,
                                confidence: float = 0.95, seed: int = 0) -> LengthControlled:
@@ -313,10 +281,10 @@ def length_controlled_accuracy(margins: ArrayLike, chosen_len: ArrayLike, reject
     longer = dlen[unequal] > 0
     shorter = ~longer
     n = int(correct.size)
-    value = float(_length_controlled_value(correct, longer, shorter) * 100.0) if n else float("nan")
+    value = float(length_controlled_value(correct, longer) * 100.0) if n else float("nan")
     if n and n_boot > 0:
         idx = bootstrap_indices(n, n_boot, seed)
-        replicates = _length_controlled_value(correct[idx], longer[idx], shorter[idx]) * 100.0
+        replicates = length_controlled_value(correct[idx], longer[idx]) * 100.0
         low, high = percentile_interval(replicates, confidence)
     else:
         low = high = float("nan")
@@ -347,17 +315,6 @@ def prefers_longer_rate(margins: ArrayLike, chosen_len: ArrayLike, rejected_len:
 
 # ----------------------------------------------------------------------------------------------------
 # Calibration
-
-
-def preference_probabilities(margins: ArrayLike) -> FloatArray:
-    """Bradley-Terry preference probabilities p = sigmoid(d), computed stably. margins: (N,) -> (N,)."""
-    d = _as_1d(margins, "margins")
-    out = np.empty_like(d)
-    pos = d >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-d[pos]))
-    exp_d = np.exp(d[~pos])
-    out[~pos] = exp_d / (1.0 + exp_d)
-    return out
 
 
 def _check_probs_outcomes(probs: ArrayLike, outcomes: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
@@ -561,7 +518,7 @@ def evaluate_margins(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: Ar
     rule = length_rule_accuracy(chosen_len, rejected_len, labels, **kwargs)
     controlled = length_controlled_accuracy(d, chosen_len, rejected_len, labels, **kwargs)
     longer = prefers_longer_rate(d, chosen_len, rejected_len, **kwargs)
-    probs = preference_probabilities(d)
+    probs = sigmoid(d)
     outcomes = None if labels is None else _as_1d(labels, "labels")
     return {
         "accuracy": json_float(acc.value), "accuracy_ci": acc.ci,

@@ -1,19 +1,20 @@
-"""Evaluation protocols for a scalar reward model: the standard accuracy block on any pair set, and
-RM-Bench's style matrix where the pairs carry their 3x3 variants."""
+"""Evaluation protocols for a scalar reward model: the standard accuracy block on any pair set (with the
+reliability data a report plots), and RM-Bench's style matrix where the pairs carry their 3x3 variants."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.evaluate.metrics import evaluate_margins, preference_probabilities, reliability_curve
+from rewardsmith.evaluate.metrics import evaluate_margins, reliability_curve
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
-from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.evaluate.scoring import encode_pair_texts, score_encoded, score_pairs
 from rewardsmith.models.reward_model import RewardModel
+from rewardsmith.stats import sigmoid
 
 
 def response_lengths(pairs: Sequence[PreferencePair]) -> tuple[np.ndarray, np.ndarray]:
@@ -28,27 +29,28 @@ def gold_labels(pairs: Sequence[PreferencePair]) -> np.ndarray | None:
     return None if np.all(labels == 1.0) else labels
 
 
-def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], seed: int = 0) -> dict[str, Any]:
+def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], n_boot: int = 1000,
+                   seed: int = 0) -> dict[str, Any]:
+    """The accuracy block of evaluate_margins plus `reliability` (the top-label reliability curve of
+    p = sigmoid(margin), for the report's diagram)."""
     chosen_len, rejected_len = response_lengths(pairs)
-    return evaluate_margins(margins, chosen_len, rejected_len, gold_labels(pairs), seed=seed)
+    labels = gold_labels(pairs)
+    block = evaluate_margins(margins, chosen_len, rejected_len, labels, n_boot=n_boot, seed=seed)
+    block["reliability"] = reliability_curve(sigmoid(margins), labels).to_dict()
+    return block
 
 
 def evaluate_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                   min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False,
-                   plot_path: Path | None = None, progress: bool = False) -> tuple[dict[str, Any], np.ndarray]:
-    """Scores pairs and returns (the accuracy block, margins (N,)). With plot_path, also writes the
-    reliability diagram of p = sigmoid(margin) there."""
-    chosen, rejected = score_pairs(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size, bf16,
-                                   progress=progress)
-    margins = chosen - rejected
-    block = accuracy_block(margins, pairs)
-    if plot_path is not None:
-        from rewardsmith.report.plots import plot_reliability_diagram
-
-        curve = reliability_curve(preference_probabilities(margins), gold_labels(pairs))
-        plot_reliability_diagram(curve.confidence, curve.accuracy, curve.counts, plot_path, edges=curve.edges,
-                                 ece=curve.ece())
-        block["reliability_plot"] = plot_path.name
+                   min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False, n_boot: int = 1000,
+                   progress: str | None = None) -> tuple[dict[str, Any], np.ndarray]:
+    """Scores pairs and returns (the accuracy block with a `truncated` count of texts cut to max_length,
+    margins (N,))."""
+    encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
+    scores = score_encoded(model, encode_pair_texts(encoder, pairs), int(tokenizer.pad_token_id), batch_size, bf16,
+                           progress=progress)
+    margins = scores[0::2] - scores[1::2]
+    block = accuracy_block(margins, pairs, n_boot)
+    block["truncated"] = dict(encoder.counts)
     return block, margins
 
 

@@ -1,8 +1,10 @@
-"""Scoring: rewards for many texts or pairs, batched by length, in inference mode."""
+"""The one batched inference loop: texts sorted by length, padded per batch, run under inference mode (bf16
+autocast on request, heads in fp32), results returned in input order. Reward scoring, ICRM embeddings and the
+server all go through `batched_forward`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -11,39 +13,78 @@ import torch
 
 from rewardsmith.data.collate import EncodedText, PairEncoder, pad_texts, sorted_batches
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.models.reward_model import RewardModel
+from rewardsmith.io.progress import Progress
+from rewardsmith.models.reward_model import PooledBackbone, RewardModel
+
+
+def model_device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+def default_device() -> torch.device:
+    """The first CUDA device when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @torch.inference_mode()
-def score_encoded(model: RewardModel, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
-                  bf16: bool = False, padding_side: str = "right", progress: bool = False) -> np.ndarray:
-    """Rewards (N,) float64 for encoded texts, in input order. Batches are formed by descending length."""
-    model.eval()
-    device = next(model.parameters()).device
-    out = np.zeros(len(texts), dtype=np.float64)
+def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], texts: Sequence[EncodedText],
+                    pad_id: int, device: torch.device, batch_size: int = 64, bf16: bool = False,
+                    padding_side: str = "right", progress: str | None = None) -> torch.Tensor:
+    """forward(pad_texts batch on `device`) -> (B, ...) for every text, batched by descending length.
+
+    Returns (N, ...) float32 on the CPU in input order. progress: a description to show progress under
+    (None: silent)."""
+    if not texts:
+        return torch.zeros(0)
     autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
     batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size))
-    iterator: Any = batches
-    if progress and len(batches) > 1:
-        from rich.progress import track
-
-        iterator = track(batches, description="score", transient=True)
-    with autocast:
-        for idx in iterator:
+    out: torch.Tensor | None = None
+    done = 0
+    with Progress(progress or "", len(texts), enabled=progress is not None and len(batches) > 1,
+                  unit="texts") as bar, autocast:
+        for idx in batches:
             batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id, padding_side).items()}
-            out[idx] = model(batch).rewards.float().cpu().numpy()
+            values = forward(batch).float().cpu()
+            if out is None:
+                out = torch.zeros((len(texts), *values.shape[1:]), dtype=torch.float32)
+            out[torch.as_tensor(idx)] = values
+            done += len(idx)
+            bar.update(done)
+    assert out is not None
     return out
 
 
-def score_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False,
-                padding_side: str = "right", progress: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Rewards of the chosen (N,) and rejected (N,) responses of each pair."""
-    encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
+def score_encoded(model: RewardModel, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
+                  bf16: bool = False, padding_side: str = "right", progress: str | None = None) -> np.ndarray:
+    """Rewards (N,) float64 of encoded texts, in input order."""
+    model.eval()
+    rewards = batched_forward(lambda b: model(b).rewards, texts, pad_id, model_device(model), batch_size, bf16,
+                              padding_side, progress)
+    return rewards.double().numpy()
+
+
+def embed_encoded(model: PooledBackbone, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
+                  bf16: bool = False, progress: str | None = None) -> torch.Tensor:
+    """Pooled representations (N, H) float32 of encoded texts, in input order."""
+    model.eval()
+    out = batched_forward(model.embed, texts, pad_id, model_device(model), batch_size, bf16, "right", progress)
+    return out if len(texts) else torch.zeros(0, model.hidden_size)
+
+
+def encode_pair_texts(encoder: PairEncoder, pairs: Sequence[PreferencePair]) -> list[EncodedText]:
+    """[chosen_0, rejected_0, chosen_1, ...]: both sides of every pair, encoded."""
     texts: list[EncodedText] = []
     for p in pairs:
         prompt = p.prompt_text()
         texts.append(encoder.encode(prompt, p.chosen))
         texts.append(encoder.encode(prompt, p.rejected))
+    return texts
+
+
+def score_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
+                min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False,
+                padding_side: str = "right", progress: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Rewards of the chosen (N,) and rejected (N,) responses of each pair."""
+    texts = encode_pair_texts(PairEncoder(tokenizer, max_length, min_prompt_tokens), pairs)
     scores = score_encoded(model, texts, int(tokenizer.pad_token_id), batch_size, bf16, padding_side, progress)
     return scores[0::2], scores[1::2]

@@ -3,53 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save
 
-from rewardsmith.data.collate import PairEncoder, pad_texts, sorted_batches
+from rewardsmith.config import ICRMModelConfig
+from rewardsmith.data.collate import PairEncoder, pad_texts
 from rewardsmith.data.schema import stable_hash
+from rewardsmith.evaluate.scoring import embed_encoded
 from rewardsmith.icrm.episodes import Episode, PairPool
-from rewardsmith.icrm.model import BetaRewardModel, BetaScores
-from rewardsmith.train.checkpoint import save_checkpoint
+from rewardsmith.io.atomic import atomic_write_bytes
+from rewardsmith.losses.beta_elbo import beta_posterior
+from rewardsmith.models.beta import BetaRewardModel, BetaScores
 
 CONCAT_HEADER = "Examples of the preferred standard."
 
 
-@torch.inference_mode()
-def embed_texts(
-    model: BetaRewardModel,
-    encoder: PairEncoder,
-    items: Sequence[tuple[str, str]],
-    batch_size: int = 64,
-    bf16: bool = False,
-    progress: bool = False,
-    description: str = "embed",
-) -> torch.Tensor:
+def embed_texts(model: BetaRewardModel, encoder: PairEncoder, items: Sequence[tuple[str, str]], batch_size: int = 64,
+                bf16: bool = False, progress: str | None = None) -> torch.Tensor:
     """Pooled embeddings (N, H) float32 of (prompt, response) texts, in input order."""
-    model.eval()
-    device = next(model.parameters()).device
     texts = [encoder.encode(prompt, response) for prompt, response in items]
-    out = torch.zeros(len(texts), model.hidden_size, dtype=torch.float32)
-    if not texts:
-        return out
-    pad_id = int(encoder.tokenizer.pad_token_id)
-    autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-    batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size))
-    iterator: Any = batches
-    if progress and len(batches) > 1:
-        from rich.progress import track
-
-        iterator = track(batches, description=description, transient=True)
-    with autocast:
-        for idx in iterator:
-            batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id).items()}
-            out[idx] = model.embed(batch).float().cpu()
-    return out
+    return embed_encoded(model, texts, int(encoder.tokenizer.pad_token_id), batch_size, bf16, progress)
 
 
 @dataclass
@@ -60,6 +38,12 @@ class PoolEmbeddings:
     rejected: torch.Tensor
 
 
+def embedding_settings(model_cfg: ICRMModelConfig, bf16: bool) -> str:
+    """Everything an embedding depends on besides the texts (part of the cache fingerprint)."""
+    m = model_cfg
+    return f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{bf16}"
+
+
 def pool_fingerprint(pool: PairPool, settings: str) -> str:
     """Changes whenever the pairs' texts or the embedding settings change (a stale cache is never reused);
     the pool's name does not enter, so a renamed view of the same pairs shares the cache."""
@@ -67,31 +51,29 @@ def pool_fingerprint(pool: PairPool, settings: str) -> str:
     return stable_hash(f"{settings}::{len(pool)}::{texts}")
 
 
-def embed_pool(
-    model: BetaRewardModel,
-    encoder: PairEncoder,
-    pool: PairPool,
-    batch_size: int = 64,
-    bf16: bool = False,
-    progress: bool = False,
-    cache_dir: str | Path | None = None,
-    settings: str = "",
-) -> PoolEmbeddings:
-    """Embeds every pair of `pool` once; with cache_dir, reads/writes `<fingerprint>.pt` there (atomic)."""
+def embed_pool(model: BetaRewardModel, encoder: PairEncoder, pool: PairPool, batch_size: int = 64,
+               bf16: bool = False, progress: bool = False, cache_dir: str | Path | None = None,
+               settings: str = "") -> PoolEmbeddings:
+    """Embeds every pair of `pool` once; with cache_dir, reads/writes `<fingerprint>.safetensors` there
+    (atomic, pickle-free)."""
     path = None
     if cache_dir is not None:
-        path = Path(cache_dir) / f"{pool_fingerprint(pool, settings)[:20]}.pt"
+        path = Path(cache_dir) / f"{pool_fingerprint(pool, settings)[:20]}.safetensors"
         if path.exists():
-            state = torch.load(path, map_location="cpu")
-            return PoolEmbeddings(state["chosen"], state["rejected"])
+            try:
+                state = load_file(str(path))
+                return PoolEmbeddings(state["chosen"], state["rejected"])
+            except (SafetensorError, OSError, KeyError):
+                path.unlink(missing_ok=True)  # a torn or foreign cache file: recompute it
     items: list[tuple[str, str]] = []
     for p in pool.pairs:
         prompt = p.prompt_text()
         items += [(prompt, p.chosen), (prompt, p.rejected)]
-    emb = embed_texts(model, encoder, items, batch_size, bf16, progress, description=f"embed {pool.name}")
+    emb = embed_texts(model, encoder, items, batch_size, bf16, f"embed {pool.name}" if progress else None)
     out = PoolEmbeddings(emb[0::2].contiguous(), emb[1::2].contiguous())
     if path is not None:
-        save_checkpoint(path, {"chosen": out.chosen, "rejected": out.rejected})
+        atomic_write_bytes(path, lambda fh: fh.write(save(
+            {"chosen": out.chosen.contiguous(), "rejected": out.rejected.contiguous()})))
     return out
 
 
@@ -141,14 +123,6 @@ def set_episode_tensors(
     }
 
 
-def set_scores(model: BetaRewardModel, tensors: dict[str, torch.Tensor]) -> BetaScores:
-    """Scores of a set-mode batch built by set_episode_tensors (moved to the model's device)."""
-    device = next(model.parameters()).device
-    tensors = {k: v.to(device) for k, v in tensors.items()}
-    context, n = model.context(tensors["demo_preferred"], tensors["demo_other"], tensors["demo_mask"])
-    return model.score_embeddings(tensors["first"], tensors["second"], context, n)
-
-
 def concat_prompt(demos: Sequence[tuple[str, str, str]], target_prompt: str) -> str:
     """The context a concat-mode model reads: each demonstration (prompt, preferred, other) serialised, then
     the target prompt. PairEncoder keeps the end of a long prompt, so the earliest demonstrations are the
@@ -189,22 +163,9 @@ def concat_episode_batch(
     return batch, labels
 
 
-def concat_scores(model: BetaRewardModel, batch: dict[str, torch.Tensor]) -> BetaScores:
-    """Scores of a concat-mode batch built by concat_episode_batch (moved to the model's device)."""
-    device = next(model.parameters()).device
-    u, s = model.concat_heads({k: v.to(device) for k, v in batch.items()})
-    half = u.shape[0] // 2
-    return BetaScores(u[:half], u[half:], s[:half], s[half:])
-
-
 def to_numpy(scores: BetaScores) -> dict[str, np.ndarray]:
-    """u_first, u_second, s_first, s_second, mu, tau as float64 arrays (B,)."""
-    fields = {
-        "u_first": scores.u_first,
-        "u_second": scores.u_second,
-        "s_first": scores.s_first,
-        "s_second": scores.s_second,
-        "mu": scores.mu,
-        "tau": scores.tau,
-    }
+    """u_first, u_second, s_first, s_second and the Beta posterior's mu and tau as float64 arrays (B,)."""
+    post = beta_posterior(scores.u_first, scores.u_second, scores.s_first, scores.s_second)
+    fields = {"u_first": scores.u_first, "u_second": scores.u_second, "s_first": scores.s_first,
+              "s_second": scores.s_second, "mu": post.mu, "tau": post.tau}
     return {k: v.detach().double().cpu().numpy() for k, v in fields.items()}

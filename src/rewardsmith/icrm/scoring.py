@@ -7,7 +7,6 @@ scoring P pairs under N demonstrations costs 2P + 2N backbone passes instead of 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +15,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardsmith.data.collate import PairEncoder, pad_texts, sorted_batches
+from rewardsmith.data.collate import PairEncoder
+from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair, stable_hash, user_prompt
-from rewardsmith.errors import DataError
+from rewardsmith.errors import ConfigError
+from rewardsmith.evaluate.scoring import batched_forward, default_device
 from rewardsmith.icrm.features import concat_prompt, embed_texts
-from rewardsmith.icrm.model import BetaRewardModel, load_beta_reward_model
+from rewardsmith.losses.beta_elbo import beta_posterior
+from rewardsmith.models.beta import BetaRewardModel
+from rewardsmith.models.factory import load_model
 
 
 def demo_key(demos: Sequence[PreferencePair]) -> str:
@@ -52,21 +55,15 @@ class DemoCache:
 
 @dataclass
 class PairScores:
-    """Per pair (P,) float64: utilities and confidences of chosen and rejected, posterior mean mu =
-    P(chosen preferred) and concentration tau."""
+    """Per pair (P,) float64: utilities and confidences of chosen and rejected, and the Beta posterior's mean
+    mu = P(chosen preferred) and concentration tau."""
 
     u_chosen: np.ndarray
     u_rejected: np.ndarray
     s_chosen: np.ndarray
     s_rejected: np.ndarray
-
-    @property
-    def mu(self) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-(self.u_chosen - self.u_rejected)))
-
-    @property
-    def tau(self) -> np.ndarray:
-        return np.logaddexp(0, self.s_chosen) + np.logaddexp(0, self.s_rejected) + 1.0
+    mu: np.ndarray
+    tau: np.ndarray
 
 
 class ICRMScorer:
@@ -126,12 +123,9 @@ class ICRMScorer:
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
         texts = [(concat_prompt(demo_triples, prompt), response) for prompt, response in items]
         encoded = [self.encoder.encode(p, r) for p, r in texts]
-        u_out, s_out = np.zeros(len(items)), np.zeros(len(items))
-        for idx in sorted_batches([len(t.input_ids) for t in encoded], self.batch_size):
-            batch = pad_texts([encoded[i] for i in idx], int(self.encoder.tokenizer.pad_token_id))
-            u, s = self.model.concat_heads({k: v.to(self.device) for k, v in batch.items()})
-            u_out[idx], s_out[idx] = u.double().cpu().numpy(), s.double().cpu().numpy()
-        return u_out, s_out
+        out = batched_forward(lambda b: torch.stack(self.model.concat_heads(b), dim=-1), encoded,
+                              int(self.encoder.tokenizer.pad_token_id), self.device, self.batch_size, self.bf16)
+        return out[:, 0].double().numpy(), out[:, 1].double().numpy()
 
     def score_pairs(
         self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()
@@ -142,71 +136,27 @@ class ICRMScorer:
             prompt = p.prompt_text()
             items += [(prompt, p.chosen), (prompt, p.rejected)]
         u, s = self.score_texts(items, demos)
-        return PairScores(u[0::2], u[1::2], s[0::2], s[1::2])
+        t = {k: torch.from_numpy(v) for k, v in {"u1": u[0::2], "u2": u[1::2], "s1": s[0::2], "s2": s[1::2]}.items()}
+        post = beta_posterior(t["u1"], t["u2"], t["s1"], t["s2"])
+        return PairScores(u[0::2], u[1::2], s[0::2], s[1::2], post.mu.double().numpy(), post.tau.double().numpy())
 
 
 def read_demos(path: str | Path) -> list[PreferencePair]:
-    """Demonstrations from a JSON Lines file (or a JSON array): {"prompt", "chosen", "rejected"} per row;
-    "prompt" is the user's message."""
-    path = Path(path)
-    if not path.exists():
-        raise DataError("demonstrations file not found", path=path)
-    text = path.read_text(encoding="utf-8")
-    try:
-        rows = (
-            json.loads(text)
-            if text.lstrip().startswith("[")
-            else [json.loads(line) for line in text.splitlines() if line.strip()]
-        )
-    except json.JSONDecodeError as exc:
-        raise DataError(f"invalid JSON ({exc.msg}, line {exc.lineno})", path=path) from None
-    demos = []
-    for i, row in enumerate(rows, start=1):
-        if not isinstance(row, dict):
-            raise DataError("expected an object", path=path, row=i)
-        for key in ("prompt", "chosen", "rejected"):
-            if not isinstance(row.get(key), str):
-                raise DataError("missing or not a string", path=path, row=i, field=key)
-        demos.append(PreferencePair(user_prompt(row["prompt"]), row["chosen"], row["rejected"]))
-    return demos
+    """Demonstrations from a preference file: any format the `file` dataset reads (JSONL / JSON / Parquet /
+    CSV rows with prompt, chosen, rejected; HH transcripts; chat lists), malformed rows an error."""
+    return load_dataset("file", path=path).pairs
 
 
-def score_with_demos(
-    model_dir: str | Path,
-    pairs_or_texts: Sequence[PreferencePair] | Sequence[tuple[str, str]],
-    demos_file: str | Path | None = None,
-    batch_size: int = 64,
-    bf16: bool | None = None,
-) -> dict[str, np.ndarray]:
-    """Scores with a saved ICRM steered by the demonstrations in demos_file (None: no demonstrations).
-
-    bf16: autocast the backbone; None = as the model was trained (its config), so scores match training.
-
-    pairs_or_texts: PreferencePairs, or (prompt text, response) tuples where the prompt text is a
-    PreferencePair.prompt_text() rendering or a plain user message.
-    Returns for pairs: {"chosen", "rejected"} utilities, {"confidence_chosen", "confidence_rejected"},
-    "mu" = P(chosen preferred) and "tau", each (P,); for texts: {"utility", "confidence"}, each (M,).
-    """
-    model, tokenizer, cfg = load_beta_reward_model(model_dir)
-    model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    use_bf16 = cfg.bf16 if bf16 is None else bf16
-    scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, use_bf16)
-    demos = read_demos(demos_file) if demos_file else []
-    items = list(pairs_or_texts)
-    if items and isinstance(items[0], PreferencePair):
-        s = scorer.score_pairs(items, demos)  # type: ignore[arg-type]  # checked: PreferencePairs
-        return {
-            "chosen": s.u_chosen,
-            "rejected": s.u_rejected,
-            "confidence_chosen": s.s_chosen,
-            "confidence_rejected": s.s_rejected,
-            "mu": s.mu,
-            "tau": s.tau,
-        }
-    raw: list[tuple[str, str]] = items  # type: ignore[assignment]
-    texts = [(p if p.startswith("\n\nHuman:") else user_prompt_text(p), r) for p, r in raw]
-    u, conf = scorer.score_texts(texts, demos)
-    return {"utility": u, "confidence": conf}
+def load_scorer(model_dir: str | Path, batch_size: int = 64, bf16: bool | None = None) -> ICRMScorer:
+    """An ICRMScorer of a saved ICRM on the first CUDA device (else the CPU). bf16: autocast the backbone;
+    None = as the model was trained, so scores match training."""
+    model, tokenizer, meta = load_model(model_dir)
+    if meta["model_type"] != "icrm":
+        raise ConfigError(f"{model_dir}: a scalar reward model, not an in-context (ICRM) model")
+    cfg = meta["model_config"]
+    model.to(default_device())
+    use_bf16 = bool(meta.get("bf16", False)) if bf16 is None else bf16
+    return ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, use_bf16)
 
 
 def user_prompt_text(message: str) -> str:

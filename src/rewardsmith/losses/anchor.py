@@ -33,11 +33,14 @@ def anchor_loss(
     student_states: Mapping[int, torch.Tensor],
     reference_states: Mapping[int, torch.Tensor],
     response_mask: torch.Tensor,
+    normalise: bool = False,
 ) -> LossResult:
     """Anchor loss averaged over the anchored layers, with the drift of each layer as a logged term.
 
     student_states, reference_states: layer -> (N, T, H) with the same layers; response_mask: (N, T)
-    bool. Returns total = mean over layers of masked_mse, terms "anchor" and "anchor_drift.L<layer>".
+    bool. normalise: divide each layer's MSE by the masked mean square of its reference states (a relative
+    drift, comparable across layers and model widths). Returns total = mean over layers, terms "anchor" and
+    "anchor_drift.L<layer>" (the raw MSE of each layer).
     """
     if set(student_states) != set(reference_states) or not student_states:
         raise ValueError(
@@ -47,7 +50,12 @@ def anchor_loss(
         layer: masked_mse(student_states[layer], reference_states[layer], response_mask)
         for layer in sorted(student_states)
     }
-    total = torch.stack(list(drifts.values())).mean()
+    parts = list(drifts.values())
+    if normalise:
+        zeros = {layer: torch.zeros_like(reference_states[layer]) for layer in drifts}
+        parts = [drifts[layer] / masked_mse(reference_states[layer], zeros[layer], response_mask).clamp(min=1e-12)
+                 for layer in drifts]
+    total = torch.stack(parts).mean()
     terms = {"anchor": float(total.detach())}
     terms.update({f"anchor_drift.L{layer}": float(v.detach()) for layer, v in drifts.items()})
     return LossResult(total, terms)

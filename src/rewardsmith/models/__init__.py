@@ -1,6 +1,18 @@
-"""Reward models: backbone resolution, the scalar-head RewardModel, building, saving and loading."""
+"""Models: backbone resolution, the pooled backbone every model shares, the scalar RewardModel, the in-context
+BetaRewardModel, and one build / save / load for both."""
 
-from rewardsmith.models.factory import build_reward_model, load_reward_model, save_reward_model
-from rewardsmith.models.reward_model import RewardModel, RewardOutput
+from rewardsmith.models.beta import BetaRewardModel, BetaScores
+from rewardsmith.models.factory import build_model, build_reward_model, load_model, save_model
+from rewardsmith.models.reward_model import PooledBackbone, RewardModel, RewardOutput
 
-__all__ = ["RewardModel", "RewardOutput", "build_reward_model", "load_reward_model", "save_reward_model"]
+__all__ = [
+    "BetaRewardModel",
+    "BetaScores",
+    "PooledBackbone",
+    "RewardModel",
+    "RewardOutput",
+    "build_model",
+    "build_reward_model",
+    "load_model",
+    "save_model",
+]

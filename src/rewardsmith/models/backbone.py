@@ -71,7 +71,16 @@ def _load_pretrained(path: str | Path, **kwargs: Any) -> LoadedBackbone:
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RewardsmithError(f"cannot load backbone {str(path)!r}: {first}") from None
-    return LoadedBackbone(model, tokenizer, _kind_of(model.config), str(path))
+    return LoadedBackbone(strip_pooler(model), tokenizer, _kind_of(model.config), str(path))
+
+
+def strip_pooler(model: Any) -> Any:
+    """Drops a BERT-style pooler ([CLS] dense + tanh): rewardsmith pools the hidden states itself, so the pooler
+    is never used, costs a matmul per forward and leaves parameters without gradients (which distributed
+    data-parallel training refuses)."""
+    if getattr(model, "pooler", None) is not None:
+        model.pooler = None
+    return model
 
 
 @BACKBONES.register("minilm")

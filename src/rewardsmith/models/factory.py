@@ -1,4 +1,17 @@
-"""Builds a RewardModel from a ModelConfig, saves it as a Hugging Face folder and loads it back."""
+"""Building, saving and loading every rewardsmith model kind: the scalar RewardModel ("reward") and the in-context
+BetaRewardModel ("icrm"). One folder format for both:
+
+    rewardsmith.json         format, model type, pooling, kind, how the backbone is stored, the model config
+    heads.safetensors        every parameter outside the backbone (the reward head, or the ICRM heads)
+    tokenizer files
+    backbone, one of: config.json + model.safetensors (full fine-tune; decoders with last-token pooling as
+                      *ForSequenceClassification, loadable by AutoModelForSequenceClassification),
+                      adapter_model.safetensors (LoRA: the base backbone is named in rewardsmith.json),
+                      nothing (a frozen backbone is named in rewardsmith.json and resolved again on load)
+
+A folder is written atomically (a temporary folder renamed into place); loading reads safetensors and JSON
+only and turns every unreadable part into a one-line CheckpointError.
+"""
 
 from __future__ import annotations
 
@@ -7,16 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from rewardsmith.config import LoraSettings, ModelConfig, from_dict, to_dict
-from rewardsmith.errors import CheckpointError
-from rewardsmith.models.backbone import load_backbone, quiet_transformers
-from rewardsmith.models.reward_model import RewardModel
-from rewardsmith.train.checkpoint import atomic_folder
+from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, from_dict, to_dict
+from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError
+from rewardsmith.io.atomic import atomic_folder
+from rewardsmith.models.backbone import load_backbone, quiet_transformers, strip_pooler
+from rewardsmith.models.beta import BetaRewardModel
+from rewardsmith.models.reward_model import PooledBackbone, RewardModel
 
 META_FILE = "rewardsmith.json"
-HEAD_FILE = "reward_head.safetensors"
+HEADS_FILE = "heads.safetensors"
+FORMAT = "rewardsmith.model/1"
+MODEL_TYPES = ("reward", "icrm")
 
 
 def resolve_pooling(pooling: str, kind: str) -> str:
@@ -25,8 +42,12 @@ def resolve_pooling(pooling: str, kind: str) -> str:
     return pooling
 
 
-def apply_lora(model: RewardModel, lora: LoraSettings) -> None:
-    """Wraps the backbone in a peft LoRA adapter; the scalar head stays fully trainable."""
+def model_type_of(model: PooledBackbone) -> str:
+    return "icrm" if isinstance(model, BetaRewardModel) else "reward"
+
+
+def apply_lora(model: PooledBackbone, lora: LoraSettings) -> None:
+    """Wraps the backbone in a peft LoRA adapter; the heads stay fully trainable."""
     from peft import LoraConfig, get_peft_model
 
     targets: Any = list(lora.target_modules) or None
@@ -37,53 +58,71 @@ def apply_lora(model: RewardModel, lora: LoraSettings) -> None:
     model.backbone = get_peft_model(model.backbone, config)
 
 
-def build_reward_model(cfg: ModelConfig, seed: int = 0) -> tuple[RewardModel, Any]:
-    """A RewardModel with a freshly initialised head (seeded) and its tokenizer."""
+def is_lora(model: PooledBackbone) -> bool:
+    return hasattr(model.backbone, "peft_config")
+
+
+def _assemble(cfg: ModelConfig, backbone: Any, kind: str) -> PooledBackbone:
+    pooling = resolve_pooling(cfg.pooling, kind)
+    if isinstance(cfg, ICRMModelConfig):
+        return BetaRewardModel(backbone, pooling, kind, cfg.backbone, cfg.mode, cfg.context_dim, cfg.hidden_dim)
+    return RewardModel(backbone, pooling, kind, cfg.backbone)
+
+
+def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
+    """A model with freshly initialised heads (seeded) and its tokenizer: a BetaRewardModel for an
+    ICRMModelConfig, else a RewardModel. LoRA and freezing as configured."""
+    if isinstance(cfg, ICRMModelConfig) and cfg.mode == "set" and not cfg.freeze_backbone:
+        raise ConfigError("set-mode training reads cached embeddings: set model.freeze_backbone: true "
+                          "(concat mode fine-tunes the backbone)")
     loaded = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout)
     torch.manual_seed(seed)
-    model = RewardModel(loaded.model, resolve_pooling(cfg.pooling, loaded.kind), loaded.kind, cfg.backbone)
+    model = _assemble(cfg, loaded.model, loaded.kind)
     if cfg.lora.r > 0:
         apply_lora(model, cfg.lora)
     if cfg.freeze_backbone:
-        for p in model.backbone.parameters():
-            p.requires_grad_(False)
+        model.backbone.requires_grad_(False)
     if loaded.tokenizer.pad_token_id is None:
         loaded.tokenizer.pad_token = loaded.tokenizer.eos_token
     return model, loaded.tokenizer
 
 
-def is_lora(model: RewardModel) -> bool:
-    return hasattr(model.backbone, "peft_config")
+def build_reward_model(cfg: ModelConfig, seed: int = 0) -> tuple[RewardModel, Any]:
+    """build_model for a scalar reward model (typed for callers that need a RewardModel)."""
+    if isinstance(cfg, ICRMModelConfig):
+        raise ConfigError("build_reward_model takes a ModelConfig, not an ICRM model config")
+    model, tokenizer = build_model(cfg, seed)
+    return model, tokenizer
 
 
-def save_reward_model(model: RewardModel, tokenizer: Any, out_dir: str | Path, cfg: ModelConfig,
-                      extra: dict[str, Any] | None = None) -> Path:
-    """Writes a Hugging Face folder atomically (temp folder, then rename).
+# ----------------------------------------------------------------------------------------------------
+# Saving
 
-    Full fine-tune: the backbone's config.json + model.safetensors (loadable with AutoModel), the head in
-    reward_head.safetensors. Decoders with last-token pooling are also written as
-    *ForSequenceClassification (num_labels=1, `score` = the head), so AutoModelForSequenceClassification
-    and RewardBench-style tools score them directly. LoRA: the adapter (adapter_model.safetensors) plus the
-    head; the base backbone is named in rewardsmith.json and resolved again on load.
-    """
+
+def save_model(model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: ModelConfig,
+               extra: dict[str, Any] | None = None) -> Path:
+    """Writes the model folder described in the module docstring, atomically. Returns out_dir."""
     out_dir = Path(out_dir)
     with atomic_folder(out_dir) as tmp:
-        exported_as = _save_backbone(model, tmp)
+        storage = _save_backbone(model, cfg, tmp)
         tokenizer.save_pretrained(str(tmp))
-        save_file({"weight": model.head.weight.detach().float().cpu().contiguous()}, str(tmp / HEAD_FILE))
-        meta = {"format": "rewardsmith-reward-model", "version": 1, "pooling": model.pooling, "kind": model.kind,
-                "lora": is_lora(model), "exported_as": exported_as, "model_config": to_dict(cfg),
-                **(extra or {})}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2))
+        heads = {k: v.detach().float().cpu().contiguous().clone() for k, v in model.state_dict().items()
+                 if not k.startswith("backbone.")}
+        save_file(heads, str(tmp / HEADS_FILE))
+        meta = {"format": FORMAT, "model_type": model_type_of(model), "pooling": model.pooling,
+                "kind": model.kind, "backbone_storage": storage, "model_config": to_dict(cfg), **(extra or {})}
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
     return out_dir
 
 
-def _save_backbone(model: RewardModel, folder: Path) -> str:
+def _save_backbone(model: PooledBackbone, cfg: ModelConfig, folder: Path) -> str:
     backbone = model.backbone
     if is_lora(model):
-        backbone.save_pretrained(str(folder))  # adapter only
-        return "peft-adapter"
-    if model.kind == "decoder" and model.pooling == "last":
+        backbone.save_pretrained(str(folder))  # the adapter only
+        return "lora-adapter"
+    if cfg.freeze_backbone:
+        return "named"
+    if isinstance(model, RewardModel) and model.kind == "decoder" and model.pooling == "last":
         from transformers import AutoModelForSequenceClassification
 
         config = backbone.config.__class__.from_dict(backbone.config.to_dict())
@@ -96,31 +135,76 @@ def _save_backbone(model: RewardModel, folder: Path) -> str:
         seq.save_pretrained(str(folder))
         return "sequence-classification"
     backbone.save_pretrained(str(folder))
-    return "base-model"
+    return "full"
 
 
-def load_reward_model(folder: str | Path) -> tuple[RewardModel, Any, dict[str, Any]]:
-    """Loads a folder written by save_reward_model. Returns (model in eval mode, tokenizer, metadata)."""
+# ----------------------------------------------------------------------------------------------------
+# Loading
+
+
+def read_model_meta(folder: str | Path) -> dict[str, Any]:
+    """The parsed rewardsmith.json of a model folder, checked; CheckpointError naming the file otherwise."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder}: model folder not found")
+    path = folder / META_FILE
+    if not path.exists():
+        raise CheckpointError(f"{folder}: not a rewardsmith model folder (no {META_FILE})")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path}: unreadable ({type(exc).__name__})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("model_type") not in MODEL_TYPES:
+        raise CheckpointError(f"{path}: not a {FORMAT} model description")
+    config_cls = ICRMModelConfig if meta["model_type"] == "icrm" else ModelConfig
+    try:
+        meta["model_config"] = from_dict(config_cls, meta.get("model_config"))
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    return meta
+
+
+def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
+    """Loads a folder written by save_model. Returns (model in eval mode, tokenizer, metadata) with
+    metadata["model_config"] the parsed ModelConfig / ICRMModelConfig."""
     from transformers import AutoModel, AutoTokenizer
 
     quiet_transformers()
     folder = Path(folder)
-    meta_path = folder / META_FILE
-    if not meta_path.exists():
-        raise CheckpointError(f"{folder}: not a rewardsmith model folder (no {META_FILE})")
-    meta = json.loads(meta_path.read_text())
-    cfg = from_dict(ModelConfig, meta["model_config"])
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    if meta["lora"]:
-        from peft import PeftModel
+    meta = read_model_meta(folder)
+    cfg: ModelConfig = meta["model_config"]
+    heads_path = folder / HEADS_FILE
+    if not heads_path.exists():
+        raise CheckpointError(f"{folder}: missing {HEADS_FILE}")
+    try:
+        heads = load_file(str(heads_path))
+    except (SafetensorError, OSError) as exc:
+        raise CheckpointError(f"{heads_path}: unreadable ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        storage = meta.get("backbone_storage")
+        if storage == "named":
+            backbone = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
+        elif storage == "lora-adapter":
+            from peft import PeftModel
 
-        base = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
-        backbone: Any = PeftModel.from_pretrained(base, str(folder))
-    else:
-        backbone = AutoModel.from_pretrained(str(folder))
-    model = RewardModel(backbone, meta["pooling"], meta["kind"], cfg.backbone)
-    head = load_file(str(folder / HEAD_FILE))
-    model.head.weight.data.copy_(head["weight"])
+            base = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
+            backbone = PeftModel.from_pretrained(base, str(folder))
+        elif storage in ("full", "sequence-classification"):
+            backbone = strip_pooler(AutoModel.from_pretrained(str(folder)))
+        else:
+            raise CheckpointError(f"{folder / META_FILE}: unknown backbone_storage {storage!r}")
+    except (OSError, ValueError, SafetensorError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointError(f"{folder}: cannot load the backbone ({first})") from None
+    except RewardsmithError as exc:
+        raise CheckpointError(f"{folder}: {exc}") from None
+    model = _assemble(cfg, backbone, meta["kind"])
+    model.pooling = meta["pooling"]
+    missing, unexpected = model.load_state_dict(heads, strict=False)
+    bad_missing = [k for k in missing if not k.startswith("backbone.")]
+    if unexpected or bad_missing:
+        raise CheckpointError(f"{heads_path}: heads do not match the model config ({(unexpected or bad_missing)[0]})")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return model.eval(), tokenizer, meta

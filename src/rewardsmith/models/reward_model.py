@@ -1,4 +1,6 @@
-"""RewardModel: a transformers backbone plus a scalar head, pooled over the response."""
+"""The models rewardsmith trains share one part: a transformers backbone whose last hidden state is pooled
+over the response (PooledBackbone). RewardModel adds a scalar head; BetaRewardModel (models/beta.py) adds
+the in-context utility and confidence heads."""
 
 from __future__ import annotations
 
@@ -44,11 +46,11 @@ def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, response_mask: torc
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
 
 
-class RewardModel(nn.Module):
-    """backbone -> pooled response representation (fp32) -> linear head -> scalar reward per sequence.
+class PooledBackbone(nn.Module):
+    """backbone -> hidden states -> response-pooled representation (B, H) in float32.
 
-    The head has no bias: Bradley-Terry sees only reward differences, and without it the weights match
-    transformers' *ForSequenceClassification `score` layer for decoder export.
+    Subclasses add heads; `head_parameters()` lists the parameters outside the backbone (the trainer gives
+    them their own learning rate, and a saved model stores them in heads.safetensors).
     """
 
     def __init__(self, backbone: Any, pooling: str = "mean", kind: str = "encoder", backbone_name: str = ""):
@@ -59,18 +61,23 @@ class RewardModel(nn.Module):
         self.pooling = pooling
         self.kind = kind
         self.backbone_name = backbone_name
-        hidden_size = int(backbone.config.hidden_size)
-        self.head = nn.Linear(hidden_size, 1, bias=False)
-        nn.init.normal_(self.head.weight, std=1.0 / hidden_size**0.5)
-        self.head.float()
 
     @property
     def config(self) -> Any:
         return self.backbone.config
 
+    @property
+    def hidden_size(self) -> int:
+        return int(self.backbone.config.hidden_size)
+
+    def head_parameters(self) -> list[nn.Parameter]:
+        """Trainable parameters outside the backbone."""
+        return [p for name, p in self.named_parameters() if not name.startswith("backbone.")]
+
     def encode(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
                ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
-        """Runs the backbone. Returns the last hidden state (B, T, H) and the requested layers."""
+        """Runs the backbone on pad_texts tensors (B, T). Returns the last hidden state (B, T, H) and the
+        requested layers (index 0 = embeddings, L = last; negative counts from the end)."""
         kwargs: dict[str, Any] = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
                                   "position_ids": batch["position_ids"]}
         if self.kind == "encoder" and "token_type_ids" in batch and getattr(self.config, "type_vocab_size", 0) > 1:
@@ -82,6 +89,25 @@ class RewardModel(nn.Module):
             n = len(out.hidden_states)
             states = {layer: out.hidden_states[layer if layer >= 0 else n + layer] for layer in hidden_layers}
         return out.last_hidden_state, states
+
+    def embed(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Pooled representation (B, H) float32 of pad_texts tensors."""
+        last, _ = self.encode(batch)
+        return pool(last, batch["attention_mask"], batch["response_mask"], self.pooling)
+
+
+class RewardModel(PooledBackbone):
+    """PooledBackbone -> linear head -> scalar reward per sequence.
+
+    The head has no bias: Bradley-Terry sees only reward differences, and without it the weights match
+    transformers' *ForSequenceClassification `score` layer for decoder export.
+    """
+
+    def __init__(self, backbone: Any, pooling: str = "mean", kind: str = "encoder", backbone_name: str = ""):
+        super().__init__(backbone, pooling, kind, backbone_name)
+        self.head = nn.Linear(self.hidden_size, 1, bias=False)
+        nn.init.normal_(self.head.weight, std=1.0 / self.hidden_size**0.5)
+        self.head.float()
 
     def forward(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()) -> RewardOutput:
         """batch: tensors from collate_pairs / pad_texts, each (B, T). Returns RewardOutput."""

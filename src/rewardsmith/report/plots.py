@@ -163,24 +163,31 @@ def plot_id_vs_ood(labels: Sequence[str], id_acc: Values, ood_acc: Values, path:
                    id_ci: Intervals | None = None, ood_ci: Intervals | None = None,
                    title: str = "", xlabel: str = "ID accuracy (%)", ylabel: str = "OOD accuracy (%)",
                    diagonal: bool = True) -> Path:
-    """Scatter of ID against OOD accuracy, one labelled point per model, with CI error bars in both
-    directions (ID CI horizontal, OOD CI vertical) and the y = x line. Returns the PNG path."""
+    """Scatter of ID against OOD accuracy, one point per model in its own colour and marker (named in the
+    legend, so no label sits on another), with CI error bars in both directions (ID CI horizontal, OOD CI
+    vertical) and the y = x line. Returns the PNG path."""
     x, y = _floats(id_acc), _floats(ood_acc)
     if not len(labels) == len(x) == len(y):
         raise ValueError("labels, id_acc and ood_acc must have the same length")
-    figure = _new_figure()
+    figure = _new_figure(6.5, 4.5)
     axes = figure.add_subplot()
-    axes.errorbar(x, y, xerr=_errors(x, id_ci), yerr=_errors(y, ood_ci), fmt="o", capsize=3)
-    for label, xi, yi in zip(labels, x, y, strict=True):
-        if np.isfinite(xi) and np.isfinite(yi):
-            axes.annotate(label, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize="small")
+    xerr, yerr = _errors(x, id_ci), _errors(y, ood_ci)
+    markers = "osD^vP*Xhp<>"
+    for k, label in enumerate(labels):
+        if not (np.isfinite(x[k]) and np.isfinite(y[k])):
+            continue
+        axes.errorbar(x[k:k + 1], y[k:k + 1], xerr=None if xerr is None else xerr[:, k:k + 1],
+                      yerr=None if yerr is None else yerr[:, k:k + 1], fmt=markers[k % len(markers)],
+                      color=f"C{k % 10}", capsize=3, markersize=7, label=label)
     if diagonal:
         finite = np.concatenate([x[np.isfinite(x)], y[np.isfinite(y)]])
         if finite.size:
             lo, hi = float(finite.min()), float(finite.max())
             pad = max(1.0, 0.05 * (hi - lo))
-            axes.plot([lo - pad, hi + pad], [lo - pad, hi + pad], linestyle="--", color="grey", linewidth=1)
+            axes.plot([lo - pad, hi + pad], [lo - pad, hi + pad], linestyle="--", color="grey", linewidth=1,
+                      label="ID = OOD")
     _finish(axes, title, xlabel, ylabel)
+    axes.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.02, 0.5))
     return _save(figure, path)
 
 
@@ -201,4 +208,26 @@ def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1)
     _finish(axes, title, "", ylabel)
+    return _save(figure, path)
+
+
+def plot_slopes(ols: Values, shrunk: Values, n_ratings: Values, population_slope: float | None,
+                path: str | Path) -> Path:
+    """Per-rater slope after shrinkage against before (OLS), marker area growing with the rater's number of
+    ratings, with the no-shrinkage diagonal and the population slope. Returns the PNG path."""
+    x, y, n = _floats(ols), _floats(shrunk), np.nan_to_num(_floats(n_ratings))
+    ok = np.isfinite(x) & np.isfinite(y)
+    figure = _new_figure(5.5, 5.0)
+    axes = figure.add_subplot()
+    size = 10 + 60 * n[ok] / max(float(n.max()) if n.size else 1.0, 1.0)
+    axes.scatter(x[ok], y[ok], s=size, alpha=0.6, label="rater (area ~ ratings)")
+    if ok.any():
+        lo, hi = float(np.min(x[ok])), float(np.max(x[ok]))
+        axes.plot([lo, hi], [lo, hi], "k--", linewidth=1, label="no shrinkage")
+    if population_slope is not None:
+        axes.axhline(population_slope, color="C3", linewidth=1, label="population slope")
+    axes.axhline(0, color="grey", linewidth=0.5)
+    _finish(axes, "Per-rater slopes before and after shrinkage", "per-rater OLS slope (before)",
+            "PEBS slope (after shrinkage)")
+    axes.legend(fontsize="small")
     return _save(figure, path)

@@ -1,20 +1,24 @@
 """Training objectives: glue from a model's outputs on a batch to the pure loss functions.
 
-An objective is built once per run from the registry (name = TrainConfig.loss) and called every step.
-Objectives with state (for example a rolling buffer) keep it in the object and update it explicitly.
+An objective is built once per run from the registry (name = TrainConfig.loss, or a method's objective) and
+called every step as objective(model, batch, StepInfo) -> LossResult with "total" among its terms.
+Objectives with state (for example a rolling buffer) keep it in the object, update it explicitly and expose
+state_dict / load_state_dict so checkpoints carry it. A factory takes exactly its own options: a misspelt
+option is a one-line ConfigError, never silently ignored.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
+from rewardsmith.errors import ConfigError
 from rewardsmith.losses.base import LossResult
 from rewardsmith.losses.bt import bradley_terry_loss
-from rewardsmith.models.reward_model import RewardModel
 from rewardsmith.registry import Registry
 
 
@@ -25,11 +29,11 @@ class StepInfo:
 
 
 class Objective(Protocol):
-    def __call__(self, model: RewardModel, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult: ...
+    def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult: ...
 
 
 ObjectiveFactory = Callable[..., Objective]
-OBJECTIVES: Registry[ObjectiveFactory] = Registry("loss")
+OBJECTIVES: Registry[ObjectiveFactory] = Registry("objective")
 
 
 def split_rewards(rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -38,17 +42,29 @@ def split_rewards(rewards: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return rewards[:half], rewards[half:]
 
 
+def with_total(result: LossResult) -> LossResult:
+    """The result with its total also among the logged terms."""
+    result.terms["total"] = float(result.total.detach())
+    return result
+
+
 class BradleyTerryObjective:
     """Soft-label Bradley-Terry on the batch's labels (gold labels are 1, teacher labels in [0, 1])."""
 
-    def __call__(self, model: RewardModel, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
+    def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         chosen, rejected = split_rewards(model(batch).rewards)
-        return bradley_terry_loss(chosen, rejected, batch["labels"])
+        return with_total(bradley_terry_loss(chosen, rejected, batch["labels"]))
 
 
-OBJECTIVES.add("bt", lambda **_: BradleyTerryObjective())
+OBJECTIVES.add("bt", BradleyTerryObjective)
 
 
-def build_objective(name: str, **kwargs: Any) -> Objective:
-    """The registered objective `name`, built with keyword settings (unused ones are ignored)."""
-    return OBJECTIVES.get(name)(**kwargs)
+def build_objective(name: str, **options: Any) -> Objective:
+    """The registered objective `name` built with `options`; an option it does not take is a ConfigError."""
+    factory = OBJECTIVES.get(name)
+    params = inspect.signature(factory).parameters
+    unknown = sorted(set(options) - set(params))
+    if unknown:
+        takes = ", ".join(params) or "no options"
+        raise ConfigError(f"objective {name!r} has no option {unknown[0]!r} (takes: {takes})")
+    return factory(**options)

@@ -1,8 +1,16 @@
-"""One training loop for every reward model in rewardsmith, on Accelerate.
+"""One training loop for every model rewardsmith trains, on Accelerate: reward models on preference pairs and
+in-context models on episodes.
 
-Single process on CPU or one GPU, or many under `accelerate launch` (DDP, FSDP, DeepSpeed): the same
-code. Data order is a pure function of (seed, epoch), so a run killed at any point and started again with
-the same arguments resumes from its last checkpoint and ends with the same weights.
+The Trainer is generic over two things:
+- a batch plan: micro-batch `b` of the run is a pure function of (seed, b), so a run killed at any point and
+  started again resumes from its last checkpoint and ends with the same weights. PairBatchPlan serves
+  length-grouped pairs over epochs; the ICRM episode plan (rewardsmith.icrm.train) serves sampled episodes.
+- an objective: objective(model, batch, StepInfo) -> LossResult, a thin glue to a pure loss function.
+
+Single process on CPU or one GPU, or many under `accelerate launch` (DDP, FSDP, DeepSpeed): the same code;
+each process takes its slice of every micro-batch, and gradients are averaged across processes, so the
+result matches a single process with the same global batch. Checkpoints are pickle-free state folders
+(safetensors + JSON), written atomically.
 """
 
 from __future__ import annotations
@@ -11,36 +19,50 @@ import json
 import math
 import os
 import random
+import shutil
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 
 from rewardsmith.config import ModelConfig, TrainConfig, to_dict
 from rewardsmith.data.collate import EncodedPair, PairEncoder, collate_pairs, encode_pairs, length_grouped_batches
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.errors import CheckpointError, ConfigError
-from rewardsmith.models.reward_model import RewardModel
-from rewardsmith.train.checkpoint import load_checkpoint, save_checkpoint
+from rewardsmith.io.progress import Progress
+from rewardsmith.io.state import load_state, save_state
 from rewardsmith.train.objectives import Objective, StepInfo, build_objective
 
-CHECKPOINT_FILE = "checkpoint.pt"
+CHECKPOINT_DIR = "checkpoint"
+LOG_FILE = "log.jsonl"
 # Fault injection for the resume tests: the process SIGKILLs itself right after this optimiser step.
 KILL_AFTER_STEP_ENV = "REWARDSMITH_FAULT_KILL_AFTER_STEP"
+# Settings a resumed run must share with the checkpoint it resumes from.
+_RESUME_KEYS = ("seed", "batch_size", "grad_accum", "epochs", "max_steps", "loss", "lr", "head_lr", "swap_pairs")
 
 
 @dataclass
-class TrainResult:
-    steps: int
-    pairs_seen: int
-    seconds: float
-    pairs_per_second: float
-    resumed_from_step: int
-    final_terms: dict[str, float] = field(default_factory=dict)
+class PlannedBatch:
+    """One process's share of a micro-batch: model inputs, the number of items (pairs or episodes) and the
+    epoch it belongs to (0 for plans without epochs)."""
+
+    tensors: dict[str, torch.Tensor]
+    size: int
+    epoch: int = 0
+
+
+class BatchPlan(Protocol):
+    """Serves the micro-batches of a run. natural_batches: how many micro-batches `cfg.epochs` passes make
+    (None for endless plans such as sampled episodes, which need cfg.max_steps)."""
+
+    natural_batches: int | None
+
+    def batch(self, index: int, process_index: int = 0, num_processes: int = 1) -> PlannedBatch: ...
 
 
 def swap_decision(seed: int, epoch: int, index: int) -> bool:
@@ -52,114 +74,137 @@ def _swap_pair(p: EncodedPair) -> EncodedPair:
     return EncodedPair(p.rejected, p.chosen, 1.0 - p.label, p.index, not p.swapped)
 
 
-class Trainer:
-    """Trains `model` on preference pairs with a registered objective.
+class PairBatchPlan:
+    """Length-grouped micro-batches of encoded pairs, reshuffled each epoch (seed * 7919 + epoch), with a
+    seeded swap coin per (pair, epoch)."""
 
-    run_dir receives log.jsonl (one JSON line per optimiser step) and checkpoint.pt (atomic). Call fit().
-    """
-
-    def __init__(self, model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], cfg: TrainConfig,
-                 model_cfg: ModelConfig, run_dir: str | Path, objective: Objective | None = None,
-                 encoded: list[EncodedPair] | None = None):
-        if not pairs and encoded is None:
+    def __init__(self, encoded: Sequence[EncodedPair], pad_id: int, batch_size: int, epochs: float, seed: int,
+                 swap_pairs: bool = True):
+        if not encoded:
             raise ConfigError("no training pairs")
-        if cfg.batch_size < 1 or cfg.grad_accum < 1 or cfg.epochs <= 0:
-            raise ConfigError("batch_size and grad_accum must be >= 1 and epochs > 0")
-        self.model = model
-        self.tokenizer = tokenizer
-        self.cfg = cfg
-        self.model_cfg = model_cfg
-        self.run_dir = Path(run_dir)
-        self.objective = objective or build_objective(cfg.loss)
-        if encoded is None:
-            encoder = PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens)
-            encoded = encode_pairs(encoder, pairs)
-        self.encoded = encoded
-        self.lengths = [p.length for p in encoded]
-        self.pad_id = int(tokenizer.pad_token_id)
-        self.batches_per_epoch = math.ceil(len(encoded) / cfg.batch_size)
-        total_batches = math.ceil(cfg.epochs * self.batches_per_epoch)
-        self.total_steps = max(1, total_batches // cfg.grad_accum)
-        if cfg.max_steps is not None:
-            self.total_steps = min(self.total_steps, cfg.max_steps)
-        self.total_batches = self.total_steps * cfg.grad_accum
+        self.encoded = list(encoded)
+        self.pad_id = pad_id
+        self.batch_size = batch_size
+        self.seed = seed
+        self.swap_pairs = swap_pairs
+        self.lengths = [p.length for p in self.encoded]
+        self.batches_per_epoch = math.ceil(len(self.encoded) / batch_size)
+        self.natural_batches: int | None = max(1, math.ceil(epochs * self.batches_per_epoch))
+        self._epochs: dict[int, list[list[int]]] = {}
 
-    # -- schedule -------------------------------------------------------------------------------------
-    def batch_plan(self, process_index: int = 0, num_processes: int = 1) -> list[tuple[int, list[int]]]:
-        """(epoch, pair indices) for every micro-batch of the run, in order; each process takes its slice."""
-        plan: list[tuple[int, list[int]]] = []
-        epoch = 0
-        while len(plan) < self.total_batches:
-            for batch in length_grouped_batches(self.lengths, self.cfg.batch_size, seed=self.cfg.seed * 7919 + epoch):
-                plan.append((epoch, batch))
-                if len(plan) == self.total_batches:
-                    break
-            epoch += 1
-        if num_processes > 1:
-            plan = [(e, b[process_index::num_processes]) for e, b in plan]
-        return plan
+    def _epoch(self, epoch: int) -> list[list[int]]:
+        if epoch not in self._epochs:
+            self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size,
+                                                          seed=self.seed * 7919 + epoch)}
+        return self._epochs[epoch]
 
-    def _make_batch(self, epoch: int, indices: list[int]) -> dict[str, torch.Tensor]:
+    def batch(self, index: int, process_index: int = 0, num_processes: int = 1) -> PlannedBatch:
+        epoch, within = divmod(index, self.batches_per_epoch)
+        indices = self._epoch(epoch)[within][process_index::num_processes]
         items = []
         for i in indices:
             p = self.encoded[i]
-            items.append(_swap_pair(p) if self.cfg.swap_pairs and swap_decision(self.cfg.seed, epoch, i) else p)
-        return collate_pairs(items, self.pad_id)
+            items.append(_swap_pair(p) if self.swap_pairs and swap_decision(self.seed, epoch, i) else p)
+        return PlannedBatch(collate_pairs(items, self.pad_id), len(items), epoch)
 
+
+@dataclass
+class StepEnd:
+    """What an on_step hook sees after each optimiser step."""
+
+    step: int                # optimiser steps done
+    total_steps: int
+    terms: dict[str, float]
+
+
+StepHook = Callable[[StepEnd], None]
+
+
+@dataclass
+class TrainResult:
+    steps: int
+    items_seen: int
+    seconds: float
+    items_per_second: float
+    resumed_from_step: int
+    final_terms: dict[str, float] = field(default_factory=dict)
+
+
+class Trainer:
+    """Trains `model` on the micro-batches of `plan` with `objective`. Call fit().
+
+    run_dir receives log.jsonl (one JSON line per optimiser step) and checkpoint/ (atomic, removed when the
+    run completes). on_step hooks run after every optimiser step on the main process; a hook that raises
+    stops the run as a kill would (the last checkpoint stays, and fit() on a new Trainer resumes from it).
+    """
+
+    def __init__(self, model: Any, plan: BatchPlan, cfg: TrainConfig, run_dir: str | Path,
+                 objective: Objective | None = None, on_step: Sequence[StepHook] = ()):
+        self.model = model
+        self.plan = plan
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.objective = objective or build_objective(cfg.loss)
+        self.on_step = list(on_step)
+        self._result: TrainResult | None = None
+        if plan.natural_batches is None and cfg.max_steps is None:
+            raise ConfigError("this training has no epochs: set train.max_steps")
+        natural = plan.natural_batches
+        total_batches = natural if natural is not None else int(cfg.max_steps or 1) * cfg.grad_accum
+        self.total_steps = max(1, int(total_batches) // cfg.grad_accum)
+        if cfg.max_steps is not None:
+            self.total_steps = min(self.total_steps, cfg.max_steps) if plan.natural_batches else cfg.max_steps
+        self.total_batches = self.total_steps * cfg.grad_accum
+
+    # -- optimiser --------------------------------------------------------------------------------------
     def _optimizer(self) -> torch.optim.Optimizer:
-        head_params = [p for p in self.model.head.parameters() if p.requires_grad]
-        head_ids = {id(p) for p in head_params}
+        head = [p for p in self.model.head_parameters() if p.requires_grad]
+        head_ids = {id(p) for p in head}
         body = [p for p in self.model.parameters() if p.requires_grad and id(p) not in head_ids]
-        groups = [{"params": body, "lr": self.cfg.lr}] if body else []
-        groups.append({"params": head_params, "lr": self.cfg.head_lr or self.cfg.lr})
+        groups: list[dict[str, Any]] = [{"params": body, "lr": self.cfg.lr}] if body else []
+        groups.append({"params": head, "lr": self.cfg.head_lr or self.cfg.lr})
         return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay)
 
-    def _scheduler(self, optimizer: torch.optim.Optimizer) -> torch.optim.lr_scheduler.LambdaLR:
-        warmup = int(self.cfg.warmup_ratio * self.total_steps)
-        total = self.total_steps
+    def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
+        from transformers import get_linear_schedule_with_warmup
 
-        def factor(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / (warmup + 1)
-            return max(0.0, (total - step) / max(1, total - warmup))
+        return get_linear_schedule_with_warmup(optimizer, int(self.cfg.warmup_ratio * self.total_steps),
+                                               self.total_steps)
 
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
-
-    # -- loop -----------------------------------------------------------------------------------------
+    # -- loop -------------------------------------------------------------------------------------------
     def fit(self) -> TrainResult:
         from accelerate import Accelerator
 
         cfg = self.cfg
         _reset_single_process_state()
         accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no",
-                                  gradient_accumulation_steps=cfg.grad_accum,
-                                  cpu=not torch.cuda.is_available())
+                                  gradient_accumulation_steps=cfg.grad_accum, cpu=not torch.cuda.is_available())
+        self.model.to(accelerator.device)
         random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         optimizer = self._optimizer()
         scheduler = self._scheduler(optimizer)
-        ckpt_path = self.run_dir / CHECKPOINT_FILE
-        start_batch = 0
-        if ckpt_path.exists():
-            start_batch = self._restore(load_checkpoint(ckpt_path), optimizer, scheduler)
+        ckpt = self.run_dir / CHECKPOINT_DIR
+        start_batch = self._restore(load_state(ckpt), optimizer, scheduler) if ckpt.exists() else 0
         # The scheduler is stepped here, once per optimiser step, not prepared: batches are already split
         # across processes, so accelerate's per-process scheduler stepping would shorten the schedule.
         model, optimizer = accelerator.prepare(self.model, optimizer)
-        plan = self.batch_plan(accelerator.process_index, accelerator.num_processes)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        log_path = self.run_dir / "log.jsonl"
-        truncate_log(log_path, start_batch // cfg.grad_accum)
-        model.train()
+        log_path = self.run_dir / LOG_FILE
         start_step = start_batch // cfg.grad_accum
+        if accelerator.is_main_process:
+            truncate_log(log_path, start_step)
+        model.train()
         t0 = time.perf_counter()
-        pairs_seen = 0
+        seen = 0
         terms: dict[str, float] = {}
-        progress = progress_bar(cfg.progress and accelerator.is_main_process, self.total_steps, start_step)
-        with progress as bar, log_path.open("a") as log:
-            task = bar.add_task("train", total=self.total_steps, completed=start_step) if bar else None
+        progress = Progress("train", self.total_steps, enabled=cfg.progress and accelerator.is_main_process,
+                            completed=start_step, unit="steps")
+        with progress, log_path.open("a", encoding="utf-8") as log:
             for b in range(start_batch, self.total_batches):
-                epoch, indices = plan[b]
-                batch = {k: v.to(accelerator.device) for k, v in self._make_batch(epoch, indices).items()}
+                planned = self.plan.batch(b, accelerator.process_index, accelerator.num_processes)
+                batch = {k: v.to(accelerator.device) for k, v in planned.tensors.items()}
                 step = b // cfg.grad_accum
                 with accelerator.accumulate(model):
                     result = self.objective(model, batch, StepInfo(step, self.total_steps))
@@ -170,55 +215,96 @@ class Trainer:
                     if accelerator.sync_gradients:
                         scheduler.step()
                     optimizer.zero_grad(set_to_none=True)
-                pairs_seen += len(indices)
+                seen += planned.size
                 terms = {k: round(v, 6) for k, v in result.terms.items()}
                 if (b + 1) % cfg.grad_accum:
                     continue
                 done = step + 1
                 if accelerator.is_main_process:
                     elapsed = time.perf_counter() - t0
-                    log.write(json.dumps({"step": done, "epoch": epoch, "lr": scheduler.get_last_lr()[0],
-                                          "pairs_per_s": round(pairs_seen / max(elapsed, 1e-9), 3), **terms}) + "\n")
+                    log.write(json.dumps({"step": done, "epoch": planned.epoch, "lr": scheduler.get_last_lr()[0],
+                                          "items_per_s": round(seen / max(elapsed, 1e-9), 3), **terms}) + "\n")
                     log.flush()
-                    if bar is not None and task is not None:
-                        loss = terms.get("total", terms.get("bt", 0.0))
-                        bar.update(task, completed=done, description=f"train loss {loss:.3f}")
+                    progress.update(done, f"loss {terms.get('total', terms.get('bt', float('nan'))):.3f}")
                 if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
+                if accelerator.is_main_process:
+                    for hook in self.on_step:
+                        hook(StepEnd(done, self.total_steps, terms))
                 if os.environ.get(KILL_AFTER_STEP_ENV) == str(done):
                     os.kill(os.getpid(), signal.SIGKILL)
         accelerator.wait_for_everyone()
         seconds = time.perf_counter() - t0
         self.model = accelerator.unwrap_model(model)
-        if accelerator.is_main_process:
-            ckpt_path.unlink(missing_ok=True)  # the run is complete: the saved model replaces the checkpoint
-        return TrainResult(self.total_steps, pairs_seen, seconds, pairs_seen / max(seconds, 1e-9),
-                           start_step, terms)
+        if accelerator.is_main_process and ckpt.exists():
+            shutil.rmtree(ckpt)  # the run is complete: the saved model replaces the checkpoint
+        self._result = TrainResult(self.total_steps, seen * accelerator.num_processes, seconds,
+                                   seen * accelerator.num_processes / max(seconds, 1e-9), start_step, terms)
+        return self._result
 
+    @property
+    def result(self) -> TrainResult:
+        """What fit() returned."""
+        if self._result is None:
+            raise RuntimeError("Trainer.fit() has not run")
+        return self._result
+
+    # -- checkpoints ------------------------------------------------------------------------------------
     def _save(self, accelerator: Any, model: Any, optimizer: Any, scheduler: Any, next_batch: int) -> None:
         accelerator.wait_for_everyone()
         if not accelerator.is_main_process:
             return
+        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate(),
+                               "numpy": np.random.get_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
         state = {"next_batch": next_batch, "model": accelerator.unwrap_model(model).state_dict(),
-                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                 "torch_rng": torch.get_rng_state(), "python_rng": random.getstate(),
-                 "train_config": to_dict(self.cfg), "objective_state": _objective_state(self.objective)}
-        save_checkpoint(self.run_dir / CHECKPOINT_FILE, state)
+                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng,
+                 "train_config": to_dict(self.cfg), "objective": _objective_state(self.objective)}
+        save_state(self.run_dir / CHECKPOINT_DIR, state)
 
-    def _restore(self, state: dict[str, Any], optimizer: Any, scheduler: Any) -> int:
-        saved = state.get("train_config", {})
-        for key in ("seed", "batch_size", "grad_accum", "epochs", "loss", "lr"):
-            if key in saved and saved[key] != getattr(self.cfg, key):
-                raise CheckpointError(f"{self.run_dir / CHECKPOINT_FILE}: saved with {key}={saved[key]!r}, "
-                                      f"now {getattr(self.cfg, key)!r}; use a new --out or the same settings")
-        self.model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["torch_rng"])
-        random.setstate(state["python_rng"])
-        if state.get("objective_state") is not None and hasattr(self.objective, "load_state_dict"):
-            self.objective.load_state_dict(state["objective_state"])
-        return int(state["next_batch"])
+    def _restore(self, state: Any, optimizer: Any, scheduler: Any) -> int:
+        where = self.run_dir / CHECKPOINT_DIR
+        try:
+            saved = state["train_config"]
+            for key in _RESUME_KEYS:
+                if key in saved and saved[key] != getattr(self.cfg, key):
+                    raise CheckpointError(f"{where}: saved with {key}={saved[key]!r}, now {getattr(self.cfg, key)!r}; "
+                                          "use another --out or the same settings")
+            self.model.load_state_dict(state["model"])
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            rng = state["rng"]
+            torch.set_rng_state(rng["torch"])
+            random.setstate(rng["python"])
+            np.random.set_state(rng["numpy"])
+            if "cuda" in rng and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(rng["cuda"])
+            if state.get("objective") is not None and hasattr(self.objective, "load_state_dict"):
+                self.objective.load_state_dict(state["objective"])
+            next_batch = int(state["next_batch"])
+        except CheckpointError:
+            raise
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise CheckpointError(f"{where}: does not fit this model or run ({detail[:200]})") from None
+        if not 0 <= next_batch <= self.total_batches:
+            raise CheckpointError(f"{where}: resumes at micro-batch {next_batch}, beyond this run's "
+                                  f"{self.total_batches}")
+        return next_batch
+
+
+def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg: TrainConfig,
+                model_cfg: ModelConfig, run_dir: str | Path, objective: Objective | None = None,
+                encoded: list[EncodedPair] | None = None, on_step: Sequence[StepHook] = ()) -> Trainer:
+    """Trains `model` on preference pairs (tokenised here unless `encoded` is given) and returns the
+    finished Trainer (trainer.model is the trained model)."""
+    if encoded is None:
+        encoded = encode_pairs(PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens), pairs)
+    plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs)
+    trainer = Trainer(model, plan, cfg, run_dir, objective, on_step)
+    trainer.fit()
+    return trainer
 
 
 def _reset_single_process_state() -> None:
@@ -236,26 +322,18 @@ def _objective_state(objective: Objective) -> Any:
 
 
 def truncate_log(path: Path, keep_steps: int) -> None:
-    """Drops log lines past the checkpoint a resumed run restarts from (no duplicate steps)."""
+    """Drops log lines past the checkpoint a resumed run restarts from (no duplicate steps). Reading stops at
+    the first line that is not a JSON object (a torn last line, or a file that is not a rewardsmith log)."""
     if not path.exists():
         return
-    kept = [line for line in path.read_text().splitlines() if line and json.loads(line).get("step", 0) <= keep_steps]
-    path.write_text("".join(line + "\n" for line in kept))
-
-
-class _NoProgress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-def progress_bar(enabled: bool, total: int, done: int) -> Any:
-    """A rich progress context (or a no-op one when disabled); callers add a task of `total` steps."""
-    if not enabled:
-        return _NoProgress()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                    transient=False)
+    kept = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(row, dict):
+            break
+        if int(row.get("step", 0)) <= keep_steps:
+            kept.append(line)
+    path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")

@@ -8,8 +8,10 @@ run_shift(config, out_dir):
 4. per seed and method, train a student from the pretrained checkpoint on B with q (after the method's
    label refiner, if any) under the method's objective; the ceiling trains on B with gold labels;
 5. score teacher, students and ceiling on the ID test and every target, then compute accuracy, WRG, AOG,
-   NTS and PGR with bootstrap CIs (rewardsmith.evaluate.transfer) and write metrics.json, report.md/html
-   and plots (rewardsmith.w2s.report).
+   NTS and PGR with hierarchical bootstrap CIs (rewardsmith.w2s.metrics). The job (rewardsmith.jobs.shift)
+   writes metrics.json and the report.
+
+Targets lose every pair whose conversation (first human turn) appears in the gold or W2S pool.
 
 Every finished model leaves margins.npz in its folder; a rerun with the same --out skips it, and an
 interrupted training resumes from the trainer's checkpoint.
@@ -17,30 +19,32 @@ interrupted training resumes from the trainer's checkpoint.
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from rewardsmith.config import ModelConfig, TrainConfig, save_yaml
+from rewardsmith.config import ModelConfig, TrainConfig
 from rewardsmith.data.collate import PairEncoder, encode_pairs
 from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.splits import split_pairs
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
 from rewardsmith.models.backbone import num_hidden_layers
 from rewardsmith.models.factory import build_reward_model, is_lora
 from rewardsmith.models.reward_model import RewardModel
-from rewardsmith.train.objectives import OBJECTIVES, Objective, build_objective
-from rewardsmith.train.trainer import Trainer
+from rewardsmith.stats import sigmoid
+from rewardsmith.train.objectives import Objective, build_objective
+from rewardsmith.train.trainer import train_pairs
 from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the W2S objectives)
-from rewardsmith.w2s.config import MethodConfig, ShiftConfig
+from rewardsmith.w2s.config import AnchorSettings, ConfidenceSettings, MethodConfig, SeamSettings, ShiftConfig
+from rewardsmith.w2s.metrics import CEILING, ID_SPLIT, TEACHER, compute_metrics
 from rewardsmith.w2s.reference import (
     AdapterDisabledReference,
     CachedReference,
@@ -50,17 +54,13 @@ from rewardsmith.w2s.reference import (
 )
 from rewardsmith.w2s.refiners import LABEL_REFINERS
 
-ID_SPLIT = "id"
-TEACHER = "teacher"
-CEILING = "ceiling"
-REFERENCES = ("cache", "disk", "copy", "lora-base")
-
 
 @dataclass
 class ShiftData:
     gold: list[PreferencePair]
     w2s: list[PreferencePair]
     eval: dict[str, list[PreferencePair]]  # "id" and each target name
+    overlap_removed: dict[str, int] = field(default_factory=dict)  # target -> pairs dropped (seen in training)
 
     def sizes(self) -> dict[str, int]:
         return {"gold": len(self.gold), "w2s": len(self.w2s), **{k: len(v) for k, v in self.eval.items()}}
@@ -111,14 +111,19 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
     if not gold or not w2s or not id_test:
         raise DataError(f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})")
     evals = {ID_SPLIT: id_test}
+    seen = {p.group_key() for p in gold + w2s}
+    removed: dict[str, int] = {}
     for target in config.targets:
-        if target.name in evals:
-            raise ConfigError(f"target {target.name!r} listed twice")
+        if target.label in evals:
+            raise ConfigError(f"target {target.label!r} listed twice")
         pairs = load_configured(target, data_dir).pairs
-        if not pairs:
-            raise DataError(f"target {target.name}: no pairs")
-        evals[target.name] = _hash_sample(pairs, s.target_pairs, s.salt + ":" + target.name)
-    return ShiftData(gold, w2s, evals)
+        kept = [p for p in pairs if p.group_key() not in seen]
+        removed[target.label] = len(pairs) - len(kept)
+        if not kept:
+            raise DataError(f"target {target.label}: no pairs left ({len(pairs)} read, every one shares a "
+                            "conversation with training)")
+        evals[target.label] = _hash_sample(kept, s.target_pairs, s.salt + ":" + target.label)
+    return ShiftData(gold, w2s, evals, removed)
 
 
 def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
@@ -131,8 +136,12 @@ def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
     return sorted(set(out))
 
 
+def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    atomic_write_bytes(path, lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
+
+
 class ShiftRun:
-    """One run directory: the data, the teacher's cached labels and margins, and each student."""
+    """One run folder: the data, the teacher's cached labels and margins, and each student."""
 
     def __init__(self, config: ShiftConfig, out_dir: str | Path, data: ShiftData, progress: bool = True):
         self.config = config
@@ -148,66 +157,42 @@ class ShiftRun:
         ev = self.config.eval
         out = {}
         for split, pairs in self.data.eval.items():
-            chosen, rejected = score_pairs(
-                model,
-                tokenizer,
-                pairs,
-                model_cfg.max_length,
-                model_cfg.min_prompt_tokens,
-                ev.batch_size,
-                ev.bf16,
-                progress=False,
-            )
+            chosen, rejected = score_pairs(model, tokenizer, pairs, model_cfg.max_length, model_cfg.min_prompt_tokens,
+                                           ev.batch_size, ev.bf16)
             out[split] = chosen - rejected
         return out
 
-    def _train(
-        self,
-        model_cfg: ModelConfig,
-        train_cfg: TrainConfig,
-        pairs: list[PreferencePair],
-        seed: int,
-        run_dir: Path,
-        make_objective: Any,
-    ) -> tuple[RewardModel, Any, dict[str, Any]]:
+    def _train(self, model_cfg: ModelConfig, train_cfg: TrainConfig, pairs: list[PreferencePair], seed: int,
+               run_dir: Path, make_objective: Any) -> tuple[RewardModel, Any, dict[str, Any]]:
         model, tokenizer = build_reward_model(model_cfg, seed)
         encoder = PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens)
         encoded = encode_pairs(encoder, pairs)
         objective: Objective = make_objective(model, tokenizer, encoded)
         cfg = replace(train_cfg, seed=seed, progress=self.progress)
-        trainer = Trainer(model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded)
-        result = trainer.fit()
-        return trainer.model, tokenizer, asdict(result)
+        trainer = train_pairs(model, tokenizer, pairs, cfg, model_cfg, run_dir, objective=objective, encoded=encoded)
+        return trainer.model, tokenizer, {**asdict(trainer.result), "truncated": dict(encoder.counts)}
 
-    # -- teacher -----------------------------------------------------------------------------------------
+    # -- teacher -------------------------------------------------------------------------------------------
     def teacher(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """(q on the W2S pool (N,), teacher margins per eval split), trained once and cached on disk."""
         folder = self.out / TEACHER
         path = folder / "margins.npz"
         if path.exists():
             saved = np.load(path)
-            return saved["w2s_labels"], {k[len("eval:") :]: saved[k] for k in saved.files if k.startswith("eval:")}
+            return saved["w2s_labels"], {k[len("eval:"):]: saved[k] for k in saved.files if k.startswith("eval:")}
         t = self.config.teacher
         t0 = time.perf_counter()
-        model, tokenizer, result = self._train(
-            t.model, t.train, self.data.gold, t.seed, folder, lambda *_: build_objective("bt")
-        )
-        chosen, rejected = score_pairs(
-            model,
-            tokenizer,
-            self.data.w2s,
-            t.model.max_length,
-            t.model.min_prompt_tokens,
-            self.config.eval.batch_size,
-            self.config.eval.bf16,
-        )
-        labels = 1.0 / (1.0 + np.exp(-(chosen - rejected)))
+        model, tokenizer, result = self._train(t.model, t.train, self.data.gold, t.seed, folder,
+                                               lambda *_: build_objective("naive"))
+        chosen, rejected = score_pairs(model, tokenizer, self.data.w2s, t.model.max_length, t.model.min_prompt_tokens,
+                                       self.config.eval.batch_size, self.config.eval.bf16)
+        labels = sigmoid(chosen - rejected)
         margins = self._score(model, tokenizer, t.model)
-        np.savez(path, w2s_labels=labels, **{f"eval:{k}": v for k, v in margins.items()})  # type: ignore[arg-type]
-        (folder / "train.json").write_text(json.dumps({**result, "seconds_total": time.perf_counter() - t0}, indent=2))
+        _save_npz(path, {"w2s_labels": labels, **{f"eval:{k}": v for k, v in margins.items()}})
+        atomic_write_json(folder / "train.json", {**result, "seconds_total": time.perf_counter() - t0})
         return labels, margins
 
-    # -- reference states and strong features -------------------------------------------------------------
+    # -- reference states and strong features ---------------------------------------------------------------
     def _pretrained_student(self) -> tuple[RewardModel, Any]:
         return build_reward_model(self.config.student, 0)
 
@@ -234,128 +219,112 @@ class ShiftRun:
                 n = num_hidden_layers(model.backbone)
                 cache = ReferenceStateCache.build(model, encoded, [n], int(tokenizer.pad_token_id))
                 assert cache.pooled is not None
-                self._features = cache.pooled
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, self._features)
+                features = cache.pooled
+                atomic_write_bytes(path, lambda fh: np.save(fh, features))
+                self._features = features
         return self._features
 
     def method_labels(self, method: MethodConfig, teacher_labels: np.ndarray) -> np.ndarray:
-        if method.objective == "ceiling":
-            return np.ones(len(self.data.w2s))
         if method.refiner == "none":
             return teacher_labels
         refine = LABEL_REFINERS.get(method.refiner)
-        return np.asarray(refine(teacher_labels, self.strong_features(), method), dtype=np.float64)
+        return np.asarray(refine(teacher_labels, self.strong_features(), method.seam), dtype=np.float64)
 
-    # -- students ----------------------------------------------------------------------------------------
-    def student(self, method: MethodConfig, seed: int, teacher_labels: np.ndarray) -> dict[str, np.ndarray]:
+    def _objective(self, method: MethodConfig, model: RewardModel, tokenizer: Any, encoded: list[Any]) -> Objective:
+        if method.objective == "naive":
+            return build_objective("naive")
+        if method.objective == "confidence":
+            return build_objective("confidence", settings=method.confidence)
+        a = method.anchor
+        layers = _layers_for(a.layers, num_hidden_layers(model.backbone))
+        reference: ReferenceProvider
+        if a.reference in ("cache", "disk"):
+            reference = CachedReference(self.reference_cache(layers, a.reference == "disk", encoded,
+                                                             int(tokenizer.pad_token_id)))
+        elif a.reference == "copy":
+            reference = FrozenCopyReference(model)
+        else:
+            if not is_lora(model):
+                raise ConfigError(f"method {method.name}: reference lora-base needs student.lora.r > 0")
+            reference = AdapterDisabledReference()
+        return build_objective("anchor", reference=reference, layers=layers, settings=a)
+
+    # -- students -------------------------------------------------------------------------------------------
+    def student(self, method: MethodConfig, seed: int, teacher_labels: np.ndarray, gold: bool = False
+                ) -> dict[str, np.ndarray]:
+        """Margins per eval split of the student of `method` at `seed` (gold: the ceiling, on gold labels)."""
         folder = self.out / f"seed{seed}" / method.name
         path = folder / "margins.npz"
         if path.exists():
             saved = np.load(path)
             return {k: saved[k] for k in saved.files}
-        labels = self.method_labels(method, teacher_labels)
+        labels = np.ones(len(self.data.w2s)) if gold else self.method_labels(method, teacher_labels)
         pairs = [p.with_label(float(q)) for p, q in zip(self.data.w2s, labels, strict=True)]
-        student_cfg = self.config.student
         t0 = time.perf_counter()
-
-        def make_objective(model: RewardModel, tokenizer: Any, encoded: list[Any]) -> Objective:
-            if method.objective != "anchor":
-                return build_objective(
-                    method.objective,
-                    form=method.confidence_form,
-                    aux_coef=method.aux_coef,
-                    warmup_frac=method.warmup_frac,
-                    buffer_size=method.buffer_size,
-                )
-            layers = _layers_for(method.anchor_layers, num_hidden_layers(model.backbone))
-            reference: ReferenceProvider
-            if method.reference in ("cache", "disk"):
-                reference = CachedReference(
-                    self.reference_cache(layers, method.reference == "disk", encoded, int(tokenizer.pad_token_id))
-                )
-            elif method.reference == "copy":
-                reference = FrozenCopyReference(model)
-            elif method.reference == "lora-base":
-                if not is_lora(model):
-                    raise ConfigError(f"method {method.name}: reference lora-base needs student.lora.r > 0")
-                reference = AdapterDisabledReference()
-            else:
-                raise ConfigError(f"method {method.name}: reference must be one of {REFERENCES}")
-            return build_objective("anchor", reference=reference, layers=layers, anchor_weight=method.anchor_weight)
-
-        model, tokenizer, result = self._train(student_cfg, self.config.train, pairs, seed, folder, make_objective)
-        margins = self._score(model, tokenizer, student_cfg)
-        np.savez(path, **margins)  # type: ignore[arg-type]
-        (folder / "train.json").write_text(
-            json.dumps(
-                {**result, "labels_mean": float(np.mean(labels)), "seconds_total": time.perf_counter() - t0},
-                indent=2,
-            )
-        )
+        model, tokenizer, result = self._train(self.config.student, self.config.train, pairs, seed, folder,
+                                               lambda m, tok, enc: self._objective(method, m, tok, enc))
+        margins = self._score(model, tokenizer, self.config.student)
+        _save_npz(path, margins)
+        atomic_write_json(folder / "train.json", {**result, "labels_mean": float(np.mean(labels)),
+                                                  "seconds_total": time.perf_counter() - t0})
         return margins
 
 
-def run_shift(
-    config: ShiftConfig,
-    out_dir: str | Path,
-    *,
-    quick: bool = False,
-    data_dir: str | Path | None = None,
-    seeds: list[int] | None = None,
-    progress: bool = True,
-    data: ShiftData | None = None,
-    train: bool = True,
-) -> dict[str, Any]:
-    """Runs the whole W2S shift protocol into out_dir and returns the metrics dict (also in metrics.json).
+def check_methods(config: ShiftConfig) -> None:
+    """Method names unique and not teacher / ceiling; settings given only for the method's own objective."""
+    names = [m.name for m in config.methods]
+    if len(set(names)) != len(names) or TEACHER in names or CEILING in names:
+        raise ConfigError(f"method names must be unique and not {TEACHER!r} or {CEILING!r}: {names}")
+    for m in config.methods:
+        for objective, key, default in (("anchor", "anchor", AnchorSettings()),
+                                        ("confidence", "confidence", ConfidenceSettings())):
+            if m.objective != objective and getattr(m, key) != default:
+                raise ConfigError(f"method {m.name}: `{key}` settings are given but its objective is {m.objective}")
+        if m.refiner != "seam" and m.seam != SeamSettings():
+            raise ConfigError(f"method {m.name}: `seam` settings are given but its refiner is {m.refiner}")
 
-    quick: use config.quick's sizes (minutes). data_dir / seeds override the config's. data: ready pairs
-    (gold, W2S, eval splits) instead of loading config.source / config.targets. train=False evaluates only
-    the models already trained in out_dir (the teacher must be there) and skips the others. Reruns with the same
-    out_dir reuse every finished model (teacher labels, students) and resume interrupted training.
-    """
-    from rewardsmith.w2s.report import compute_metrics, write_report
 
+def resolve_config(config: ShiftConfig, *, quick: bool = False, data_dir: str | Path | None = None,
+                   seeds: list[int] | None = None) -> ShiftConfig:
+    """The config a run actually uses: --quick sizes, --seeds and --data-dir applied, methods checked."""
     if quick:
         config = apply_quick(config)
     if seeds:
         config = replace(config, seeds=list(seeds))
     if data_dir is not None:
         config = replace(config, data_dir=str(data_dir))
-    names = [m.name for m in config.methods]
-    if len(set(names)) != len(names) or TEACHER in names or CEILING in names:
-        raise ConfigError(f"method names must be unique and not {TEACHER!r} or {CEILING!r}: {names}")
-    for m in config.methods:
-        if m.objective == "ceiling":
-            raise ConfigError("the ceiling is trained by `ceiling: true`, not as a method")
-        if m.reference not in REFERENCES:
-            raise ConfigError(f"method {m.name}: reference must be one of {REFERENCES}")
-        LABEL_REFINERS.get(m.refiner)
-        OBJECTIVES.get(m.objective)
+    check_methods(config)
+    return config
+
+
+def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True, data: ShiftData | None = None,
+              train: bool = True) -> tuple[dict[str, Any], ShiftData]:
+    """Runs the W2S shift protocol of a resolved config into out_dir (teacher/, seed<k>/<method>/, cache/) and
+    returns (the metrics dict, the data). data: ready pairs instead of loading config.source / config.targets.
+    train=False evaluates only the models already trained there. Reruns reuse every finished model (teacher
+    labels, students) and resume interrupted training."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_yaml(config, out / "config.yaml")
     t_start = time.perf_counter()
-    data = data if data is not None else prepare_data(config, data_dir)
+    data = data if data is not None else prepare_data(config, config.data_dir)
     run = ShiftRun(config, out, data, progress)
     if not train and not (out / TEACHER / "margins.npz").exists():
         raise ConfigError(f"{out}: no trained teacher to evaluate (run without --no-train first)")
     teacher_labels, teacher_margins = run.teacher()
     margins: dict[str, dict[int, dict[str, np.ndarray]]] = {TEACHER: {-1: teacher_margins}}
-    ceiling = MethodConfig(CEILING, "ceiling")
+    ceiling = MethodConfig(CEILING, "naive")
     for seed in config.seeds:
         # The ceiling first: the teacher-to-ceiling gap is known before any method comparison.
         for method in [*([ceiling] if config.ceiling else []), *config.methods]:
             if not train and not (out / f"seed{seed}" / method.name / "margins.npz").exists():
                 continue
-            margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels)
-    metrics = compute_metrics(config, data, teacher_labels, margins)
+            margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels,
+                                                                    gold=method is ceiling)
+    metrics = compute_metrics(config, data.eval, teacher_labels, margins)
     metrics["sizes"] = data.sizes()
+    metrics["target_overlap_removed"] = dict(data.overlap_removed)
     metrics["seconds"] = round(time.perf_counter() - t_start, 1)
     metrics["timings"] = {k: round(v, 2) for k, v in run.timings.items()}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    write_report(config, metrics, out)
-    return metrics
+    return metrics, data
 
 
 def torch_threads(n: int | None) -> None:

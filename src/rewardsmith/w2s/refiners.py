@@ -33,49 +33,23 @@ principles (here it only supplies correlations). The refiner is deterministic gi
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import cross_val_predict
+from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
 from rewardsmith.registry import Registry
+from rewardsmith.stats import logit, sigmoid
+from rewardsmith.w2s.config import SeamSettings
 
 Refiner = Callable[[np.ndarray, np.ndarray, Any], np.ndarray]
 LABEL_REFINERS: Registry[Refiner] = Registry("label refiner")
 
 _EPS = 1e-4
-
-
-@dataclass
-class SeamSettings:
-    seam_criteria: int = 32
-    seam_selected: int = 8
-    seam_mix: float = 0.5
-    seam_folds: int = 5
-    seam_l2: float = 1.0
-
-
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, _EPS, 1.0 - _EPS)
-    return np.log(p) - np.log1p(-p)
-
-
-def _fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, iters: int = 200) -> np.ndarray:
-    """Ridge logistic regression on soft targets y (N,) by Newton steps; x (N, K). Returns (K + 1,) with
-    the intercept last."""
-    xb = np.hstack([x, np.ones((x.shape[0], 1))])
-    w = np.zeros(xb.shape[1])
-    reg = l2 * np.eye(xb.shape[1])
-    reg[-1, -1] = 0.0
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-xb @ w))
-        grad = xb.T @ (p - y) + reg @ w
-        hess = (xb * (p * (1 - p))[:, None]).T @ xb + reg + 1e-9 * np.eye(xb.shape[1])
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return w
 
 
 def seam_criteria(features: np.ndarray, n_criteria: int) -> np.ndarray:
@@ -88,9 +62,30 @@ def seam_criteria(features: np.ndarray, n_criteria: int) -> np.ndarray:
     return scores / (scores.std(axis=0) + 1e-12)
 
 
+class CriteriaSelector(BaseEstimator, TransformerMixin):
+    """Keeps the n_selected criteria (columns) most correlated with logit(q), each turned to agree with it.
+
+    fit(X, y, q): X (N, K) verdicts, q (N,) teacher probabilities (y, the hard labels, is not used here).
+    Learned state: columns_ (n_selected,) indices, signs_ (n_selected,) +1 / -1.
+    """
+
+    def __init__(self, n_selected: int = 8):
+        self.n_selected = n_selected
+
+    def fit(self, X: np.ndarray, y: Any = None, q: np.ndarray | None = None) -> CriteriaSelector:
+        if q is None:
+            raise ValueError("CriteriaSelector.fit needs the teacher probabilities q")
+        self.columns_, self.signs_ = select_criteria(np.asarray(X), np.asarray(q), self.n_selected)
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        check_is_fitted(self, "columns_")
+        return np.asarray(X)[:, self.columns_] * self.signs_
+
+
 def select_criteria(verdicts: np.ndarray, teacher_labels: np.ndarray, n_selected: int) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the n_selected criteria most correlated with logit(q), and their signs (+1 / -1)."""
-    target = _logit(teacher_labels)
+    target = logit(teacher_labels, _EPS)
     target = target - target.mean()
     v = verdicts - verdicts.mean(axis=0)
     corr = (v * target[:, None]).sum(axis=0) / (np.sqrt((v**2).sum(axis=0) * (target**2).sum()) + 1e-12)
@@ -98,23 +93,27 @@ def select_criteria(verdicts: np.ndarray, teacher_labels: np.ndarray, n_selected
     return order, np.sign(corr[order]) + (corr[order] == 0)
 
 
-def seam_refine(teacher_labels: np.ndarray, features: np.ndarray, settings: Any = None) -> np.ndarray:
-    """SEAM approximation (module docstring). teacher_labels (N,), features (N, 2, H) -> refined (N,)."""
+def seam_refine(teacher_labels: np.ndarray, features: np.ndarray, settings: SeamSettings | None = None) -> np.ndarray:
+    """SEAM approximation (module docstring). teacher_labels (N,), features (N, 2, H) -> refined (N,).
+
+    The read-out is scikit-learn's LogisticRegression (L2, C = 1 / l2) on the selected criteria, fitted to the
+    teacher's hard verdicts; cross_val_predict gives each pair the read-out of a fit that never saw it
+    (interleaved folds: pair i in fold i mod folds)."""
     s = settings if settings is not None else SeamSettings()
     q = np.asarray(teacher_labels, dtype=np.float64)
-    verdicts = seam_criteria(np.asarray(features), s.seam_criteria)
+    verdicts = seam_criteria(np.asarray(features), s.criteria)
     n = q.shape[0]
-    folds = max(2, min(s.seam_folds, n))
+    folds = max(2, min(s.folds, n))
     fold_of = np.arange(n) % folds
-    read_out = np.zeros(n)
-    for f in range(folds):
-        train, held = fold_of != f, fold_of == f
-        idx, signs = select_criteria(verdicts[train], q[train], s.seam_selected)
-        x_train = verdicts[train][:, idx] * signs
-        w = _fit_logistic(x_train, (q[train] > 0.5).astype(np.float64), s.seam_l2)
-        read_out[held] = (verdicts[held][:, idx] * signs) @ w[:-1] + w[-1]
-    refined = (1.0 - s.seam_mix) * _logit(q) + s.seam_mix * read_out
-    return 1.0 / (1.0 + np.exp(-refined))
+    cv = [(np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)) for f in range(folds)]
+    hard = (q > 0.5).astype(int)
+    if hard.min() == hard.max():  # the teacher prefers one side everywhere: nothing to read out
+        return q.copy()
+    pipeline = Pipeline([("select", CriteriaSelector(s.selected)),
+                         ("readout", LogisticRegression(C=1.0 / s.l2, max_iter=1000))])
+    read_out = cross_val_predict(pipeline, verdicts, hard, cv=cv, method="decision_function",
+                                 params={"select__q": q})
+    return sigmoid((1.0 - s.mix) * logit(q, _EPS) + s.mix * read_out)
 
 
 LABEL_REFINERS.add("seam", seam_refine)

@@ -70,8 +70,9 @@ def _is_chat_list(value: Any) -> bool:
     return isinstance(value, list | tuple) and bool(value) and all(isinstance(m, Mapping) for m in value)
 
 
-def _response(value: Any, field: str) -> tuple[str, tuple[Turn, ...]]:
-    """(response text, conversation before it) from a string or a chat list ending with the assistant."""
+def parse_response(value: Any, field: str) -> tuple[str, tuple[Turn, ...]]:
+    """(response text, conversation before it) from a string or a chat list ending with the assistant.
+    Raises BadRow naming `field` when it is empty or of another type."""
     if isinstance(value, str):
         if not value.strip():
             raise BadRow("empty response", field)
@@ -88,7 +89,9 @@ def _response(value: Any, field: str) -> tuple[str, tuple[Turn, ...]]:
     raise BadRow(f"expected a string or a chat list, got {type(value).__name__}", field)
 
 
-def _prompt(value: Any, field: str) -> tuple[Turn, ...]:
+def parse_prompt(value: Any, field: str) -> tuple[Turn, ...]:
+    """Turns of a prompt given as plain user text, an HH transcript ("Human: ... Assistant: ...") or a chat
+    list. Raises BadRow naming `field` when it is empty or of another type."""
     if isinstance(value, str):
         if not value.strip():
             raise BadRow("empty prompt", field)
@@ -136,9 +139,9 @@ class _RowConverter:
         if self.has["prompt"]:
             if m["prompt"] not in record:
                 raise BadRow("missing field", m["prompt"])
-            prompt = _prompt(record[m["prompt"]], m["prompt"])
-            chosen, _ = _response(raw_chosen, m["chosen"])
-            rejected, _ = _response(raw_rejected, m["rejected"])
+            prompt = parse_prompt(record[m["prompt"]], m["prompt"])
+            chosen, _ = parse_response(raw_chosen, m["chosen"])
+            rejected, _ = parse_response(raw_rejected, m["rejected"])
         elif isinstance(raw_chosen, str) and isinstance(raw_rejected, str):
             prompt_text, chosen, rejected = split_hh_pair(raw_chosen, raw_rejected)
             prompt = parse_hh_transcript(prompt_text)
@@ -146,8 +149,8 @@ class _RowConverter:
                 if not text:
                     raise BadRow("empty response", field)
         else:
-            chosen, prompt = _response(raw_chosen, m["chosen"])
-            rejected, _ = _response(raw_rejected, m["rejected"])
+            chosen, prompt = parse_response(raw_chosen, m["chosen"])
+            rejected, _ = parse_response(raw_rejected, m["rejected"])
             if not prompt:
                 raise BadRow("no prompt column and the chat list holds no prompt", m["chosen"])
         label = 1.0

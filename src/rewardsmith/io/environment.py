@@ -1,4 +1,4 @@
-"""What a run directory records about the software it ran on (versions, git commit, seed)."""
+"""What a run folder records about the software it ran on (versions, git commit, seed)."""
 
 from __future__ import annotations
 

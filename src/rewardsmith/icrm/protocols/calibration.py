@@ -1,0 +1,52 @@
+"""Calibrated steerability: demonstrations with a fraction p flipped; the posterior mean mu should track the
+demonstrated rate 1 - p. Reports ECE (probability mode, 10 bins) with its companion, the mean absolute error
+|mu - (1 - p)|, both with bootstrap CIs over target pairs, as N grows (moralchoice held-out pairs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rewardsmith.evaluate.metrics import expected_calibration_error, json_float, reliability_curve
+from rewardsmith.icrm.episodes import Standard
+from rewardsmith.icrm.protocols.context import MORAL, EvalContext, episodes_for, renamed
+from rewardsmith.stats import bootstrap_indices, percentile_interval, sigmoid
+
+_MAX_ECE_REPLICATES = 300  # ECE is re-binned per replicate: a few hundred replicates settle the interval
+
+
+def _ece_and_mae(mu: np.ndarray, target: np.ndarray) -> tuple[float, float]:
+    """mu, target: (R, K) posterior means and demonstrated rates (R rates x K pairs)."""
+    return (expected_calibration_error(mu.ravel(), target.ravel(), mode="probability"),
+            float(np.mean(np.abs(mu - target))))
+
+
+def calibration(ctx: EvalContext) -> dict[str, Any]:
+    target = ctx.test_pool(MORAL)
+    demos = renamed(ctx.demo_pool(MORAL), target.name)
+    rates = list(ctx.cfg.eval.mixture_rates)
+    rows: list[dict[str, Any]] = []
+    mean_mu: dict[str, list[float]] = {}
+    curve: dict[str, Any] | None = None
+    for n in ctx.cfg.eval.n_values:
+        mus = np.stack([ctx.score(episodes_for(target, demos, Standard(target.name, "default", p), n,
+                                               ctx.rng("cal", p, n)), target, demos)["mu"] for p in rates])
+        wanted = np.stack([np.full(len(target), 1.0 - p) for p in rates])  # (R, K)
+        mean_mu[str(n)] = [float(m.mean()) for m in mus]
+        ece, mae = _ece_and_mae(mus, wanted)
+        idx = bootstrap_indices(len(target), min(ctx.cfg.eval.n_boot, _MAX_ECE_REPLICATES), ctx.cfg.eval.seed)
+        reps = np.array([_ece_and_mae(mus[:, i], wanted[:, i]) for i in idx]).reshape(-1, 2)
+        ece_ci, mae_ci = percentile_interval(reps[:, 0]), percentile_interval(reps[:, 1])
+        rows.append({"demos": n, "ece": ece, "ece_ci": [json_float(v) for v in ece_ci],
+                     "mean_abs_error": mae, "mean_abs_error_ci": [json_float(v) for v in mae_ci]})
+        curve = reliability_curve(mus.ravel(), wanted.ravel(), mode="probability").to_dict()
+    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target), "flip_rates": rates,
+                              "ece": rows, "mean_mu_by_rate": mean_mu, "reliability_max_n": curve}
+    bt = ctx.bt_margins(target)
+    if bt is not None:
+        bt_mu = np.stack([sigmoid(bt) for _ in rates])
+        wanted = np.stack([np.full(len(target), 1.0 - p) for p in rates])
+        ece, mae = _ece_and_mae(bt_mu, wanted)
+        result["bt_ece"], result["bt_mean_abs_error"] = ece, mae
+    return result

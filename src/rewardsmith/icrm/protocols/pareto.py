@@ -1,0 +1,48 @@
+"""Multi-objective steering: should-respond (rm-bench/safety-response) and should-refuse
+(rm-bench/safety-refuse) demonstrations mixed with weight w; the (respond, refuse) accuracy points over w trace
+a frontier whose hypervolume (accuracies as fractions, reference point (0, 0)) is reported per N."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rewardsmith.evaluate.metrics import hypervolume_2d, pairwise_correct, pareto_front
+from rewardsmith.icrm.episodes import Demo, Episode, PairPool, Standard
+from rewardsmith.icrm.protocols.context import REFUSE, RESPOND, EvalContext, renamed
+
+
+def pareto(ctx: EvalContext) -> dict[str, Any]:
+    respond, refuse = ctx.test_pool(RESPOND), ctx.test_pool(REFUSE)
+    respond_demos, refuse_demos = ctx.demo_pool(RESPOND), ctx.demo_pool(REFUSE)
+    # One combined pool: should-respond demonstrations first, then should-refuse ones.
+    mixed = PairPool("pareto-mix", respond_demos.pairs + refuse_demos.pairs)
+    n_respond, n_refuse = len(respond_demos), len(refuse_demos)
+    rows, points_by_n = [], {}
+    for n in ctx.cfg.eval.n_values:
+        points = []
+        for w in ctx.cfg.eval.pareto_weights:
+            k_respond = round(w * n)
+            accs = []
+            for name, target in (("respond", respond), ("refuse", refuse)):
+                rng = ctx.rng("pareto", n, w, name)
+                eps = []
+                for i in range(len(target)):
+                    a = rng.choice(n_respond, size=min(k_respond, n_respond), replace=False)
+                    b = rng.choice(n_refuse, size=min(n - k_respond, n_refuse), replace=False) + n_respond
+                    demos = tuple(Demo(int(j), True) for j in np.concatenate([a, b]))
+                    eps.append(Episode(Standard("pareto-target"), i, True, 1.0, demos))
+                s = ctx.score(eps, renamed(target, "pareto-target"), mixed)
+                accs.append(float(pairwise_correct(s["u_first"] - s["u_second"]).mean()))
+            points.append({"weight_respond": w, "respond": accs[0], "refuse": accs[1]})
+        pts = np.array([[p["respond"], p["refuse"]] for p in points])
+        rows.append({"demos": n, "hypervolume": hypervolume_2d(pts), "front": pareto_front(pts).tolist()})
+        points_by_n[str(n)] = points
+    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "respond_pairs": len(respond),
+                              "refuse_pairs": len(refuse), "hypervolume": rows, "points": points_by_n}
+    bt_respond, bt_refuse = ctx.bt_margins(respond), ctx.bt_margins(refuse)
+    if bt_respond is not None and bt_refuse is not None:
+        br, bf = float(pairwise_correct(bt_respond).mean()), float(pairwise_correct(bt_refuse).mean())
+        result["bt"] = {"respond": br, "refuse": bf, "hypervolume": hypervolume_2d([[br, bf]])}
+    return result

@@ -1,0 +1,44 @@
+"""Directional steerability: accuracy against each standard's labels as N grows, on held-out pku-saferlhf
+pairs (harmless and helpful labellings, as given and flipped), against a BT model of the same backbone, which
+cannot adapt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rewardsmith.icrm.episodes import Standard
+from rewardsmith.icrm.protocols.context import PKU, EvalContext, episodes_for, oriented, renamed
+
+
+def steerability(ctx: EvalContext) -> dict[str, Any]:
+    target = ctx.test_pool(PKU)
+    demos = renamed(ctx.demo_pool(PKU), target.name)
+    bt = ctx.bt_margins(target)
+    disagree = ~target.labellings["helpful"]
+    standards = {
+        "harmless": Standard(target.name, "harmless", 0.0),
+        "harmless-flipped": Standard(target.name, "harmless", 1.0),
+        "helpful": Standard(target.name, "helpful", 0.0),
+        "helpful-flipped": Standard(target.name, "helpful", 1.0),
+    }
+    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
+                              "demo_pool": ctx.demo_pool(PKU).name, "labels_disagree": int(disagree.sum()),
+                              "standards": {}}
+    for name, std in standards.items():
+        rows, rows_disagree = [], []
+        for n in ctx.cfg.eval.n_values:
+            eps = episodes_for(target, demos, std, n, ctx.rng("steer", name, n))
+            labels = np.array([e.label for e in eps])
+            margins = oriented(ctx.score(eps, target, demos), labels)
+            rows.append({"demos": n, **ctx.accuracy(margins)})
+            rows_disagree.append({"demos": n, **ctx.accuracy(margins[disagree])})
+        entry: dict[str, Any] = {"icrm": rows, "icrm_labels_disagree": rows_disagree}
+        if bt is not None:
+            preferred = target.labellings[std.labelling] != (std.flip_rate > 0.5)
+            bt_oriented = np.where(preferred, bt, -bt)
+            entry["bt"] = ctx.accuracy(bt_oriented)
+            entry["bt_labels_disagree"] = ctx.accuracy(bt_oriented[disagree])
+        result["standards"][name] = entry
+    return result

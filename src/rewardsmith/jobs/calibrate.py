@@ -1,0 +1,64 @@
+"""`rewardsmith calibrate` (evaluate per-rater calibration into a run folder) and `rewardsmith calibrate fit`
+(fit one calibrator's maps for `rewardsmith score --calibration`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig
+from rewardsmith.calibrate.maps import save_maps
+from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
+from rewardsmith.errors import ConfigError, RunFolderError
+from rewardsmith.io.environment import environment_info
+from rewardsmith.jobs.common import JobResult, open_run, written_line
+from rewardsmith.report.calibrate import calibration_report
+
+HEADLINE = ("rmse.pooled", "rmse.ols", "rmse.pebs", "gain_vs_pooled_pct.pebs", "p_value.pebs", "forecast_gain_pct")
+
+
+def _data_lines(data: dict[str, Any]) -> list[str]:
+    dropped = {k: v for k, v in data.items() if k.startswith("dropped") and v}
+    line = f"read {data.get('ratings', data.get('n_ratings', '?'))} ratings from {data.get('raters', '?')} raters"
+    if dropped:
+        line += " (" + ", ".join(f"{k.replace('dropped_', 'dropped ')}: {v}" for k, v in dropped.items()) + ")"
+    return [line]
+
+
+def run_calibrate(cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
+    """Hold-out evaluation of every calibrator into the run folder `out` (metrics.json, report.md/html, plots/,
+    maps.json with PEBS fitted on all ratings)."""
+    cfg.evaluation.validate()
+    with open_run(out, "calibrate", cfg, overwrite) as folder:
+        metrics, maps = evaluate_calibration(cfg)
+        metrics["environment"] = environment_info(cfg.evaluation.first_seed)
+        save_maps(maps, folder.claim("maps.json"))
+        folder.write_json("metrics.json", metrics)
+        folder.claim("plots")
+        calibration_report(metrics, folder)
+        folder.mark_complete()
+        rows = [{"metric": key, "value": f"{metrics[key]:.4g}"} for key in HEADLINE if key in metrics]
+        sparse = metrics["pebs_full_fit"].get("n_sparse")
+        summary = [*_data_lines(metrics.get("data", {}))]
+        if sparse:
+            summary.append(f"{sparse} raters have too few ratings for their own fit: they get the population map")
+        bad = metrics["pebs_full_fit"].get("raters_with_nonpositive_shrunk_slope") or []
+        if bad:
+            summary.append(f"{len(bad)} rater(s) keep a non-positive shrunk slope: {', '.join(bad[:10])}")
+        summary.append(written_line(folder, ["metrics.json", "report.md", "report.html", "plots", "maps.json"]))
+        return JobResult(folder.path, f"rewardsmith calibrate -> {out}", metrics, rows, summary)
+
+
+def run_calibrate_fit(cfg: CalibrateFitConfig, out: str | Path) -> JobResult:
+    """Fits one calibrator on all ratings and writes its maps to `out` (.json or .parquet), atomically."""
+    path = Path(out)
+    if path.suffix.lower() not in (".json", ".parquet"):
+        raise ConfigError(f"--out must be a .json or .parquet file, got {path.name!r}")
+    maps = fit_calibration(cfg)
+    try:
+        save_maps(maps, path)
+    except OSError as exc:
+        raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    data = maps.info.get("data", {})
+    return JobResult(path, f"wrote {path}: {maps.n_raters} raters, method {maps.method}", {"raters": maps.n_raters},
+                     [], [*_data_lines(data), f"wrote {path}"])

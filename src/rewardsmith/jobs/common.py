@@ -1,0 +1,74 @@
+"""Pieces every job shares: opening a run folder for a config, the result a job returns, and the terminal
+summary lines (what was read, dropped by reason, truncated, written)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.config import dump_yaml, to_dict, volatile_keys
+from rewardsmith.io.runfolder import Compare, RunFolder
+
+
+@dataclass
+class JobResult:
+    """out: the run folder; metrics: what metrics.json holds; rows: the console results table; summary: the
+    read / dropped / truncated / written lines; reused: the folder held this finished run already."""
+
+    out: Path
+    title: str
+    metrics: dict[str, Any]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    reused: bool = False
+
+
+def open_run(out: str | Path, command: str, config: Any, overwrite: bool = False,
+             compare: Compare | None = None, extra_volatile: Sequence[str] = ()) -> RunFolder:
+    """Opens the run folder for `command` with a config dataclass and writes config.yaml (resolved)."""
+    volatile = [*volatile_keys(type(config)), *extra_volatile]
+    folder = RunFolder.open(out, command, to_dict(config), overwrite=overwrite, volatile=volatile, compare=compare)
+    folder.write_text("config.yaml", dump_yaml(config))
+    return folder
+
+
+def dataset_lines(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per dataset read: rows read, pairs used, and what was dropped, by reason."""
+    lines = []
+    for name, s in summaries.items():
+        label = s.get("label", name)
+        parts = []
+        if "rows" in s:
+            parts.append(f"{s['rows']} rows read")
+        if "pairs" in s:
+            parts.append(f"{s['pairs']} pairs")
+        if "used" in s:
+            parts.append(f"{s['used']} used")
+        drops = {k: v for k, v in (s.get("dropped") or {}).items() if v}
+        if s.get("overlap_removed"):
+            drops["shares a conversation with training"] = s["overlap_removed"]
+        text = f"read {label}: " + ", ".join(parts)
+        if drops:
+            text += " (dropped: " + ", ".join(f"{k} {v}" for k, v in drops.items()) + ")"
+        lines.append(text)
+    return lines
+
+
+def truncation_line(counts: Mapping[str, int], what: str = "sequences") -> str:
+    n = counts.get("texts", 0)
+    return (f"truncated {what}: prompt cut in {counts.get('prompt_truncated', 0)} of {n}, response cut in "
+            f"{counts.get('response_truncated', 0)} of {n}")
+
+
+def written_line(folder: RunFolder | Path, names: Sequence[str]) -> str:
+    base = folder.path if isinstance(folder, RunFolder) else Path(folder)
+    present = [n for n in names if (base / n).exists()]
+    return f"wrote {base}: " + ", ".join(present)
+
+
+def add_counts(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]:
+    for k, v in more.items():
+        total[k] = total.get(k, 0) + int(v)
+    return total

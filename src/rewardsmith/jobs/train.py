@@ -1,0 +1,148 @@
+"""`rewardsmith train` and `rewardsmith eval`: train a Bradley-Terry reward model and evaluate it on held-out
+sets; evaluate a saved model on datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.config import DatasetConfig, RunConfig, to_dict
+from rewardsmith.data.collate import PairEncoder, encode_pairs
+from rewardsmith.data.prepare import prepare_data
+from rewardsmith.data.registry import load_configured
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.errors import ConfigError
+from rewardsmith.evaluate.protocols import evaluate_pairs, evaluate_rmbench, has_rmbench_variants
+from rewardsmith.evaluate.scoring import default_device
+from rewardsmith.io.environment import environment_info
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.jobs.common import JobResult, add_counts, dataset_lines, open_run, truncation_line, written_line
+from rewardsmith.models.factory import build_reward_model, load_model, save_model
+from rewardsmith.report.train import eval_report, eval_rows, train_report
+from rewardsmith.train.trainer import CHECKPOINT_DIR, LOG_FILE, train_pairs
+
+OUTPUTS = ("model", "metrics.json", "report.md", "report.html", "plots", LOG_FILE)
+
+
+def evaluate_sets(model: Any, tokenizer: Any, max_length: int, min_prompt_tokens: int,
+                  eval_sets: dict[str, list[PreferencePair]], batch_size: int = 64, bf16: bool = False,
+                  n_boot: int = 1000, progress: bool = False) -> tuple[dict[str, Any], dict[str, int]]:
+    """The accuracy block (and RM-Bench matrix where available) of every named set, and the summed
+    truncation counts."""
+    results: dict[str, Any] = {}
+    truncated: dict[str, int] = {}
+    for name, pairs in eval_sets.items():
+        if not pairs:
+            results[name] = {"n": 0}
+            continue
+        block, _ = evaluate_pairs(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size, bf16, n_boot,
+                                  progress=f"score {name}" if progress else None)
+        add_counts(truncated, block["truncated"])
+        if has_rmbench_variants(pairs):
+            block["rmbench"] = evaluate_rmbench(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size,
+                                                bf16)
+        results[name] = block
+    return results, truncated
+
+
+def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]:
+    rows = []
+    if log_path.exists():
+        for line in log_path.read_text(encoding="utf-8").splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                break
+    stride = max(1, len(rows) // max_points)
+    kept = rows[::stride]
+    return {"step": [r.get("step") for r in kept], "loss": [r.get("total", r.get("bt")) for r in kept]}
+
+
+def _reused(folder: RunFolder, title: str) -> JobResult | None:
+    path = folder.path / "metrics.json"
+    if not (folder.complete and path.exists()):
+        return None
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    return JobResult(folder.path, title, metrics, eval_rows(metrics.get("eval", {})),
+                     [f"{folder.path} already holds this finished run; nothing retrained (--overwrite redoes it)"],
+                     reused=True)
+
+
+def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
+    """Trains and evaluates as configured into the run folder `out`; returns the metrics and summary."""
+    title = f"rewardsmith train -> {out}"
+    with open_run(out, "train", cfg, overwrite) as folder:
+        reused = _reused(folder, title)
+        if reused is not None:
+            return reused
+        data = prepare_data(cfg.data)
+        model, tokenizer = build_reward_model(cfg.model, seed=cfg.train.seed)
+        encoder = PairEncoder(tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens)
+        encoded = encode_pairs(encoder, data.train)
+        train_counts = dict(encoder.counts)
+        folder.claim(LOG_FILE)
+        folder.claim(CHECKPOINT_DIR)
+        trainer = train_pairs(model, tokenizer, data.train, cfg.train, cfg.model, folder.path, encoded=encoded)
+        model = trainer.model
+        if cfg.save_model:
+            save_model(model, tokenizer, folder.claim("model"), cfg.model,
+                       extra={"trained_on": cfg.data.train.label, "train_pairs": len(data.train),
+                              "bf16": cfg.train.bf16})
+        results, eval_counts = evaluate_sets(model, tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens,
+                                             data.eval_sets, cfg.eval.batch_size, cfg.train.bf16, cfg.eval.n_boot,
+                                             cfg.train.progress)
+        result = trainer.result
+        metrics: dict[str, Any] = {
+            "train": {"dataset": cfg.data.train.label, "pairs": len(data.train), "steps": result.steps,
+                      "seconds": round(result.seconds, 2), "pairs_per_s": round(result.items_per_second, 3),
+                      "resumed_from_step": result.resumed_from_step, "final": result.final_terms,
+                      "curve": _loss_curve(folder.path / LOG_FILE)},
+            "eval": results,
+            "data": data.summaries,
+            "truncation": {"train": train_counts, "eval": eval_counts},
+            "environment": environment_info(cfg.train.seed),
+            "config": to_dict(cfg),
+        }
+        folder.write_json("metrics.json", metrics)
+        folder.claim("plots")
+        train_report(metrics, folder)
+        folder.mark_complete()
+        summary = [*dataset_lines(data.summaries), truncation_line(train_counts, "training sequences"),
+                   truncation_line(eval_counts, "evaluation sequences"), written_line(folder, OUTPUTS)]
+        return JobResult(folder.path, title, metrics, eval_rows(results), summary)
+
+
+def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Path, data_dir: str | None = None,
+             bf16: bool = False, batch_size: int = 64, n_boot: int = 1000, progress: bool = True,
+             overwrite: bool = False) -> JobResult:
+    """Evaluates a saved reward model on each dataset into the run folder `out`."""
+    if not datasets:
+        raise ConfigError("give at least one --dataset")
+    config = {"model": str(model_dir), "datasets": [to_dict(d) for d in datasets], "bf16": bf16, "n_boot": n_boot,
+              "data_dir": data_dir, "batch_size": batch_size}
+    title = f"rewardsmith eval -> {out}"
+    with RunFolder.open(out, "eval", config, overwrite=overwrite, volatile=("data_dir", "batch_size")) as folder:
+        model, tokenizer, meta = load_model(model_dir)
+        if meta["model_type"] != "reward":
+            raise ConfigError(f"{model_dir}: an in-context (ICRM) model; evaluate it with `rewardsmith icrm eval`")
+        model.to(default_device())
+        mc = meta["model_config"]
+        sets: dict[str, list[PreferencePair]] = {}
+        summaries: dict[str, Any] = {}
+        for ds in datasets:
+            loaded = load_configured(ds, data_dir)
+            if ds.label in sets:
+                raise ConfigError(f"evaluation set {ds.label!r} listed twice")
+            sets[ds.label] = loaded.pairs
+            summaries[ds.label] = {**loaded.summary(), "label": ds.label, "used": len(loaded.pairs)}
+        results, counts = evaluate_sets(model, tokenizer, mc.max_length, mc.min_prompt_tokens, sets, batch_size, bf16,
+                                        n_boot, progress)
+        metrics = {"model": str(model_dir), "trained_on": meta.get("trained_on"), "eval": results, "data": summaries,
+                   "truncation": counts, "environment": environment_info(), "config": config}
+        folder.write_json("metrics.json", metrics)
+        folder.claim("plots")
+        eval_report(metrics, folder)
+        folder.mark_complete()
+        summary = [*dataset_lines(summaries), truncation_line(counts), written_line(folder, OUTPUTS)]
+        return JobResult(folder.path, title, metrics, eval_rows(results), summary)

@@ -1,0 +1,74 @@
+"""The reports of `rewardsmith train` and `rewardsmith eval`: the accuracy table (accuracy, length rule,
+length-controlled accuracy with CIs, preference for the longer response, ECE), the training-loss curve and a
+reliability diagram per evaluated set."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.report.plots import Series, plot_lines_with_ci, plot_reliability_diagram
+from rewardsmith.report.render import Figure, Report, markdown_table, with_interval, write_report
+
+INTRO = ("Accuracies in % with 95% bootstrap CIs over pairs. The length rule (the longer response wins) and the "
+         "length-controlled accuracy (mean of the accuracies on pairs whose preferred response is longer and "
+         "shorter) stand beside every accuracy: small reward models often learn length.")
+
+
+def eval_rows(eval_results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per evaluated set, every cell a formatted string (one decimal for %, three for ECE)."""
+    rows = []
+    for name, b in eval_results.items():
+        if not b.get("n"):
+            continue
+        row = {"dataset": name, "n": str(b["n"]),
+               "accuracy": with_interval(b.get("accuracy"), b.get("accuracy_ci"), 1),
+               "length rule": with_interval(b.get("length_rule_accuracy"), None, 1),
+               "length-controlled": with_interval(b.get("length_controlled_accuracy"),
+                                                  b.get("length_controlled_accuracy_ci"), 1),
+               "prefers longer %": with_interval(b.get("prefers_longer_rate"), None, 1),
+               "ECE": with_interval(b.get("ece"), None, 3)}
+        if "rmbench" in b:
+            rb = b["rmbench"]
+            row["RM-Bench easy/normal/hard"] = f"{rb['easy']:.1f} / {rb['normal']:.1f} / {rb['hard']:.1f}"
+        rows.append(row)
+    return rows
+
+
+def _reliability_figures(eval_results: Mapping[str, Any], folder: RunFolder) -> list[Figure]:
+    figures = []
+    for name, block in eval_results.items():
+        curve = block.get("reliability")
+        if not curve:
+            continue
+        slug = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+        path = plot_reliability_diagram(curve["confidence"], curve["accuracy"], curve["counts"],
+                                        folder.path / "plots" / f"reliability_{slug}.png", edges=curve["edges"],
+                                        title=name, ece=block.get("ece"))
+        figures.append(Figure(path, f"Reliability of p = sigmoid(margin) on {name}: accuracy against confidence "
+                                    "(top-label, 10 bins), bin counts below"))
+    return figures
+
+
+def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
+    t = metrics["train"]
+    report = Report(f"rewardsmith train: {folder.path.name}",
+                    f"Trained on {t['pairs']} pairs of `{t['dataset']}` for {t['steps']} steps "
+                    f"({t['pairs_per_s']} pairs/s). {INTRO}")
+    report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    curve = t.get("curve") or {}
+    if curve.get("step"):
+        path = plot_lines_with_ci([Series("training loss", curve["step"], curve["loss"])],
+                                  folder.path / "plots" / "training_loss.png", xlabel="optimiser step",
+                                  ylabel="loss (nats per pair)", title="training loss")
+        report.figures.append(Figure(path, "Training loss per optimiser step"))
+    report.figures += _reliability_figures(metrics["eval"], folder)
+    write_report(report, folder.path, folder.write_text)
+
+
+def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
+    report = Report(f"rewardsmith eval: {metrics['model']}", INTRO)
+    report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    report.figures += _reliability_figures(metrics["eval"], folder)
+    write_report(report, folder.path, folder.write_text)
