@@ -25,6 +25,7 @@ from rewardsmith.data.registry import load_dataset
 from rewardsmith.models.factory import build_reward_model
 from rewardsmith.train.objectives import StepInfo, build_objective
 from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the objectives)
+from rewardsmith.w2s.config import AnchorSettings
 from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
 
 RESULTS = Path(__file__).parent / "results" / "anchor.json"
@@ -71,10 +72,10 @@ def main() -> None:
             "anchor",
             reference=FrozenCopyReference(models["anchor-per-step"]),
             layers=[layer],
-            anchor_weight=1e-4,
+            settings=AnchorSettings(weight=1e-4),
         ),
         "anchor-cached": build_objective(
-            "anchor", reference=CachedReference(cache), layers=[layer], anchor_weight=1e-4
+            "anchor", reference=CachedReference(cache), layers=[layer], settings=AnchorSettings(weight=1e-4)
         ),
     }
     optimizers = {k: torch.optim.AdamW(m.parameters(), lr=2e-5) for k, m in models.items()}

@@ -25,13 +25,13 @@ from typing import Any
 
 import torch
 
+from rewardsmith.config import ICRMModelConfig
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.data.sources import find_data_dir
 from rewardsmith.data.splits import split_pairs
-from rewardsmith.icrm.config import ICRMModelConfig
-from rewardsmith.icrm.model import build_beta_reward_model
 from rewardsmith.icrm.scoring import DemoCache, ICRMScorer
+from rewardsmith.models.factory import build_model
 
 RESULTS = Path(__file__).parent / "results" / "icrm.json"
 
@@ -69,7 +69,7 @@ def main() -> None:
 
     pairs, demos, source = load_pairs(args.pairs, args.demos)
     cfg = ICRMModelConfig(backbone="minilm", mode="set", max_length=args.max_length)
-    model, tok = build_beta_reward_model(cfg)
+    model, tok = build_model(cfg)
     scorer = ICRMScorer(
         model, tok, args.max_length, cfg.min_prompt_tokens, args.batch_size, bf16=args.precision == "bf16"
     )

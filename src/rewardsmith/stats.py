@@ -1,6 +1,6 @@
 """Small statistics shared by every capability, each defined once: a stable logistic sigmoid, bootstrap
-resampling (over units, paired, and hierarchical over seeds then units), percentile intervals,
-and length-control weights. numpy only."""
+resampling (over units, paired, and hierarchical over seeds then units), percentile intervals
+and the length-controlled accuracy. numpy only."""
 
 from __future__ import annotations
 
@@ -77,24 +77,6 @@ def hierarchical_replicates(values: ArrayLike, n_boot: int, seed: int | np.rando
     if statistic is None:
         return np.asarray(resampled.mean(axis=(1, 2)), dtype=np.float64)
     return np.asarray(statistic(resampled), dtype=np.float64)
-
-
-def length_control_weights(chosen_len: ArrayLike, rejected_len: ArrayLike) -> tuple[NDArray[np.bool_], FloatArray]:
-    """(keep (N,) bool, weights (K,)) so that mean(weights * correct[keep]) is the length-controlled accuracy:
-    the mean of the accuracy on pairs whose preferred response is longer and on pairs whose preferred
-    response is shorter (equal lengths dropped; all weights 1 when one group is empty).
-
-    The weights are fixed by the full sample's group sizes: use them for point estimates only. A bootstrap
-    must recompute both group accuracies in every replicate (see length_controlled_value).
-    """
-    lc, lr = np.asarray(chosen_len, dtype=np.float64), np.asarray(rejected_len, dtype=np.float64)
-    longer, shorter = lc > lr, lc < lr
-    keep = longer | shorter
-    n_keep, n_long, n_short = int(keep.sum()), int(longer.sum()), int(shorter.sum())
-    if n_long == 0 or n_short == 0:
-        return keep, np.ones(n_keep)
-    w = np.where(longer, 0.5 * n_keep / n_long, 0.5 * n_keep / n_short)
-    return keep, w[keep]
 
 
 def length_controlled_value(correct: ArrayLike, longer: ArrayLike) -> FloatArray:

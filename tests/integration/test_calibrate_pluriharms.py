@@ -10,20 +10,21 @@ import json
 
 import pytest
 
-from rewardsmith.calibrate.run import CalibrateRunConfig, RatingsSource, run_calibration
+from rewardsmith.calibrate.config import CalibrateRunConfig, RatingsSource
+from rewardsmith.jobs.calibrate import run_calibrate
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def pluriharms_metrics(data_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("pluriharms")
-    return run_calibration(CalibrateRunConfig(RatingsSource("pluriharms", data_dir=str(data_dir)), out)), out
+    out = tmp_path_factory.mktemp("pluriharms") / "run"
+    return run_calibrate(CalibrateRunConfig(RatingsSource("pluriharms", data_dir=str(data_dir))), out).metrics, out
 
 
 def test_pebs_beats_pooled_by_at_least_8_percent(pluriharms_metrics):
     metrics, out = pluriharms_metrics
-    assert metrics["data.ratings_kept"] == 14725 and metrics["data.raters"] == 100
+    assert metrics["data"]["ratings_kept"] == 14725 and metrics["data"]["raters"] == 100
     assert metrics["gain_vs_pooled_pct.pebs"] >= 8.0
     assert metrics["p_value.pebs"] < 1e-6
     low, _ = metrics["gain_vs_pooled_ci.pebs"]
@@ -55,9 +56,8 @@ def test_positive_slope_maps_keep_pair_accuracy(pluriharms_metrics):
 
 
 def test_dices_panel_model_score(data_dir, tmp_path):
-    metrics = run_calibration(
-        CalibrateRunConfig(RatingsSource("dices-350", data_dir=str(data_dir)), tmp_path, fit_sizes=(25,))
-    )
-    assert metrics["data.dropped_unsure"] == 2694
+    cfg = CalibrateRunConfig(RatingsSource("dices-350", data_dir=str(data_dir)), fit_sizes=[25])
+    metrics = run_calibrate(cfg, tmp_path / "run").metrics
+    assert metrics["data"]["dropped_unsure"] == 2694
     assert metrics["gain_vs_pooled_pct.pebs"] > 0
     assert metrics["fit_size.25.rmse.pebs"] < metrics["fit_size.25.rmse.ols"]

@@ -1,4 +1,6 @@
-"""The command line as a user meets it: help texts, one-line errors with exit code 2, a real train run."""
+"""The command line as a user meets it, run in-process (Typer's CliRunner): help texts with every default,
+one-line errors with exit code 2, real train / eval / score runs. One subprocess smoke test runs the installed
+entry point."""
 
 from __future__ import annotations
 
@@ -9,88 +11,143 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+from rewardsmith.cli import app
 
-
-def rk(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rewardsmith.cli", *args], capture_output=True, text=True, env=ENV,
-                          cwd=cwd, timeout=900)
-
-
-@pytest.mark.parametrize("command", [[], ["train"], ["eval"], ["score"], ["demo"], ["calibrate"], ["icrm"],
-                                     ["shift"]])
-def test_help(command: list[str]) -> None:
-    result = rk(*command, "--help")
-    assert result.returncode == 0, result.stderr
-    assert "Usage" in result.stdout
+ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+COMMANDS = [[], ["train"], ["eval"], ["score"], ["demo"], ["datasets"], ["shift"], ["calibrate"], ["calibrate", "run"],
+            ["calibrate", "fit"], ["icrm"], ["icrm", "train"], ["icrm", "eval"]]
 
 
-def _one_line_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert result.returncode == 2, (result.stdout, result.stderr)
+def rk(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV)
+
+
+def one_line_error(result, *needles: str) -> None:
+    assert result.exit_code == 2, (result.stdout, result.stderr)
     lines = [x for x in result.stderr.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert "Traceback" not in result.stderr
     for needle in needles:
-        assert needle in lines[0]
+        assert needle in lines[0], lines[0]
+
+
+def option_blocks(help_text: str) -> dict[str, str]:
+    """Option name -> its whole help entry (continuation lines joined)."""
+    blocks: dict[str, str] = {}
+    current = None
+    for line in help_text.split("Options:", 1)[-1].splitlines():
+        stripped = line.strip()
+        if stripped.startswith("-"):
+            current = next(t for t in stripped.replace(",", " ").split() if t.startswith("--")).split("/")[0]
+            blocks[current] = stripped
+        elif current and stripped:
+            blocks[current] += " " + stripped
+    return blocks
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "top")
+def test_help_shows_every_default(command: list[str]) -> None:
+    result = rk(*command, "--help")
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.stdout and "<bool>" not in result.stdout
+    for name, entry in option_blocks(result.stdout).items():
+        takes_value = "<" in entry.split("  ")[0] or "/" in entry.split("  ")[0]
+        if takes_value and "[required" not in entry and name != "--help":
+            assert "[default:" in entry, (command, name, entry)
+
+
+def test_top_level_help_lists_every_command() -> None:
+    out = rk("--help").stdout
+    for name in ("train", "eval", "score", "demo", "datasets", "shift", "calibrate", "icrm"):
+        assert f"  {name} " in out
 
 
 def test_unknown_dataset(tmp_path: Path) -> None:
-    _one_line_error(rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set",
-                    "hh-rlhf/harmless-base")
+    one_line_error(rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set",
+                   "hh-rlhf/harmless-base")
 
 
 def test_unknown_backbone(tmp_path: Path) -> None:
-    result = rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r"))
-    _one_line_error(result, "nope")
+    one_line_error(rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r")),
+                   "nope")
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    _one_line_error(rk("train", "--train", "file", "--path", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "r")),
-                    "x.jsonl")
+    one_line_error(rk("train", "--train", "file", "--path", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "r")),
+                   "x.jsonl")
 
 
-def test_malformed_row_names_file_row_and_field_then_skip_counts_it(tmp_path: Path) -> None:
+def test_train_needs_a_training_set(tmp_path: Path) -> None:
+    one_line_error(rk("train", "--out", str(tmp_path / "r")), "--train is required")
+
+
+def test_malformed_row_names_file_row_and_field_then_skip_counts_and_says_it(tmp_path: Path) -> None:
     data = tmp_path / "pairs.jsonl"
     good = {"prompt": "q", "chosen": "good answer", "rejected": "bad answer"}
-    rows = [good] * 20 + [{"prompt": "q", "chosen": "only one side"}] + [good] * 20
+    rows = [{**good, "prompt": f"q{i}"} for i in range(20)] + [{"prompt": "q", "chosen": "only one side"}]
+    rows += [{**good, "prompt": f"r{i}"} for i in range(20)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     base = ["train", "--train", "file", "--path", str(data), "--backbone", "tiny-bert", "--max-steps", "1", "--quiet"]
-    _one_line_error(rk(*base, "--out", str(tmp_path / "a")), "pairs.jsonl", "21", "rejected")
+    one_line_error(rk(*base, "--out", str(tmp_path / "a")), "pairs.jsonl", "21", "rejected")
     result = rk(*base, "--on-bad-row", "skip", "--out", str(tmp_path / "b"))
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
     assert metrics["data"]["train"]["dropped"].get("malformed") == 1
+    assert "dropped: malformed 1" in result.stdout
 
 
 def test_bad_config_key(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text("train:\n  learning_rate: 0.1\n")
-    _one_line_error(rk("train", "--config", str(cfg), "--out", str(tmp_path / "r")), "c.yaml", "learning_rate")
+    one_line_error(rk("train", "--config", str(cfg), "--out", str(tmp_path / "r")), "c.yaml", "learning_rate")
 
 
-def test_score_and_eval_a_saved_model(tmp_path: Path) -> None:
+def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     run = tmp_path / "run"
     result = rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "3",
                 "--train-pairs", "48", "--eval-pairs", "40", "--quiet", "--out", str(run))
-    assert result.returncode == 0, result.stderr
-    for name in ("config.yaml", "metrics.json", "log.jsonl", "report.md", "report.html", "model/rewardsmith.json"):
+    assert result.exit_code == 0, result.output
+    for name in ("manifest.json", "config.yaml", "metrics.json", "log.jsonl", "report.md", "report.html",
+                 "model/rewardsmith.json", "model/heads.safetensors", "plots/training_loss.png"):
         assert (run / name).exists(), name
+    assert "read synthetic/source" in result.stdout and "wrote" in result.stdout
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n"
                    + json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(tmp_path / "out.jsonl"))
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert "reward" in rows[0] and 0 <= rows[1]["p_chosen"] <= 1
+    assert "model load" in result.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "hi"}\n')
-    _one_line_error(rk("score", "--model", str(run / "model"), "--input", str(bad), "--output", str(tmp_path / "o2")),
-                    "bad.jsonl", "row 1")
+    one_line_error(rk("score", "--model", str(run / "model"), "--input", str(bad), "--output", str(tmp_path / "o2")),
+                   "bad.jsonl", "row 1")
     result = rk("eval", "--model", str(run / "model"), "--dataset", "synthetic/target-clean", "--limit", "30",
-                "--out", str(tmp_path / "ev"))
-    assert result.returncode == 0, result.stderr
+                "--quiet", "--out", str(tmp_path / "ev"))
+    assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]["synthetic/target-clean"]["n"] == 30
+
+
+def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:
+    """An HH transcript in `prompt` scores the same through `score` and through `eval --dataset file`."""
+    run = tmp_path / "run"
+    assert rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2",
+              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).exit_code == 0
+    rows = [{"prompt": f"\n\nHuman: question {i}?\n\nAssistant: first reply\n\nHuman: and then?\n\nAssistant:",
+             "chosen": f"a careful answer {i}", "rejected": f"no {i}"} for i in range(12)]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert rk("score", "--model", str(run / "model"), "--input", str(data), "--output",
+              str(tmp_path / "s.jsonl")).exit_code == 0
+    scored = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    score_acc = 100 * sum(r["reward_chosen"] > r["reward_rejected"] for r in scored) / len(scored)
+    assert rk("eval", "--model", str(run / "model"), "--dataset", "file", "--path", str(data), "--quiet",
+              "--out", str(tmp_path / "ev")).exit_code == 0
+    evaluated = json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]["pairs.jsonl"]
+    assert evaluated["accuracy"] == pytest.approx(score_acc)
 
 
 @pytest.mark.slow
@@ -99,7 +156,7 @@ def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> No
     result = rk("train", "--train", "hh-rlhf/harmless-base", "--train-pairs", "400", "--eval-pairs", "300",
                 "--max-length", "128", "--lr", "3e-5", "--quiet", "--data-dir", str(data_dir),
                 "--out", str(tmp_path / "r"))
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
     block = metrics["eval"]["hh-rlhf/harmless-base (held-out)"]
     assert block["n"] == 300
@@ -110,7 +167,8 @@ def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> No
 
 
 def test_score_with_a_rater_calibration(tmp_path: Path) -> None:
-    """Rewards are mapped to the rater's scale; p_chosen stays on the model's own scale."""
+    """Rewards are mapped to the rater's scale; p_chosen stays on the model's own scale; an unknown rater
+    gets the population map and the summary says so."""
     import random
 
     rng = random.Random(0)
@@ -124,20 +182,32 @@ def test_score_with_a_rater_calibration(tmp_path: Path) -> None:
     maps = tmp_path / "maps.json"
     result = rk("calibrate", "fit", "--ratings", str(ratings), "--out", str(maps), "--score-min", "-1000",
                 "--score-max", "1000")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     run = tmp_path / "run"
     assert rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2",
-              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).returncode == 0
+              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).exit_code == 0
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
-    assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).returncode == 0
+    assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).exit_code == 0
     result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
                 "--calibration", str(maps), "--rater", "b")
-    assert result.returncode == 0, result.stderr
+    assert result.exit_code == 0, result.output
     r, c = json.loads(raw.read_text()), json.loads(cal.read_text())
     assert c["p_chosen"] == pytest.approx(r["p_chosen"])
     slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
     assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
-    _one_line_error(rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
-                       "--calibration", str(maps), "--rater", "nobody"), "nobody")
+    result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
+                "--calibration", str(maps), "--rater", "nobody")
+    assert result.exit_code == 0 and "population map" in result.stdout
+
+
+def test_installed_entry_point_runs() -> None:
+    """The one subprocess test: the console script of the installed package answers and fails cleanly."""
+    exe = Path(sys.executable).with_name("rewardsmith")
+    env = {**os.environ, **ENV}
+    ok = subprocess.run([str(exe), "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert ok.returncode == 0 and "train" in ok.stdout
+    bad = subprocess.run([str(exe), "train", "--epochs", "one", "--out", "x"], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: ")

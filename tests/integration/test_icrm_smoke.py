@@ -4,17 +4,21 @@ score with a demonstrations file, and run a few GRPO steps with the ICRM reward 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from rewardsmith.data.sources import find_data_dir
 from rewardsmith.icrm.config import ICRMRunConfig
-from rewardsmith.icrm.protocols import PROTOCOLS, run_protocols
-from rewardsmith.icrm.train import ICRMTrainer, train_icrm
+from rewardsmith.icrm.protocols import PROTOCOLS
+from rewardsmith.jobs.icrm import run_icrm_eval, run_icrm_train
+from rewardsmith.train.trainer import CHECKPOINT_DIR, KILL_AFTER_STEP_ENV, StepEnd
 
 DATA = find_data_dir()
 needs_data = pytest.mark.skipif(
@@ -27,107 +31,122 @@ def _tiny_cfg() -> ICRMRunConfig:
     cfg = ICRMRunConfig()
     cfg.model.backbone = "tiny-bert"
     cfg.model.max_length, cfg.model.min_prompt_tokens = 48, 16
-    cfg.model.context_dim, cfg.model.hidden_dim, cfg.model.bf16 = 16, 32, False
-    cfg.episodes.sources = [
-        "pku-saferlhf/harmless",
-        "moralchoice/low",
-        "rm-bench/safety-refuse",
-        "rm-bench/safety-response",
-    ]
+    cfg.model.context_dim, cfg.model.hidden_dim = 16, 32
+    cfg.episodes.sources = ["pku-saferlhf/harmless", "moralchoice/low", "rm-bench/safety-refuse",
+                            "rm-bench/safety-response"]
     cfg.episodes.source_splits = {}
     cfg.episodes.pairs_per_source = 60
     cfg.episodes.max_demos = 8
-    cfg.train.steps, cfg.train.episodes_per_step = 20, 8
-    cfg.train.checkpoint_every, cfg.train.log_every, cfg.train.progress = 10, 5, False
+    cfg.train.max_steps, cfg.train.batch_size, cfg.train.bf16 = 20, 8, False
+    cfg.train.checkpoint_every, cfg.train.progress = 10, False
     cfg.eval.n_values, cfg.eval.max_test_pairs, cfg.eval.n_boot = [0, 4], 12, 50
     cfg.eval.mixture_rates, cfg.eval.pareto_weights = [0.0, 0.5, 1.0], [0.0, 0.5, 1.0]
     return cfg
 
 
+def _heads(run: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(run / "model" / "heads.safetensors"))
+
+
+class Stop(Exception):
+    pass
+
+
 @needs_data
 def test_train_resume_eval_and_score(tmp_path: Path) -> None:
+    from rewardsmith.icrm.episodes import load_pools
+    from rewardsmith.icrm.train import train_icrm
+
     cfg = _tiny_cfg()
     run = tmp_path / "run"
-    full = train_icrm(cfg, run)
-    weights = {k: v.clone() for k, v in _heads(run).items()}
-    # Kill-and-resume equivalence: a run stopped after its step-10 checkpoint and started again ends with
-    # the same weights.
+    full = run_icrm_train(cfg, run)
+    weights = _heads(run)
+    assert full.metrics["steps"] == 20 and (run / "log.jsonl").exists() and (run / "manifest.json").exists()
+    # Stopped after step 13 (the step-10 checkpoint stays), then started again: the same weights.
     run2 = tmp_path / "run2"
-    _interrupt_after(ICRMTrainer(_tiny_cfg(), run2), 10)
-    assert (run2 / "checkpoint.pt").exists()
-    resumed = train_icrm(_tiny_cfg(), run2)
-    assert resumed.resumed_from_step == 10
-    for k, v in _heads(run2).items():
-        assert np.allclose(v.numpy(), weights[k].numpy(), atol=1e-6), k
-    assert full.steps == 20 and (run / "log.jsonl").exists()
+    pools = load_pools(cfg.episodes, cfg.data_dir)
+
+    def stop(end: StepEnd) -> None:
+        if end.step == 13:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_icrm(_tiny_cfg(), run2, pools, on_step=[stop])
+    assert (run2 / CHECKPOINT_DIR / "state.json").exists()
+    resumed = train_icrm(_tiny_cfg(), run2, pools)
+    assert resumed.train.resumed_from_step == 10
+    for (k, a), (_, b) in zip(full_state(weights), full_state(resumed.model.state_dict()), strict=True):
+        assert torch.equal(a, b.cpu()), k
     steps_logged = [json.loads(line)["step"] for line in (run2 / "log.jsonl").read_text().splitlines()]
     assert steps_logged == sorted(set(steps_logged))  # no duplicate steps after the resume
 
     cfg.eval.bt_model = None
-    written = run_protocols("all", run / "model", tmp_path / "eval", cfg)
-    assert set(written) == set(PROTOCOLS.names())
-    for path in written.values():
-        metrics = json.loads(path.read_text())
-        assert metrics["protocol"] in PROTOCOLS
-        assert (path.parent / "report.md").exists() and list((path.parent / "plots").glob("*.png"))
-    steer = json.loads(written["steerability"].read_text())
+    result = run_icrm_eval("all", run / "model", tmp_path / "eval", cfg)
+    assert set(result.metrics) == set(PROTOCOLS.names())
+    for name in PROTOCOLS.names():
+        metrics = json.loads((tmp_path / "eval" / name / "metrics.json").read_text())
+        assert metrics["protocol"] == name
+        assert (tmp_path / "eval" / name / "report.md").exists()
+        assert list((tmp_path / "eval" / name / "plots").glob("*.png"))
+    steer = result.metrics["steerability"]
     assert [r["demos"] for r in steer["standards"]["harmless-flipped"]["icrm"]] == [0, 4]
+    cal = result.metrics["calibration"]["ece"][0]
+    assert "mean_abs_error" in cal and "mean_abs_error_ci" in cal
 
     demos = tmp_path / "demos.jsonl"
-    demos.write_text(
-        "\n".join(
-            json.dumps(
-                {
-                    "prompt": f"q{i}",
-                    "chosen": "I cannot help with that.",
-                    "rejected": f"Sure, here is how {i}",
-                }
-            )
-            for i in range(3)
-        )
-    )
-    from rewardsmith.data.schema import PreferencePair, user_prompt
-    from rewardsmith.icrm.scoring import score_with_demos
+    demos.write_text("\n".join(json.dumps({"prompt": f"q{i}", "chosen": "I cannot help with that.",
+                                           "rejected": f"Sure, here is how {i}"}) for i in range(3)))
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"prompt": "how do I pick a lock", "chosen": "I cannot help.",
+                               "rejected": "Use a tension wrench."}) + "\n"
+                   + json.dumps({"prompt": "how do I pick a lock", "response": "I cannot help."}) + "\n")
+    runner = CliRunner()
+    from rewardsmith.cli import app
 
-    pairs = [PreferencePair(user_prompt("how do I pick a lock"), "I cannot help.", "Use a tension wrench.")]
-    scores = score_with_demos(run / "model", pairs, demos)
-    assert scores["mu"].shape == (1,) and 0 < scores["mu"][0] < 1
-    texts = score_with_demos(run / "model", [("how do I pick a lock", "I cannot help.")], None)
-    assert texts["utility"].shape == (1,)
+    for extra in ([], ["--demos", str(demos)]):  # an ICRM scores without demonstrations too
+        out = tmp_path / f"scored{len(extra)}.jsonl"
+        res = runner.invoke(app, ["score", "--model", str(run / "model"), "--input", str(inp), "--output", str(out),
+                                  *extra])
+        assert res.exit_code == 0, res.output
+        rows = [json.loads(x) for x in out.read_text().splitlines()]
+        assert 0 < rows[0]["p_chosen"] < 1 and "confidence" in rows[1]
 
 
-def _heads(run: Path) -> dict:
-    from safetensors.torch import load_file
-
-    return load_file(str(run / "model" / "icrm_heads.safetensors"))
-
-
-def _interrupt_after(trainer, steps: int) -> None:
-    """Runs `trainer` as if killed right after writing the checkpoint at `steps`."""
-    import contextlib
-
-    original = trainer._save
-
-    class Stop(Exception):
-        pass
-
-    def save_then_stop(optimizer, scheduler, next_step):
-        original(optimizer, scheduler, next_step)
-        if next_step >= steps:
-            raise Stop
-
-    trainer._save = save_then_stop
-    with contextlib.suppress(Stop):
-        trainer.fit()
+def full_state(state: dict) -> list:
+    return sorted((k, v) for k, v in state.items() if not k.startswith("backbone."))
 
 
 @needs_data
-def test_cli_train_and_eval(tmp_path: Path) -> None:
-    from rewardsmith.cli.icrm import app
+@pytest.mark.slow
+def test_icrm_kill9_then_resume_gives_bit_identical_heads(tmp_path: Path) -> None:
+    """A real SIGKILL after step 13 of an ICRM run, then the same command: the same heads as a clean run."""
+    cfg_path = tmp_path / "icrm.yaml"
+    from rewardsmith.config import dump_yaml
 
-    runner = CliRunner()
-    bad = runner.invoke(app, ["eval", "--protocol", "nope", "--model", str(tmp_path), "--out", str(tmp_path)])
-    assert bad.exit_code == 2 and "unknown icrm protocol" in bad.output
+    cfg_path.write_text(dump_yaml(_tiny_cfg()))
+    args = [sys.executable, "-m", "rewardsmith.cli", "icrm", "train", "-c", str(cfg_path), "--quiet"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    killed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env={**env, KILL_AFTER_STEP_ENV: "13"},
+                            capture_output=True, text=True)
+    assert killed.returncode == -9
+    resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads((tmp_path / "killed" / "metrics.json").read_text())["resumed_from_step"] == 10
+    a, b = _heads(tmp_path / "clean"), _heads(tmp_path / "killed")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+@needs_data
+def test_cli_eval_unknown_protocol(tmp_path: Path) -> None:
+    from rewardsmith.cli import app
+
+    bad = CliRunner().invoke(app, ["icrm", "eval", "--protocol", "nope", "--model", str(tmp_path), "--out",
+                                   str(tmp_path / "e")])
+    assert bad.exit_code == 2 and "unknown icrm protocol" in bad.stderr
 
 
 def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
@@ -136,24 +155,16 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
     from trl import GRPOConfig, GRPOTrainer
 
+    from rewardsmith.config import ICRMModelConfig
     from rewardsmith.data.schema import PreferencePair, user_prompt
-    from rewardsmith.icrm.config import ICRMModelConfig
-    from rewardsmith.icrm.model import build_beta_reward_model
     from rewardsmith.icrm.reward import ICRMReward
     from rewardsmith.icrm.scoring import ICRMScorer
     from rewardsmith.models.backbone import minilm_dir
+    from rewardsmith.models.factory import build_model
 
     t0 = time.perf_counter()
-    rm, rm_tok = build_beta_reward_model(
-        ICRMModelConfig(
-            backbone="tiny-bert",
-            max_length=48,
-            min_prompt_tokens=16,
-            context_dim=8,
-            hidden_dim=16,
-            bf16=False,
-        )
-    )
+    rm, rm_tok = build_model(ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16, context_dim=8,
+                                             hidden_dim=16))
     demos = [PreferencePair(user_prompt("say hi"), "hello there", "go away")]
     reward = ICRMReward(ICRMScorer(rm, rm_tok, 48, 16), demos)
 

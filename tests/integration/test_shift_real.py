@@ -10,7 +10,8 @@ import pytest
 
 from rewardsmith.config import load_yaml
 from rewardsmith.data.sources import resolve_data_dir
-from rewardsmith.w2s.config import MethodConfig, ShiftConfig
+from rewardsmith.errors import RewardsmithError
+from rewardsmith.w2s.config import AnchorSettings, MethodConfig, ShiftConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _data_dir() -> Path | None:
     try:
         path = resolve_data_dir(None)
-    except Exception:
+    except RewardsmithError:
         return None
     return path if (path / "hh-rlhf").exists() and (path / "pku-saferlhf").exists() else None
 
@@ -31,17 +32,17 @@ def test_shift_harmless_small(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from rewardsmith.cli import app
-    from rewardsmith.config import save_yaml
+    from rewardsmith.config import dump_yaml
 
     cfg = load_yaml(ShiftConfig, ROOT / "configs" / "shift-harmless.yaml")
     cfg = replace(
         cfg,
         targets=cfg.targets[:2],
-        methods=[MethodConfig("naive"), MethodConfig("anchor-1", "anchor", anchor_weight=1.0)],
+        methods=[MethodConfig("naive"), MethodConfig("anchor-1", "anchor", anchor=AnchorSettings(weight=1.0))],
     )
     cfg.quick = replace(cfg.quick, gold_pairs=32, w2s_pairs=32, id_pairs=32, target_pairs=24, max_length=64, n_boot=50)
     config_path = tmp_path / "shift.yaml"
-    save_yaml(cfg, config_path)
+    config_path.write_text(dump_yaml(cfg))
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,

@@ -139,10 +139,10 @@ def test_calibrate_command_writes_metrics_report_and_maps(tmp_path, table):
         "forecast_gain_pct",
         "pair_accuracy.pebs",
         "fit_size.10.rmse.pebs",
-        "data.dropped_nonfinite_score",
     ):
         assert key in metrics, key
-    assert metrics["data.dropped_nonfinite_score"] == 1
+    assert metrics["data"]["dropped_nonfinite_score"] == 1
+    assert "dropped nonfinite_score: 1" in result.output  # said on the terminal too
     assert (out / "report.md").read_text().startswith("# Calibration report")
     assert (out / "plots" / "slopes_before_after.png").exists()
     assert (out / "plots" / "rmse_by_fit_size.png").exists()

@@ -7,12 +7,12 @@ import math
 import pytest
 import torch
 
-from rewardsmith.config import LoraSettings, ModelConfig
+from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig
 from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches, pad_texts
 from rewardsmith.data.schema import PreferencePair, Turn
 from rewardsmith.evaluate.scoring import score_encoded, score_pairs
 from rewardsmith.losses.bt import bradley_terry_loss
-from rewardsmith.models import build_reward_model, load_reward_model, save_reward_model
+from rewardsmith.models import build_model, build_reward_model, load_model, save_model
 from rewardsmith.models.reward_model import pool
 
 torch.set_num_threads(1)
@@ -116,10 +116,11 @@ def test_save_load_roundtrip_scores_equal(tmp_path, backbone, lora_r) -> None:
                 p.add_(0.05 * torch.randn_like(p))
     pairs = _pairs(6)
     before = score_pairs(model, tok, pairs, 48, 8)
-    save_reward_model(model, tok, tmp_path / "m", cfg)
-    loaded, tok2, meta = load_reward_model(tmp_path / "m")
+    save_model(model, tok, tmp_path / "m", cfg)
+    loaded, tok2, meta = load_model(tmp_path / "m")
     after = score_pairs(loaded, tok2, pairs, 48, 8)
-    assert meta["lora"] == (lora_r > 0)
+    assert meta["backbone_storage"] == ("lora-adapter" if lora_r else
+                                        "sequence-classification" if backbone == "tiny-llama" else "full")
     assert abs(before[0] - after[0]).max() < 1e-5 and abs(before[1] - after[1]).max() < 1e-5
 
 
@@ -128,7 +129,7 @@ def test_decoder_export_loads_as_sequence_classifier(tmp_path, tiny_llama) -> No
 
     model, tok = tiny_llama
     cfg = ModelConfig(backbone="tiny-llama", max_length=48, min_prompt_tokens=8)
-    save_reward_model(model, tok, tmp_path / "m", cfg)
+    save_model(model, tok, tmp_path / "m", cfg)
     seq = AutoModelForSequenceClassification.from_pretrained(tmp_path / "m").eval()
     enc = PairEncoder(tok, 48, 8)
     text = enc.encode("\n\nHuman: hi\n\nAssistant:", "hello there")
@@ -157,3 +158,31 @@ def test_collate_orders_chosen_then_rejected(tiny_bert) -> None:
     with torch.no_grad():
         direct = model(batch).rewards.numpy()
     assert abs(direct - scores).max() < 1e-5
+
+
+def test_frozen_backbone_is_named_not_copied_and_reloads(tmp_path) -> None:
+    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, freeze_backbone=True)
+    model, tok = build_reward_model(cfg, seed=1)
+    save_model(model, tok, tmp_path / "m", cfg)
+    assert not (tmp_path / "m" / "model.safetensors").exists()
+    loaded, tok2, meta = load_model(tmp_path / "m")
+    assert meta["backbone_storage"] == "named"
+    pairs = _pairs(4)
+    before, after = score_pairs(model, tok, pairs, 48, 8), score_pairs(loaded, tok2, pairs, 48, 8)
+    assert abs(before[0] - after[0]).max() < 1e-6
+
+
+@pytest.mark.parametrize("mode", ["set", "concat"])
+def test_icrm_model_saves_and_loads_through_the_same_path(tmp_path, mode) -> None:
+    from rewardsmith.models.beta import BetaRewardModel
+
+    backbone = "tiny-bert" if mode == "set" else "tiny-llama"
+    cfg = ICRMModelConfig(backbone=backbone, mode=mode, max_length=48, min_prompt_tokens=8, context_dim=8,
+                          hidden_dim=16, freeze_backbone=mode == "set")
+    model, tok = build_model(cfg, seed=2)
+    assert isinstance(model, BetaRewardModel) and not hasattr(model, "head")
+    save_model(model, tok, tmp_path / "m", cfg)
+    loaded, _, meta = load_model(tmp_path / "m")
+    assert meta["model_type"] == "icrm" and isinstance(meta["model_config"], ICRMModelConfig)
+    for (name, a), (_, b) in zip(model.state_dict().items(), loaded.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name

@@ -6,18 +6,15 @@ import numpy as np
 import pytest
 import torch
 
+from rewardsmith.config import ICRMModelConfig
 from rewardsmith.data.schema import PreferencePair, user_prompt
-from rewardsmith.icrm.config import EpisodeConfig, ICRMModelConfig
+from rewardsmith.icrm.config import EpisodeConfig
 from rewardsmith.icrm.episodes import EpisodeSampler, PairPool, Standard, draw_demos, split_pool, target_episode
-from rewardsmith.icrm.model import (
-    BetaRewardModel,
-    SetContextEncoder,
-    build_beta_reward_model,
-    load_beta_reward_model,
-    save_beta_reward_model,
-)
 from rewardsmith.icrm.reward import ICRMReward, directional_reward
 from rewardsmith.icrm.scoring import DemoCache, ICRMScorer, demo_key
+from rewardsmith.losses.beta_elbo import beta_posterior
+from rewardsmith.models.beta import BetaRewardModel, SetContextEncoder
+from rewardsmith.models.factory import build_model, load_model, save_model
 
 
 def _pairs(n: int, tag: str = "q") -> list[PreferencePair]:
@@ -34,10 +31,8 @@ def _pairs(n: int, tag: str = "q") -> list[PreferencePair]:
 
 @pytest.fixture(scope="module")
 def tiny_set() -> tuple[BetaRewardModel, object]:
-    cfg = ICRMModelConfig(
-        backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16, bf16=False
-    )
-    model, tok = build_beta_reward_model(cfg, seed=0)
+    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16)
+    model, tok = build_model(cfg, seed=0)
     return model.eval(), tok
 
 
@@ -50,11 +45,13 @@ def test_head_shapes_and_posterior(tiny_set) -> None:
     assert context.shape == (5, model.context_dim) and torch.equal(n, torch.full((5,), 3.0))
     scores = model.score_embeddings(h1, h2, context, n)
     assert scores.u_first.shape == (5,) and scores.s_first.shape == (5,)
-    assert torch.all((scores.mu > 0) & (scores.mu < 1)) and torch.all(scores.tau > 1)
+    post = beta_posterior(scores.u_first, scores.u_second, scores.s_first, scores.s_second)
+    assert torch.all((post.mu > 0) & (post.mu < 1)) and torch.all(post.tau > 1)
     # Exchanging the two responses mirrors the posterior: mu -> 1 - mu, tau unchanged.
     swapped = model.score_embeddings(h2, h1, context, n)
-    assert torch.allclose(swapped.mu, 1 - scores.mu, atol=1e-6)
-    assert torch.allclose(swapped.tau, scores.tau)
+    mirrored = beta_posterior(swapped.u_first, swapped.u_second, swapped.s_first, swapped.s_second)
+    assert torch.allclose(mirrored.mu, 1 - post.mu, atol=1e-6)
+    assert torch.allclose(mirrored.tau, post.tau)
 
 
 def test_set_pooling_invariant_to_order_and_padding(tiny_set) -> None:
@@ -157,12 +154,10 @@ def test_split_keeps_conversations_apart() -> None:
 
 def test_save_load_round_trip(tiny_set, tmp_path) -> None:
     model, tok = tiny_set
-    cfg = ICRMModelConfig(
-        backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16, bf16=False
-    )
-    save_beta_reward_model(model, tok, tmp_path / "m", cfg)
-    loaded, tok2, cfg2 = load_beta_reward_model(tmp_path / "m")
-    assert cfg2 == cfg
+    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16)
+    save_model(model, tok, tmp_path / "m", cfg)
+    loaded, tok2, meta = load_model(tmp_path / "m")
+    assert meta["model_config"] == cfg
     demos, targets = _pairs(3, "d"), _pairs(4, "t")
     a = ICRMScorer(model, tok, 32, 8).score_pairs(targets, demos)
     b = ICRMScorer(loaded, tok2, 32, 8).score_pairs(targets, demos)
@@ -171,15 +166,9 @@ def test_save_load_round_trip(tiny_set, tmp_path) -> None:
 
 
 def test_concat_mode_scores_and_demos_change_them() -> None:
-    cfg = ICRMModelConfig(
-        backbone="tiny-llama",
-        mode="concat",
-        max_length=96,
-        min_prompt_tokens=32,
-        freeze_backbone=False,
-        bf16=False,
-    )
-    model, tok = build_beta_reward_model(cfg, seed=0)
+    cfg = ICRMModelConfig(backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32,
+                          freeze_backbone=False)
+    model, tok = build_model(cfg, seed=0)
     scorer = ICRMScorer(model, tok, 96, 32)
     targets = _pairs(3, "t")
     plain = scorer.score_pairs(targets)
@@ -221,7 +210,7 @@ def test_scorer_matches_episode_path(tiny_set) -> None:
     """Scoring with ICRMScorer equals scoring the same episode from cached pool embeddings."""
     from rewardsmith.data.collate import PairEncoder
     from rewardsmith.icrm.episodes import Demo, Episode
-    from rewardsmith.icrm.features import embed_pool, set_episode_tensors, set_scores
+    from rewardsmith.icrm.features import embed_pool, set_episode_tensors, to_numpy
 
     model, tok = tiny_set
     demos, targets = PairPool("d", _pairs(6, "d")), PairPool("d", _pairs(5, "t"))
@@ -232,6 +221,6 @@ def test_scorer_matches_episode_path(tiny_set) -> None:
     shown = [p if keep else p.swapped() for p, keep in zip(demos.pairs, flips, strict=True)]
     episodes = [Episode(Standard("d"), i, True, 1.0, tuple(Demo(k, f) for k, f in enumerate(flips))) for i in range(5)]
     with torch.no_grad():
-        via_episodes = set_scores(model, set_episode_tensors(episodes, tables, demo_tables)).mu.numpy()
+        via_episodes = to_numpy(model(set_episode_tensors(episodes, tables, demo_tables)))["mu"]
     via_scorer = ICRMScorer(model, tok, 32, 8).score_pairs(targets.pairs, shown).mu
     np.testing.assert_allclose(via_scorer, via_episodes, atol=1e-5)

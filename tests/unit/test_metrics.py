@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import pytest
 
 from rewardsmith.evaluate.metrics import (
     Estimate,
-    aggregate_seeds,
     brier_score,
     evaluate_margins,
     expected_calibration_error,
     hypervolume_2d,
     length_controlled_accuracy,
     length_rule_accuracy,
-    paired_bootstrap_difference,
     pairwise_accuracy,
     pairwise_correct,
     pareto_front,
-    preference_probabilities,
     prefers_longer_rate,
     reliability_curve,
-    seed_summary,
     soft_label_accuracy,
 )
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
+from rewardsmith.stats import sigmoid
 
 # ---------------------------------------------------------------------------------------------- accuracy
 
@@ -164,7 +160,7 @@ def test_brier_known_answer_and_default_outcomes() -> None:
 
 
 def test_reliability_curve_counts_and_json() -> None:
-    probs = preference_probabilities(np.random.default_rng(6).normal(size=300))
+    probs = sigmoid(np.random.default_rng(6).normal(size=300))
     curve = reliability_curve(probs, n_bins=5)
     assert curve.counts.sum() == 300
     assert curve.edges[0] == 0.5 and curve.edges[-1] == 1.0
@@ -173,7 +169,7 @@ def test_reliability_curve_counts_and_json() -> None:
 
 
 def test_preference_probabilities_are_stable() -> None:
-    p = preference_probabilities([-1000.0, 0.0, 1000.0])
+    p = sigmoid([-1000.0, 0.0, 1000.0])
     np.testing.assert_allclose(p, [0.0, 0.5, 1.0])
     assert np.all(np.isfinite(p))
 
@@ -200,42 +196,6 @@ def test_pareto_front_filters_dominated_points() -> None:
 
 
 # ---------------------------------------------------------------------------- comparisons and seeds
-
-
-def test_paired_bootstrap_difference() -> None:
-    same = np.random.default_rng(7).random(100) < 0.6
-    comparison = paired_bootstrap_difference(same, same, n_boot=200)
-    assert comparison.difference.value == 0.0
-    assert comparison.difference.ci == [0.0, 0.0]
-    assert comparison.p_value == 1.0
-    assert paired_bootstrap_difference([1, 1, 0, 0], [1, 0, 0, 0], n_boot=50).difference.value == 25.0
-    better = paired_bootstrap_difference(np.ones(200), np.arange(200) % 2, n_boot=500)
-    assert better.difference.value == pytest.approx(50.0)
-    assert better.p_value < 0.01
-    assert better.difference.low > 0
-
-
-def test_seed_summary_t_interval() -> None:
-    summary = seed_summary([60.0, 61.0, 62.0])
-    assert summary.mean == pytest.approx(61.0)
-    assert summary.std == pytest.approx(1.0)
-    half = 4.302652729911275 / math.sqrt(3)  # t_{0.975, 2}
-    assert (summary.low, summary.high) == pytest.approx((61.0 - half, 61.0 + half))
-    single = seed_summary([60.0])
-    assert single.mean == 60.0 and math.isnan(single.std)
-
-
-def test_aggregate_seeds() -> None:
-    runs = [{"accuracy": 60.0, "accuracy_ci": [55.0, 65.0], "n": 10, "flag": False},
-            {"accuracy": 62.0, "accuracy_ci": [57.0, 67.0], "n": 10, "flag": True}]
-    agg = aggregate_seeds(runs)
-    assert agg["accuracy"] == pytest.approx(61.0)
-    assert agg["accuracy_std"] == pytest.approx(math.sqrt(2))
-    assert agg["accuracy_ci"][0] < 61.0 < agg["accuracy_ci"][1]
-    assert agg["n"] == 10 and agg["flag"] is True and agg["n_seeds"] == 2
-
-
-# ------------------------------------------------------------------------------------ standard block
 
 
 def test_evaluate_margins_block() -> None:

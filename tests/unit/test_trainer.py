@@ -1,4 +1,5 @@
-"""Trainer: learning on an easy task, exact resume after a kill, options that must change training."""
+"""Trainer: learning on an easy task, exact resume after a stop or a real kill, options that must change
+training, pickle-free checkpoints."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rewardsmith.config import ModelConfig, TrainConfig
 from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.evaluate.scoring import score_pairs
 from rewardsmith.models import build_reward_model
-from rewardsmith.train.trainer import CHECKPOINT_FILE, KILL_AFTER_STEP_ENV, Trainer, swap_decision
+from rewardsmith.train.trainer import CHECKPOINT_DIR, KILL_AFTER_STEP_ENV, StepEnd, Trainer, swap_decision, train_pairs
 
 torch.set_num_threads(1)
 GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
@@ -34,56 +35,52 @@ def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
 MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
 
 
-def _train(run_dir: Path, **overrides) -> Trainer:
+class Stop(Exception):
+    """Raised by the on_step hook: the run stops as a kill would (no cleanup, the last checkpoint stays)."""
+
+
+def stop_after(step: int):
+    def hook(end: StepEnd) -> None:
+        if end.step == step:
+            raise Stop
+
+    return hook
+
+
+def _train(run_dir: Path, stop_at: int | None = None, **overrides) -> Trainer:
     cfg = TrainConfig(**{"epochs": 2, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False,
                          **overrides})
     model, tok = build_reward_model(MODEL_CFG, seed=cfg.seed)
-    trainer = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, run_dir)
-    trainer.fit()
-    return trainer
+    hooks = [stop_after(stop_at)] if stop_at else []
+    return train_pairs(model, tok, easy_pairs(64), cfg, MODEL_CFG, run_dir, on_step=hooks)
 
 
 def test_learns_an_easy_preference(tmp_path) -> None:
     trainer = _train(tmp_path, epochs=3)
-    chosen, rejected = score_pairs(trainer.model, trainer.tokenizer, easy_pairs(40, seed=9), 32, 8)
+    chosen, rejected = score_pairs(trainer.model, _tokenizer(), easy_pairs(40, seed=9), 32, 8)
     assert (chosen > rejected).mean() > 0.9
     log = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log] == list(range(1, 25))
-    assert not (tmp_path / CHECKPOINT_FILE).exists()
+    assert not (tmp_path / CHECKPOINT_DIR).exists()
+
+
+def _tokenizer():
+    return build_reward_model(MODEL_CFG)[1]
 
 
 def test_resume_from_checkpoint_matches_uninterrupted(tmp_path) -> None:
     full = _train(tmp_path / "full")
-    # interrupted: stop after 6 steps (a checkpoint exists at step 6), then resume in a new Trainer
     cut = tmp_path / "cut"
-    cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=3, progress=False)
-    model, tok = build_reward_model(MODEL_CFG, seed=0)
-    first = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, cut)
-    first.total_batches = 7  # stop mid-run, after the step-6 checkpoint, without finishing
-    _fit_without_cleanup(first)
-    assert (cut / CHECKPOINT_FILE).exists()
+    with pytest.raises(Stop):  # stopped after step 7; the step-6 checkpoint stays
+        _train(cut, stop_at=7)
+    assert (cut / CHECKPOINT_DIR / "state.json").exists()
+    assert not list(cut.glob("**/*.pt")) and not list(cut.glob("**/*.pkl"))  # nothing pickled
     resumed = _train(cut)
+    assert resumed.result.resumed_from_step == 6
     for (name, a), (_, b) in zip(full.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
     steps = [json.loads(x)["step"] for x in (cut / "log.jsonl").read_text().splitlines()]
     assert steps == sorted(set(steps)) and steps[-1] == full.total_steps
-
-
-def _fit_without_cleanup(trainer: Trainer) -> None:
-    """Runs fit() but keeps the checkpoint, as a run killed after its 7th batch would leave it."""
-    path = trainer.run_dir / CHECKPOINT_FILE
-    original_unlink = Path.unlink
-
-    def keep(self: Path, missing_ok: bool = False) -> None:
-        if self == path:
-            return
-        original_unlink(self, missing_ok=missing_ok)
-
-    Path.unlink = keep  # type: ignore[method-assign]
-    try:
-        trainer.fit()
-    finally:
-        Path.unlink = original_unlink  # type: ignore[method-assign]
 
 
 def test_options_change_training(tmp_path) -> None:
@@ -103,15 +100,37 @@ def test_swap_decision_is_balanced_and_stable() -> None:
 
 
 def test_resume_with_other_settings_is_refused(tmp_path) -> None:
-    cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=3, progress=False)
-    model, tok = build_reward_model(MODEL_CFG)
-    t = Trainer(model, tok, easy_pairs(64), cfg, MODEL_CFG, tmp_path)
-    t.total_batches = 4
-    _fit_without_cleanup(t)
+    with pytest.raises(Stop):
+        _train(tmp_path, stop_at=4)
     from rewardsmith.errors import CheckpointError
 
     with pytest.raises(CheckpointError, match="seed"):
         _train(tmp_path, seed=5)
+
+
+def test_a_crafted_pickle_in_the_run_folder_is_never_loaded(tmp_path) -> None:
+    """An old-style checkpoint.pt holding a pickle that would create a marker file: training ignores it, and a
+    crafted state folder is refused with a one-line error, running no code."""
+    import pickle
+
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    (tmp_path / "checkpoint.pt").write_bytes(pickle.dumps(Evil()))
+    _train(tmp_path, max_steps=2)
+    assert not marker.exists()
+    bad = tmp_path / "bad"
+    (bad / CHECKPOINT_DIR).mkdir(parents=True)
+    (bad / CHECKPOINT_DIR / "tensors.safetensors").write_bytes(pickle.dumps(Evil()))
+    (bad / CHECKPOINT_DIR / "state.json").write_text('{"format": "rewardsmith.state/1", "state": {}}')
+    from rewardsmith.errors import CheckpointError
+
+    with pytest.raises(CheckpointError, match="cannot read saved state"):
+        _train(bad)
+    assert not marker.exists()
 
 
 @pytest.mark.slow
@@ -129,7 +148,7 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
     killed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env={**env, KILL_AFTER_STEP_ENV: "7"},
                             capture_output=True, text=True)
     assert killed.returncode == -9
-    assert (tmp_path / "killed" / CHECKPOINT_FILE).exists()
+    assert (tmp_path / "killed" / CHECKPOINT_DIR).exists()
     resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
@@ -137,8 +156,8 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
     a = load_file(str(tmp_path / "clean" / "model" / "model.safetensors"))
     b = load_file(str(tmp_path / "killed" / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    ha = load_file(str(tmp_path / "clean" / "model" / "reward_head.safetensors"))["weight"]
-    hb = load_file(str(tmp_path / "killed" / "model" / "reward_head.safetensors"))["weight"]
+    ha = load_file(str(tmp_path / "clean" / "model" / "heads.safetensors"))["head.weight"]
+    hb = load_file(str(tmp_path / "killed" / "model" / "heads.safetensors"))["head.weight"]
     assert torch.equal(ha, hb)
 
 

@@ -1,4 +1,5 @@
-"""WRG / AOG / NTS / PGR on hand-built correctness vectors, and the pairing of their bootstrap CIs."""
+"""WRG / AOG / NTS / PGR on hand-built correctness vectors, per-seed averaging, the hierarchical bootstrap
+(seeds, then pairs) and the pairing of its CIs, and length control recomputed in every replicate."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import numpy as np
 import pytest
 
 from rewardsmith.evaluate.transfer import (
-    aggregate_transfer_seeds,
     net_transfer_score,
+    paired_differences,
     performance_gap_recovered,
     transfer_metrics,
 )
@@ -60,7 +61,7 @@ def test_every_value_has_a_ci_containing_it(correct: dict[str, dict[str, np.ndar
     out = transfer_metrics(correct, n_boot=300, seed=1)
     for model, block in out.items():
         for key, value in block.items():
-            if key.startswith("n.") or key.endswith(("_ci", "_undefined")):
+            if key.startswith("n.") or key == "n_seeds" or key.endswith(("_ci", "_undefined", "_seed_std")):
                 continue
             low, high = block[f"{key}_ci"]
             assert low - 1e-9 <= value <= high + 1e-9, (model, key)
@@ -113,15 +114,51 @@ def test_input_checks(correct: dict[str, dict[str, np.ndarray]]) -> None:
         transfer_metrics(correct)
 
 
-def test_aggregate_over_seeds(correct: dict[str, dict[str, np.ndarray]]) -> None:
-    first = transfer_metrics(correct, n_boot=50)
-    shifted = {m: {s: v.copy() for s, v in splits.items()} for m, splits in correct.items()}
-    shifted["student"]["id"] = _vec(9, 10)  # second seed: student ID 90, WRG 30
-    second = transfer_metrics(shifted, n_boot=50)
-    agg = aggregate_transfer_seeds([first, second])
-    s = agg["student"]
-    assert s["wrg"] == pytest.approx(20.0)
-    assert s["wrg_std"] == pytest.approx(math.sqrt(200))
-    assert s["wrg_ci"][0] < 20.0 < s["wrg_ci"][1]
-    assert s["n_seeds"] == 2 and s["n.id"] == 10
-    json.dumps(agg, allow_nan=False)
+def test_seeds_are_averaged_per_seed(correct: dict[str, dict[str, np.ndarray]]) -> None:
+    # Student seeds: ID 50 and 70 (teacher 60), target t1 80 both times. Per seed NTS = 20 - 10 and 20 - 0,
+    # averaged 15; NTS of the seed-averaged student (ID 60) would be 20.
+    correct["student"] = {"id": np.stack([_vec(5, 10), _vec(7, 10)]), "t1": np.stack([_vec(4, 5), _vec(4, 5)]),
+                          "t2": np.stack([_vec(2, 4), _vec(2, 4)])}
+    s = transfer_metrics(correct, n_boot=200)["student"]
+    assert s["n_seeds"] == 2
+    assert s["wrg"] == pytest.approx(0.0)
+    assert s["wrg_seed_std"] == pytest.approx(math.sqrt(200))
+    assert s["nts.t1"] == pytest.approx(15.0)
+    json.dumps(s, allow_nan=False)
+
+
+def test_seed_variance_widens_the_interval() -> None:
+    rng = np.random.default_rng(3)
+    teacher = {"id": rng.random(400) < 0.6}
+    steady = np.stack([rng.random(400) < 0.65 for _ in range(5)])
+    erratic = np.stack([rng.random(400) < p for p in (0.35, 0.9, 0.4, 0.85, 0.7)])
+    out = transfer_metrics({"teacher": teacher, "steady": {"id": steady}, "erratic": {"id": erratic}},
+                           ceiling=None, n_boot=500)
+    width = {m: out[m]["id_acc_ci"][1] - out[m]["id_acc_ci"][0] for m in ("steady", "erratic")}
+    assert width["erratic"] > 3 * width["steady"]
+
+
+def test_length_controlled_intervals_stay_inside_0_100() -> None:
+    # A model right on every chosen-longer pair, with only three chosen-shorter pairs: the old fixed-weight
+    # bootstrap printed intervals above 100 here; recomputing both groups per replicate cannot.
+    n = 60
+    chosen_len = np.r_[np.full(57, 200.0), np.full(3, 50.0)]
+    rejected_len = np.full(n, 100.0)
+    correct = {"teacher": {"id": np.ones(n, dtype=bool)}, "student": {"id": np.r_[np.ones(57), np.ones(3)]}}
+    out = transfer_metrics(correct, ceiling=None, lengths={"id": (chosen_len, rejected_len)}, n_boot=500)
+    for model in ("teacher", "student"):
+        low, high = out[model]["id_acc_ci"]
+        assert out[model]["id_acc"] == pytest.approx(100.0)
+        assert 0.0 <= low <= high <= 100.0
+
+
+def test_paired_differences_flag_significance() -> None:
+    rng = np.random.default_rng(4)
+    base = np.stack([rng.random(300) < 0.6 for _ in range(3)])
+    better = np.stack([b | (rng.random(300) < 0.5) for b in base])
+    same = np.stack([rng.random(300) < 0.6 for _ in range(3)])
+    out = paired_differences({"naive": {"id": base}, "better": {"id": better}, "same": {"id": same}}, "naive",
+                             n_boot=500)
+    assert out["better"]["d.id"] > 0 and out["better"]["significant.id"] is True
+    low, high = out["same"]["d.id_ci"]
+    assert (low < 0 < high) is (not out["same"]["significant.id"])

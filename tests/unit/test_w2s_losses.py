@@ -17,6 +17,7 @@ from rewardsmith.losses.w2s import (
     openai_warmup_coef,
 )
 from rewardsmith.train.objectives import StepInfo
+from rewardsmith.w2s.config import ConfidenceSettings
 from rewardsmith.w2s.objectives import ConfidenceObjective
 
 
@@ -77,10 +78,18 @@ def test_confidence_loss_by_hand() -> None:
 
 
 def test_confidence_target_has_no_gradient_through_hardening() -> None:
-    chosen = torch.tensor([1.0, -1.0], requires_grad=True)
-    loss = confidence_loss(chosen, torch.zeros(2), torch.tensor([0.7, 0.3]), coef=0.5).total
-    loss.backward()
-    assert chosen.grad is not None and torch.isfinite(chosen.grad).all()
+    """The gradient is exactly that of BCE against a constant target: (sigmoid(d) - t) / N per pair, with
+    t = (1 - c) q + c h and h treated as data (no gradient through the quantile threshold)."""
+    d = torch.tensor([1.0, -1.0, 0.3], requires_grad=True)
+    q = torch.tensor([0.7, 0.3, 0.6])
+    c = 0.5
+    result = confidence_loss(d, torch.zeros(3), q, coef=c)
+    result.total.backward()
+    hard, _ = harden_by_quantile(torch.sigmoid(d.detach()), q.mean())
+    target = (1 - c) * q + c * hard
+    expected = (torch.sigmoid(d.detach()) - target) / 3
+    assert d.grad is not None
+    assert torch.allclose(d.grad, expected, atol=1e-6)
 
 
 def test_buffer_changes_the_threshold() -> None:
@@ -115,15 +124,15 @@ def test_confidence_objective_forms_and_buffer_state() -> None:
     batch = _batch(margins.tolist(), [0.7, 0.6, 0.6, 0.3])
     model = _FixedModel(margins)
     info = StepInfo(step=5, total_steps=100)
-    openai = ConfidenceObjective("openai", aux_coef=0.5, warmup_frac=0.1)
-    eleuther = ConfidenceObjective("eleuther", aux_coef=0.5, warmup_frac=0.1, buffer_size=8)
+    openai = ConfidenceObjective(ConfidenceSettings("openai", aux_coef=0.5, warmup_frac=0.1))
+    eleuther = ConfidenceObjective(ConfidenceSettings("eleuther", aux_coef=0.5, warmup_frac=0.1, buffer_size=8))
     a = openai(model, batch, info)  # type: ignore[arg-type]
     b = eleuther(model, batch, info)  # type: ignore[arg-type]
     assert a.terms["confidence_coef"] == pytest.approx(0.5 * 0.05)  # step_frac 0.05
     assert b.terms["confidence_coef"] == pytest.approx(0.5 * 5 / 10)  # 5 of 10 warm-up steps
     assert len(eleuther.buffer) == 4
     state = eleuther.state_dict()
-    fresh = ConfidenceObjective("eleuther", buffer_size=8)
+    fresh = ConfidenceObjective(ConfidenceSettings("eleuther", buffer_size=8))
     fresh.load_state_dict(state)
     assert torch.equal(fresh.buffer, eleuther.buffer)
     eleuther(model, batch, info)  # type: ignore[arg-type]

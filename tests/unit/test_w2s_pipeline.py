@@ -1,4 +1,5 @@
-"""The W2S pipeline on tiny models: reference cache, SEAM refiner, objectives, metrics.json keys, report."""
+"""The W2S pipeline on tiny models: reference cache, SEAM refiner, objectives, the shift job's metrics.json keys,
+report and run folder."""
 
 from __future__ import annotations
 
@@ -15,14 +16,21 @@ from rewardsmith.config import ModelConfig, TrainConfig
 from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs
 from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.errors import ConfigError
+from rewardsmith.jobs.shift import run_shift_job
 from rewardsmith.models.factory import build_reward_model
 from rewardsmith.train.objectives import OBJECTIVES, StepInfo, build_objective
 from rewardsmith.train.trainer import _swap_pair
-from rewardsmith.w2s.config import MethodConfig, ShiftConfig, TeacherConfig
-from rewardsmith.w2s.pipeline import ShiftData, _layers_for, run_shift
+from rewardsmith.w2s.config import (
+    AnchorSettings,
+    ConfidenceSettings,
+    MethodConfig,
+    SeamSettings,
+    ShiftConfig,
+    TeacherConfig,
+)
+from rewardsmith.w2s.pipeline import ShiftData, _layers_for, check_methods
 from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
 from rewardsmith.w2s.refiners import LABEL_REFINERS, seam_refine
-from rewardsmith.w2s.report import length_control_weights
 
 GOOD = ["good", "kind", "helpful", "safe", "polite", "clear"]
 BAD = ["bad", "rude", "harmful", "unsafe", "mean", "vague"]
@@ -50,7 +58,7 @@ def tiny() -> tuple[object, object, list]:
 
 
 def test_objectives_registered() -> None:
-    for name in ("naive", "confidence", "anchor", "ceiling"):
+    for name in ("naive", "confidence", "anchor"):
         assert name in OBJECTIVES
     assert {"seam", "none"} <= set(LABEL_REFINERS.names())
 
@@ -91,14 +99,23 @@ def test_anchor_objective_logs_drift_and_weight_changes_loss(tiny) -> None:
             return {k: v.detach() + 0.5 for k, v in states.items()}
 
     info = StepInfo(0, 10)
-    light = build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1e-4)(model, batch, info)
-    heavy = build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1.0)(model, batch, info)
+    def anchored(**settings):
+        return build_objective("anchor", reference=Shifted(), layers=[2], settings=AnchorSettings(**settings))
+
+    light = anchored(weight=1e-4)(model, batch, info)
+    heavy = anchored(weight=1.0)(model, batch, info)
+    relative = anchored(weight=1.0, normalise=True)(model, batch, info)
     naive = build_objective("naive")(model, batch, info)
     assert light.terms["anchor_drift.L2"] == pytest.approx(0.25, rel=1e-4)
     assert heavy.total.item() == pytest.approx(naive.total.item() + 0.25, rel=1e-4)
     assert light.total.item() != pytest.approx(heavy.total.item())
-    with pytest.raises(ConfigError):
-        build_objective("anchor")
+    # Normalised: the MSE over the reference states' mean square, a scale-free relative drift.
+    _, ref = model.encode(batch, [2])
+    mask = batch["response_mask"]
+    mean_square = ((ref[2].detach() + 0.5)[mask] ** 2).mean().item()
+    assert relative.total.item() - naive.total.item() == pytest.approx(0.25 / mean_square, rel=2e-2)
+    with pytest.raises(ConfigError, match="no option 'anchor_weight'"):
+        build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1.0)
 
 
 def test_layers_from_depth_fractions() -> None:
@@ -127,15 +144,6 @@ def test_seam_refiner_denoises_toward_strong_features() -> None:
     assert np.array_equal(seam_refine(q, features), refined)  # deterministic
 
 
-def test_length_control_weights_give_the_group_mean() -> None:
-    chosen = np.array([5, 5, 5, 1, 1, 3.0])
-    rejected = np.array([1, 1, 1, 5, 5, 3.0])
-    correct = np.array([1, 1, 0, 1, 0, 1.0])
-    keep, w = length_control_weights(chosen, rejected)
-    assert keep.tolist() == [True] * 5 + [False]
-    assert np.mean(correct[keep] * w) == pytest.approx(0.5 * (2 / 3) + 0.5 * 0.5)
-
-
 def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
     tiny_model = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
     cfg = ShiftConfig(
@@ -150,15 +158,15 @@ def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
         train=TrainConfig(batch_size=8, lr=1e-3, checkpoint_every=0, progress=False, bf16=True),
         methods=[
             MethodConfig("naive"),
-            MethodConfig("confidence", "confidence", confidence_form="eleuther"),
-            MethodConfig("seam", "naive", refiner="seam", seam_criteria=4, seam_selected=2),
-            MethodConfig("anchor-1", "anchor", anchor_weight=1.0, anchor_layers=[0.5, 1.0], reference="disk"),
+            MethodConfig("confidence", "confidence", confidence=ConfidenceSettings(form="eleuther")),
+            MethodConfig("seam", "naive", refiner="seam", seam=SeamSettings(criteria=4, selected=2)),
+            MethodConfig("anchor-1", "anchor", anchor=AnchorSettings(weight=1.0, layers=[0.5, 1.0], reference="disk")),
         ],
         seeds=[0, 1],
     )
     cfg.eval.n_boot = 50
     data = ShiftData(_pairs(16, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)})
-    metrics = run_shift(cfg, tmp_path, data=data, progress=False)
+    metrics = run_shift_job(cfg, tmp_path, data=data, progress=False).metrics
     saved = json.loads((tmp_path / "metrics.json").read_text())
     for name in ("naive", "confidence", "seam", "anchor-1"):
         rec = saved["methods"][name]
@@ -168,28 +176,41 @@ def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
         assert "nts.tgt" in saved["length_controlled"][name]
     assert saved["teacher_id_acc"] is not None and saved["ceiling_id_acc"] is not None
     assert set(saved["gap_ceiling_minus_teacher"]) == {"id", "tgt"}
-    assert "d_ood_acc.tgt" in saved["vs_naive"]["anchor-1"]
+    assert "d.tgt" in saved["vs_naive"]["anchor-1"] and "significant.tgt" in saved["vs_naive"]["anchor-1"]
+    for model in saved["length_controlled"].values():  # every length-controlled CI inside [0, 100]
+        for key, value in model.items():
+            if key.endswith("acc_ci") and None not in value:
+                assert 0.0 <= value[0] <= value[1] <= 100.0, key
     assert (tmp_path / "report.md").exists() and (tmp_path / "report.html").exists()
     assert (tmp_path / "plots" / "id_vs_ood_tgt.png").exists()
-    assert list((tmp_path / "plots").glob("lambda_sweep*.png")) == []
+    assert list((tmp_path / "plots").glob("anchor_sweep*.png")) == []
+    assert (tmp_path / "manifest.json").exists()
     log = [json.loads(x) for x in (tmp_path / "seed0" / "anchor-1" / "log.jsonl").read_text().splitlines()]
     assert {"anchor_drift.L1", "anchor_drift.L2"} <= set(log[-1])
     assert (tmp_path / "cache" / "reference-L1-2.npy").exists()
     # Teacher labels are cached and reused: a rerun trains nothing and gives the same numbers.
     before = (tmp_path / "teacher" / "margins.npz").stat().st_mtime
-    again = run_shift(cfg, tmp_path, data=data, progress=False)
+    again = run_shift_job(cfg, tmp_path, data=data, progress=False).metrics
     assert (tmp_path / "teacher" / "margins.npz").stat().st_mtime == before
     assert again["methods"]["naive"]["id_acc"] == metrics["methods"]["naive"]["id_acc"]
     # Evaluate-only: a method never trained is skipped, not trained.
     more = replace(cfg, methods=[*cfg.methods, MethodConfig("untrained", "naive")])
-    partial = run_shift(more, tmp_path, data=data, progress=False, train=False)
+    partial = run_shift_job(more, tmp_path, data=data, progress=False, train=False).metrics
     assert "untrained" not in partial["methods"] and not (tmp_path / "seed0" / "untrained").exists()
+    # A method that keeps its name must keep its settings: its trained students would be stale.
+    changed = replace(cfg, methods=[MethodConfig("anchor-1", "anchor", anchor=AnchorSettings(weight=2.0))])
+    from rewardsmith.errors import RunFolderError
+
+    with pytest.raises(RunFolderError, match=r"methods\[anchor-1\]"):
+        run_shift_job(changed, tmp_path, data=data, progress=False)
 
 
-def test_bad_method_names_fail_fast(tmp_path: Path) -> None:
-    cfg = ShiftConfig(methods=[MethodConfig("teacher")])
-    with pytest.raises(ConfigError):
-        run_shift(cfg, tmp_path, data=ShiftData([], [], {}))
-    cfg = ShiftConfig(methods=[MethodConfig("x", "no-such-objective")])
-    with pytest.raises(Exception, match="no-such-objective"):
-        run_shift(cfg, tmp_path, data=ShiftData([], [], {}))
+def test_bad_methods_fail_fast() -> None:
+    with pytest.raises(ConfigError, match="unique"):
+        check_methods(ShiftConfig(methods=[MethodConfig("teacher")]))
+    with pytest.raises(ConfigError, match="anchor"):
+        check_methods(ShiftConfig(methods=[MethodConfig("x", "naive", anchor=AnchorSettings(weight=1.0))]))
+    from rewardsmith.config import from_dict
+
+    with pytest.raises(ConfigError, match="objective"):
+        from_dict(ShiftConfig, {"methods": [{"name": "x", "objective": "no-such-objective"}]})

@@ -65,7 +65,8 @@ OutDir = Annotated[Path, typer.Option(
     "--out", "-o", help="run folder to write: created when missing; an interrupted run in it resumes when the "
                         "settings match; a folder holding other files is refused")]
 ConfigFile = Annotated[Path | None, typer.Option(
-    "--config", "-c", help="YAML config filling the same fields as the flags (flags win)")]
+    "--config", "-c", help="YAML config filling the same fields as the flags (flags win)  [default: none]",
+    show_default=False)]
 DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", help="folder with the real datasets  [default: $REWARDSMITH_DATA_DIR, else ../shared/data]")]
 Quiet = Annotated[bool, flag("--quiet", "-q", help="no progress output")]

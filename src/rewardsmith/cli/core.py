@@ -34,8 +34,9 @@ def train(
     train_set: Annotated[str | None, typer.Option(
         "--train", help="training dataset: " + help_of(_D, "name") + "  [required unless --config gives it]",
         show_default=False)] = None,
-    eval_sets: Annotated[list[str] | None, typer.Option("--eval", help="another evaluation dataset (repeatable); "
-                                                        "its conversations seen in training are removed")] = None,
+    eval_sets: Annotated[list[str] | None, typer.Option(
+        "--eval", help="another evaluation dataset (repeatable); its conversations seen in training are removed  "
+                       "[default: none]", show_default=False)] = None,
     path: Annotated[str | None, config_option(_D, "path", "--path")] = None,
     train_pairs: Annotated[int | None, config_option(DataConfig, "train_pairs", "--train-pairs")] = None,
     eval_pairs: Annotated[int | None, config_option(DataConfig, "eval_pairs", "--eval-pairs")] = None,
@@ -117,11 +118,14 @@ def score(
                                              "prompt may be plain text, an HH transcript or a chat list")],
     output: Annotated[Path, typer.Option("--output", help="JSONL written with a `reward` (or `reward_chosen`, "
                                          "`reward_rejected`, `p_chosen`) field added")],
-    calibration: Annotated[Path | None, typer.Option(help="per-rater maps from `rewardsmith calibrate fit`")] = None,
-    rater: Annotated[str | None, typer.Option(help="rater id whose scale --calibration maps to (an unknown rater "
-                                                   "gets the population map)")] = None,
-    demos: Annotated[Path | None, typer.Option(help="preference file of demonstrations (prompt, chosen, rejected) "
-                                                    "that steer an in-context (ICRM) model")] = None,
+    calibration: Annotated[Path | None, typer.Option(
+        help="per-rater maps from `rewardsmith calibrate fit`  [default: none]", show_default=False)] = None,
+    rater: Annotated[str | None, typer.Option(
+        help="rater id whose scale --calibration maps to (an unknown rater gets the population map)  "
+             "[default: none]", show_default=False)] = None,
+    demos: Annotated[Path | None, typer.Option(
+        help="preference file of demonstrations (prompt, chosen, rejected) that steer an in-context (ICRM) model  "
+             "[default: none]", show_default=False)] = None,
     bf16: Annotated[bool | None, typer.Option("--bf16/--fp32", help="bf16 autocast  [default: as the model was "
                                                                    "trained]", show_default=False)] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help=help_of(EvalSettings, "batch_size"))] = 64,

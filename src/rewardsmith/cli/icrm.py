@@ -42,8 +42,8 @@ def train(
     config: ConfigFile = None,
     backbone: Annotated[str | None, config_option(_M, "backbone", "--backbone")] = None,
     mode: Annotated[str | None, config_option(_M, "mode", "--mode")] = None,
-    sources: Annotated[list[str] | None, typer.Option("--source", help="episode source (repeatable): "
-                                                      + help_of(_E, "sources"), show_default=False)] = None,
+    sources: Annotated[list[str] | None, config_option(_E, "sources", "--source", help="episode source "
+                                                       "(repeatable): " + help_of(_E, "sources"))] = None,
     max_demos: Annotated[int | None, config_option(_E, "max_demos", "--max-demos")] = None,
     steps: Annotated[int | None, config_option(_T, "max_steps", "--steps", help="optimiser steps")] = None,
     batch_size: Annotated[int | None, config_option(_T, "batch_size", "--batch-size", help="episodes per step")] = None,

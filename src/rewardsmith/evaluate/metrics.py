@@ -1,6 +1,6 @@
 """Pure evaluation metrics on numpy arrays: pairwise accuracy with bootstrap CIs, length controls,
-calibration (ECE, Brier, reliability curves), 2-D Pareto hypervolume, paired comparisons and seed
-aggregation.
+calibration (ECE, Brier, reliability curves) and 2-D Pareto hypervolume. Comparisons of models across seeds
+and pairs live in rewardsmith.evaluate.transfer (one hierarchical bootstrap).
 
 Conventions used throughout:
 - A margin is d = r(x, y_chosen) - r(x, y_rejected), shape (N,). A pair is scored 1 when d > 0, 0 when
@@ -13,7 +13,6 @@ Conventions used throughout:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -47,33 +46,6 @@ class Estimate:
     def ci(self) -> list[float | None]:
         """``[low, high]`` with NaN written as None."""
         return [json_float(self.low), json_float(self.high)]
-
-
-@dataclass(frozen=True)
-class SeedSummary:
-    """Mean, sample standard deviation (ddof=1) and t-based CI of a metric across seeds."""
-
-    mean: float
-    std: float
-    low: float
-    high: float
-    n: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": json_float(self.mean), "std": json_float(self.std), "low": json_float(self.low),
-                "high": json_float(self.high), "n": int(self.n)}
-
-
-@dataclass(frozen=True)
-class PairedComparison:
-    """Accuracy difference A - B on the same pairs (percentage points) with a paired-bootstrap CI and a
-    two-sided p-value for H0: no difference."""
-
-    difference: Estimate
-    p_value: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.difference.to_dict(), "p_value": json_float(self.p_value)}
 
 
 @dataclass(frozen=True)
@@ -415,84 +387,6 @@ def hypervolume_2d(points: ArrayLike, reference: tuple[float, float] = (0.0, 0.0
         area += (x - rx) * (y - prev_y)
         prev_y = y
     return float(area)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Comparisons and seeds
-
-
-def paired_bootstrap_difference(correct_a: ArrayLike, correct_b: ArrayLike, *, n_boot: int = 1000,
-                                confidence: float = 0.95, seed: int = 0) -> PairedComparison:
-    """Accuracy of A minus accuracy of B on the same pairs (percentage points), resampling pairs jointly.
-
-    correct_a, correct_b: (N,) per-pair correctness (bool or 0 / 0.5 / 1) of the two models on the same
-    pairs. CI: percentile interval of the replicate differences. p-value: two-sided, from the replicates
-    re-centred on the null (Efron & Tibshirani 1993, sec. 16.4):
-    p = (1 + #{|diff_b - diff| >= |diff|}) / (n_boot + 1). CI and p-value are NaN when n_boot == 0.
-    """
-    a = _as_1d(correct_a, "correct_a")
-    b = _as_1d(correct_b, "correct_b")
-    n = _check_same_length(correct_a=a, correct_b=b)
-    if n == 0:
-        nan = float("nan")
-        return PairedComparison(Estimate(nan, nan, nan, 0), nan)
-    per_pair = (a - b) * 100.0
-    diff = float(per_pair.mean())
-    if n_boot <= 0:
-        return PairedComparison(Estimate(diff, float("nan"), float("nan"), n), float("nan"))
-    replicates = per_pair[bootstrap_indices(n, n_boot, seed)].mean(axis=1)
-    low, high = percentile_interval(replicates, confidence)
-    extreme = int(np.sum(np.abs(replicates - diff) >= abs(diff) - 1e-12))
-    p_value = min(1.0, (1 + extreme) / (n_boot + 1))
-    return PairedComparison(Estimate(diff, low, high, n), p_value)
-
-
-def seed_summary(values: ArrayLike, confidence: float = 0.95) -> SeedSummary:
-    """Mean, standard deviation (ddof=1) and t-based CI mean ± t_{(1+c)/2, n-1} * std / sqrt(n) of a
-    metric over seeds. values: (S,); NaN values are dropped. With one seed std and CI are NaN."""
-    vals = _as_1d(values, "values")
-    vals = vals[np.isfinite(vals)]
-    n = int(vals.size)
-    nan = float("nan")
-    if n == 0:
-        return SeedSummary(nan, nan, nan, nan, 0)
-    mean = float(vals.mean())
-    if n == 1:
-        return SeedSummary(mean, nan, nan, nan, 1)
-    from scipy import stats  # imported here so that importing rewardsmith stays fast
-
-    std = float(vals.std(ddof=1))
-    half = float(stats.t.ppf((1.0 + confidence) / 2.0, df=n - 1)) * std / math.sqrt(n)
-    return SeedSummary(mean, std, mean - half, mean + half, n)
-
-
-def aggregate_seeds(runs: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> dict[str, Any]:
-    """Aggregate flat metric dicts from several seeds (e.g. `evaluate_margins` outputs).
-
-    For each key whose value is a float (or None) in every run, writes `<key>` = mean, `<key>_std` and
-    `<key>_ci` = t-based [low, high] across seeds (replacing per-seed `*_ci` companions); integer counts are
-    kept when equal across seeds, else averaged; bool flags are OR-ed (any seed flagged); other values are
-    dropped. Adds `n_seeds` = len(runs). Values are JSON-ready (NaN as None).
-    """
-    out: dict[str, Any] = {"n_seeds": len(runs)}
-    if not runs:
-        return out
-    keys = [k for k in runs[0] if all(k in r for r in runs)]
-    for key in keys:
-        values = [r[key] for r in runs]
-        if all(isinstance(v, bool) for v in values):
-            out[key] = any(values)
-        elif key.endswith("_ci") or key == "n_seeds":
-            continue
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            # Counts (n, n.<split>, ...): kept when equal across seeds, else their mean.
-            out[key] = values[0] if len(set(values)) == 1 else float(np.mean(values))
-        elif all(v is None or (isinstance(v, int | float) and not isinstance(v, bool)) for v in values):
-            summary = seed_summary([np.nan if v is None else v for v in values], confidence)
-            out[key] = json_float(summary.mean)
-            out[f"{key}_std"] = json_float(summary.std)
-            out[f"{key}_ci"] = [json_float(summary.low), json_float(summary.high)]
-    return out
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -195,7 +195,7 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
             nts = aog - id_loss_point
             _put(out, f"nts.{target}", float(nts.mean()), (s_t_r - t_t_slots - id_loss_reps).mean(axis=1),
                  confidence, nts)
-        if ceiling is not None and ceiling in acc.point and model != ceiling:
+        if ceiling is not None and ceiling in acc.point:
             for split in splits:
                 if split not in acc.point[model] or split not in acc.point[ceiling]:
                     continue
