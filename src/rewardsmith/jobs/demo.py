@@ -24,7 +24,8 @@ def demo_config() -> ShiftConfig:
     return from_dict(ShiftConfig, yaml.safe_load(text))
 
 
-def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False) -> JobResult:
-    """Runs the demo into the run folder `out` (resuming an interrupted demo)."""
-    return run_shift_job(demo_config(), out, progress=progress, overwrite=overwrite,
+def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, quick: bool = False) -> JobResult:
+    """Runs the demo into the run folder `out` (resuming an interrupted demo); quick: the config's quick sizes,
+    a run of about a minute (for smoke tests)."""
+    return run_shift_job(demo_config(), out, quick=quick, progress=progress, overwrite=overwrite,
                          title="rewardsmith demo: weak-to-strong under shift on the synthetic suite")

@@ -309,11 +309,12 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
 
 def _reset_single_process_state() -> None:
     """Lets one process run several trainings with different precisions (a teacher in bf16, a student
-    in fp32): accelerate keeps a process-wide state that refuses a second mixed_precision setting. Under
-    `accelerate launch` (several processes) the launcher's state is kept as it is."""
-    from accelerate.state import AcceleratorState, PartialState
+    in fp32): accelerate keeps a process-wide state that refuses a second mixed_precision setting. Under a
+    launcher (WORLD_SIZE > 1) the distributed state is kept as it is; it is read from the environment, since
+    creating a PartialState here would fix the process group before the Accelerator (cpu=True) can join it."""
+    from accelerate.state import AcceleratorState
 
-    if PartialState().num_processes == 1:
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         AcceleratorState._reset_state(reset_partial_state=True)
 
 

@@ -12,18 +12,18 @@ writes no text, so `seam` keeps the division of labour and replaces text with di
 model's representation space:
 
 1. Strong empowered (candidate criteria). The pretrained strong model proposes criteria without any
-   labels: the top `seam_criteria` principal directions u_k of the response differences
+   labels: the top `seam.criteria` principal directions u_k of the response differences
    delta_i = e(chosen_i) - e(rejected_i) over the W2S pool. A criterion's verdict on pair i is the
    standardised projection s_ik = <delta_i, u_k> / std_k (the sign of u_k is arbitrary; step 2 fixes it).
 2. Aligned weak mastered (selection). The weak teacher, the only aligned judge available, selects the
    criteria whose verdicts agree with its own: rank criteria by |corr(s_k, logit q)| and keep the top
-   `seam_selected`; the sign of each correlation orients the criterion.
-3. Final label. A ridge logistic regression fitted to the teacher's hard verdicts (q > 0.5) on the
-   selected criteria only (a low-capacity read-out whose confidence reflects how well the strong
-   model's criteria separate the teacher's verdicts, not the teacher's own, often timid, confidence),
-   evaluated out of fold (`seam_folds`
-   cross-fitting, so a pair's refined label never comes from a fit that saw its own teacher label), and
-   mixed with the teacher in log-odds: logit q' = (1 - seam_mix) logit q + seam_mix * f(s_i).
+   `seam.selected`; the sign of each correlation orients the criterion.
+3. Final label. A ridge logistic regression (no intercept; each pair enters in both orientations, so the
+   read-out is odd) fitted to the teacher's hard verdicts (q > 0.5) on the selected criteria only: a
+   low-capacity read-out whose confidence reflects how well the strong model's criteria separate the teacher's
+   verdicts, not the teacher's own, often timid, confidence. It is evaluated out of fold (`seam.folds`
+   cross-fitting, so a pair's refined label never comes from a fit that saw its own teacher label) and mixed
+   with the teacher in log-odds: logit q' = (1 - seam.mix) logit q + seam.mix * f(s_i).
 
 What is not reproduced: per-sample, instance-specific principles (here the criteria are global
 directions shared by all pairs), natural-language explanations, and the weak model reading the
@@ -96,23 +96,24 @@ def select_criteria(verdicts: np.ndarray, teacher_labels: np.ndarray, n_selected
 def seam_refine(teacher_labels: np.ndarray, features: np.ndarray, settings: SeamSettings | None = None) -> np.ndarray:
     """SEAM approximation (module docstring). teacher_labels (N,), features (N, 2, H) -> refined (N,).
 
-    The read-out is scikit-learn's LogisticRegression (L2, C = 1 / l2) on the selected criteria, fitted to the
-    teacher's hard verdicts; cross_val_predict gives each pair the read-out of a fit that never saw it
-    (interleaved folds: pair i in fold i mod folds)."""
+    The read-out is scikit-learn's LogisticRegression (L2, C = 1 / l2, no intercept) on the selected criteria,
+    fitted to the teacher's hard verdicts. A preference is antisymmetric, so every pair also enters with its
+    sides exchanged (verdicts negated, verdict flipped): both classes are always present and the read-out is an
+    odd function of the verdicts. cross_val_predict gives each pair the read-out of a fit that saw neither
+    orientation of it (interleaved folds: pair i in fold i mod folds)."""
     s = settings if settings is not None else SeamSettings()
     q = np.asarray(teacher_labels, dtype=np.float64)
     verdicts = seam_criteria(np.asarray(features), s.criteria)
     n = q.shape[0]
     folds = max(2, min(s.folds, n))
-    fold_of = np.arange(n) % folds
+    fold_of = np.tile(np.arange(n) % folds, 2)
     cv = [(np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)) for f in range(folds)]
-    hard = (q > 0.5).astype(int)
-    if hard.min() == hard.max():  # the teacher prefers one side everywhere: nothing to read out
-        return q.copy()
+    both = np.vstack([verdicts, -verdicts])
+    hard = (np.concatenate([q, 1.0 - q]) > 0.5).astype(int)
     pipeline = Pipeline([("select", CriteriaSelector(s.selected)),
-                         ("readout", LogisticRegression(C=1.0 / s.l2, max_iter=1000))])
-    read_out = cross_val_predict(pipeline, verdicts, hard, cv=cv, method="decision_function",
-                                 params={"select__q": q})
+                         ("readout", LogisticRegression(C=1.0 / s.l2, fit_intercept=False, max_iter=1000))])
+    read_out = cross_val_predict(pipeline, both, hard, cv=cv, method="decision_function",
+                                 params={"select__q": np.concatenate([q, 1.0 - q])})[:n]
     return sigmoid((1.0 - s.mix) * logit(q, _EPS) + s.mix * read_out)
 
 

@@ -1,0 +1,92 @@
+"""Trains a tiny Bradley-Terry model or a tiny set-mode ICRM through the shared Trainer and saves the final
+weights; run by test_distributed.py both as a plain script (one process) and under
+`accelerate launch --num_processes 2 --cpu` (two processes, gloo), with the same global batch."""
+
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from rewardsmith.config import ICRMModelConfig, ModelConfig, TrainConfig
+from rewardsmith.data.schema import PreferencePair, user_prompt
+
+GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
+BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
+
+
+def pairs(n: int) -> list[PreferencePair]:
+    rng = random.Random(0)
+    return [PreferencePair(user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
+                           " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
+                           " ".join(rng.choices(BAD, k=rng.randint(2, 8))), pair_id=str(i)) for i in range(n)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kind", choices=("bt", "icrm"), required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.kind == "bt":
+        from rewardsmith.models.factory import build_reward_model
+        from rewardsmith.train.trainer import train_pairs
+
+        model_cfg = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
+        cfg = TrainConfig(epochs=1, batch_size=8, lr=1e-3, max_steps=6, checkpoint_every=3, progress=False,
+                          swap_pairs=True)
+        model, tok = build_reward_model(model_cfg, seed=0)
+        initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        trainer = train_pairs(model, tok, pairs(64), cfg, model_cfg, args.out / "run")
+        state = trainer.model.state_dict()
+        from rewardsmith.evaluate.scoring import score_pairs
+
+        held_out = pairs(96)[64:]
+        chosen, rejected = score_pairs(trainer.model, tok, held_out, 32, 8)
+        before = score_pairs(build_reward_model(model_cfg, seed=0)[0], tok, held_out, 32, 8)
+        outputs = {"now": torch.tensor(chosen - rejected), "before": torch.tensor(before[0] - before[1])}
+    else:
+        from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig, icrm_train_defaults
+        from rewardsmith.icrm.train import train_icrm
+
+        train = icrm_train_defaults()
+        train.max_steps, train.batch_size, train.bf16, train.checkpoint_every, train.progress = 6, 8, False, 3, False
+        train.head_lr = 2e-2
+        cfg = ICRMRunConfig(model=ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8,
+                                                  context_dim=8, hidden_dim=16),
+                            episodes=EpisodeConfig(sources=["synthetic/source", "synthetic/target-reversed"],
+                                                   source_splits={}, pairs_per_source=80, max_demos=6),
+                            train=train)
+        from rewardsmith.icrm.episodes import EpisodeSampler, load_pools
+        from rewardsmith.icrm.train import EpisodeBatchPlan, embed_pools
+        from rewardsmith.models.factory import build_model
+
+        fresh = build_model(cfg.model, seed=0)[0]
+        initial = {k: v.detach().clone() for k, v in fresh.state_dict().items()}
+        result = train_icrm(cfg, args.out / "run")
+        state = result.model.state_dict()
+        pools = {name: parts["test"] for name, parts in load_pools(cfg.episodes).items()}
+        sampler = EpisodeSampler(pools, cfg.episodes, seed=123)
+
+        def margins(model: torch.nn.Module) -> torch.Tensor:
+            tables = embed_pools(model, result.tokenizer, pools, cfg, None)
+            batch = EpisodeBatchPlan(sampler, 64, "set", tables=tables).batch(0).tensors
+            with torch.no_grad():
+                scores = model.cpu()(batch)
+            return scores.u_first - scores.u_second
+
+        outputs = {"now": margins(result.model), "before": margins(fresh)}
+    from accelerate.state import PartialState
+
+    if PartialState().is_main_process:
+        for name, weights in (("weights", state), ("initial", initial), ("outputs", outputs)):
+            save_file({k: v.detach().float().cpu().contiguous().clone() for k, v in weights.items()},
+                      str(args.out / f"{name}.safetensors"))
+        (args.out / "processes.txt").write_text(str(PartialState().num_processes))
+
+
+if __name__ == "__main__":
+    main()
