@@ -19,3 +19,13 @@ def data_dir() -> Path:
         pytest.skip(f"real data folder not found ({found or 'none configured'}): set ${ENV_VAR} to the "
                     "folder holding hh-rlhf/, pku-saferlhf/, ... to run the real-data tests")
     return found
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`rewardsmith demo --quick` run once per test session (the demo-page and README tests share it)."""
+    from rewardsmith.jobs.demo import run_demo
+
+    out = tmp_path_factory.mktemp("quick-demo") / "demo"
+    run_demo(out, progress=False, quick=True)
+    return out

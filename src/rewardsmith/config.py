@@ -172,7 +172,7 @@ def from_dict(cls: type[T], data: dict[str, Any] | None, where: str = "", base: 
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(f"unknown config key {where}{unknown[0]!r}; known: {', '.join(sorted(fields))}")
+        raise ConfigError(f"unknown config key {where + unknown[0]!r}; known: {', '.join(sorted(fields))}")
     kwargs: dict[str, Any] = {}
     if base is not None:
         kwargs = {name: getattr(base, name) for name in fields if fields[name].init and name not in data}

@@ -175,8 +175,7 @@ def _file_rows() -> list[dict[str, Any]]:
 MAPPING = {"prompt": "q", "chosen": "good", "rejected": "bad", "label": "p", "id": "uid"}
 
 
-@pytest.mark.parametrize(("row", "field", "fragment"), [
-    (3, "bad", "empty response"), (4, "p", "[0, 1]"), (5, "bad", "missing"), (6, "good", "int")])
+@pytest.mark.parametrize(("row", "field", "fragment"), [(4, "p", "[0, 1]"), (5, "bad", "missing"), (6, "good", "int")])
 def test_file_adapter_names_file_row_and_field_on_one_line(tmp_path: Path, row: int, field: str,
                                                            fragment: str) -> None:
     rows = _file_rows()
@@ -209,10 +208,26 @@ def test_file_adapter_skips_and_counts_malformed_rows_in_every_format(tmp_path: 
     ds = load_dataset("file", path=path, columns=MAPPING, on_bad_row="skip")
     kept = [(p.pair_id, p.chosen, p.rejected, p.label) for p in ds.pairs]
     assert kept == [("a", "4", "5", 0.9), ("b", "Paris", "Rome", 1.0)]
-    # c: empty response, d: label 1.5, e: missing "bad", f: "good" is an int (in csv it is text, but its
-    # label cell is blank, which is malformed there too)
-    assert ds.dropped == {"malformed": 4} and ds.n_rows == 6
+    # c: empty response (dropped as the built-in adapters do), d: label 1.5, e: missing "bad" (in csv an empty
+    # cell, so an empty response there), f: "good" is an int (in csv it is text, but its label cell is blank,
+    # which is malformed there too)
+    expected = {"empty_response": 2, "malformed": 2} if suffix == ".csv" else {"empty_response": 1, "malformed": 3}
+    assert ds.dropped == expected and ds.n_rows == 6
     assert ds.pairs[0].prompt == user_prompt("What is 2+2?") and ds.pairs[0].domain == "file:prefs"
+
+
+def test_file_adapter_drops_empty_responses_and_repairs_lone_surrogates(tmp_path: Path) -> None:
+    """An HH-style file with empty responses reads like the built-in hh-rlhf adapter (rows dropped and counted,
+    on_bad_row="error" included); a lone UTF-16 surrogate is replaced and counted, not a crash later."""
+    rows = [{"prompt": f"q{i}", "chosen": "fine", "rejected": "" if i % 3 == 0 else "bad"} for i in range(9)]
+    rows.append({"prompt": "broken \ud800 text", "chosen": "ok", "rejected": "no"})
+    path = tmp_path / "hh.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    ds = load_dataset("file", path=path)
+    assert ds.dropped == {"empty_response": 3} and len(ds.pairs) == 7
+    assert ds.repaired == {"unpaired_surrogates_replaced": 1}
+    assert ds.pairs[-1].prompt[0].content == "broken \ufffd text"
+    ds.pairs[-1].prompt_text().encode("utf-8")  # writable now
 
 
 def test_file_adapter_missing_file_and_missing_column(tmp_path: Path) -> None:

@@ -155,6 +155,17 @@ def demo(
 
 
 @app.command()
+def examples(
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder to write the example files into")] = Path("examples"),
+) -> None:
+    """Write small real files to try the commands on: pairs, held-out pairs, responses, demonstrations, ratings."""
+    from rewardsmith.jobs.examples import write_examples
+
+    with handle_errors():
+        print_result(write_examples(out))
+
+
+@app.command()
 def datasets() -> None:
     """List the registered dataset names."""
     import rewardsmith.data.adapters  # noqa: F401  (fills the registry)

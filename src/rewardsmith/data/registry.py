@@ -47,13 +47,17 @@ class PairDataset:
     source: str = ""
     n_rows: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
+    repaired: dict[str, int] = field(default_factory=dict)  # kept rows whose text was fixed, by what was fixed
 
     def drop(self, reason: str, count: int = 1) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + count
 
+    def repair(self, what: str, count: int = 1) -> None:
+        self.repaired[what] = self.repaired.get(what, 0) + count
+
     def summary(self) -> dict[str, object]:
         return {"name": self.name, "source": self.source, "rows": self.n_rows, "pairs": len(self.pairs),
-                "dropped": dict(self.dropped)}
+                "dropped": dict(self.dropped), "repaired": dict(self.repaired)}
 
 
 Adapter = Callable[[LoadOptions], PairDataset]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -63,6 +64,33 @@ def render_turns(turns: tuple[Turn, ...] | list[Turn]) -> str:
     """HH framing of a conversation, ending with the cue for the assistant's next turn."""
     parts = [f"\n\n{_ROLE_TAG[t.role]}: {t.content}" for t in turns]
     return "".join(parts) + "\n\nAssistant:"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sanitise_text(text: str) -> tuple[str, int]:
+    """`text` with every unpaired UTF-16 surrogate (a code point U+D800..U+DFFF, which JSON escapes such as
+    "\\ud800" can produce and no encoder can write) replaced by U+FFFD, and how many were replaced."""
+    fixed, count = _LONE_SURROGATE.subn("\ufffd", text)
+    return fixed, count
+
+
+def sanitise_pair(pair: PreferencePair) -> tuple[PreferencePair, int]:
+    """The pair with every text sanitised (sanitise_text), and the number of characters replaced."""
+    total = 0
+    turns = []
+    for turn in pair.prompt:
+        content, n = sanitise_text(turn.content)
+        total += n
+        turns.append(Turn(turn.role, content))
+    chosen, n_chosen = sanitise_text(pair.chosen)
+    rejected, n_rejected = sanitise_text(pair.rejected)
+    total += n_chosen + n_rejected
+    if not total:
+        return pair, 0
+    return PreferencePair(tuple(turns), chosen, rejected, pair.label, pair.domain, pair.pair_id,
+                          dict(pair.metadata)), total
 
 
 def user_prompt(text: str) -> tuple[Turn, ...]:

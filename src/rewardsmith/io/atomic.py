@@ -19,6 +19,17 @@ def _temp_prefix(path: Path) -> str:
     return f".{path.name}.tmp."
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _ordinary_mode(path: str | Path, folder: bool = False) -> None:
+    """mkstemp / mkdtemp create private entries (0600 / 0700); give them the mode a plain open() would."""
+    os.chmod(path, (0o777 if folder else 0o666) & ~_umask())
+
+
 def atomic_write_bytes(path: str | Path, write: Callable[[IO[bytes]], Any]) -> Path:
     """Calls write(binary file) on a temporary file beside `path`, fsyncs it and renames it onto `path`."""
     path = Path(path)
@@ -29,6 +40,7 @@ def atomic_write_bytes(path: str | Path, write: Callable[[IO[bytes]], Any]) -> P
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        _ordinary_mode(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -54,6 +66,7 @@ def atomic_folder(out_dir: str | Path) -> Iterator[Path]:
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=_temp_prefix(out), dir=out.parent))
+    _ordinary_mode(tmp, folder=True)
     try:
         yield tmp
         if out.exists():

@@ -14,6 +14,8 @@ from typing import Any, TextIO
 
 
 def _minutes(seconds: float) -> str:
+    if seconds < 1:
+        return "<1 s"
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
@@ -34,6 +36,8 @@ class Progress:
         self._t0 = 0.0
         self._next_mark = 0.0
         self._last = completed
+        self._last_print = 0.0
+        self.min_interval = 2.0  # seconds between log lines, so a fast loop does not flood the log
 
     def __enter__(self) -> Progress:
         if not self.enabled:
@@ -65,8 +69,10 @@ class Progress:
             self._rich.update(self._task, completed=completed, description=text)
             return
         pct = 100.0 * completed / self.total
-        if pct + 1e-9 < self._next_mark and completed < self.total:
+        now = time.perf_counter()
+        if completed < self.total and (pct + 1e-9 < self._next_mark or now - self._last_print < self.min_interval):
             return
+        self._last_print = now
         while self._next_mark <= pct + 1e-9:
             self._next_mark += self.every
         elapsed = time.perf_counter() - self._t0

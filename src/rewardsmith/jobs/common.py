@@ -52,6 +52,9 @@ def dataset_lines(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
         text = f"read {label}: " + ", ".join(parts)
         if drops:
             text += " (dropped: " + ", ".join(f"{k} {v}" for k, v in drops.items()) + ")"
+        repairs = {k: v for k, v in (s.get("repaired") or {}).items() if v}
+        if repairs:
+            text += " (repaired: " + ", ".join(f"{k.replace('_', ' ')} in {v} pairs" for k, v in repairs.items()) + ")"
         lines.append(text)
     return lines
 

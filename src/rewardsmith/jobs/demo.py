@@ -1,31 +1,137 @@
-"""`rewardsmith demo` (what `make demo` runs): the main job on the embedded defaults, offline.
+"""`rewardsmith demo` (what `make demo` runs): the four jobs of rewardsmith on real data, offline, in minutes.
 
-Weak-to-strong under preference shift on the built-in synthetic suite: a weak teacher (a frozen 1-layer MiniLM
-probe) labels pairs for a MiniLM student trained with each method; every model is evaluated on the source's
-held-out pairs and on target domains where the source's length / stock-phrase artifacts are uninformative or
-reversed. The config ships inside the package (rewardsmith/resources/demo-shift.yaml).
+The data are the small MIT-licensed sample shipped inside the package (resources/sample: HH-RLHF, MoralChoice,
+PluriHarms); the configs are resources/demo/*.yaml. Each step is its own run folder inside the demo folder, so
+an interrupted demo resumes where it stopped, and each step reuses what an earlier one wrote:
+
+1. train/      a MiniLM Bradley-Terry model on HH-RLHF harmless pairs, beside the length rule and the
+               length-controlled accuracy;
+2. shift/      weak-to-strong under shift (teacher, naive, anchor, ceiling): harmless pairs to MoralChoice;
+3. steer/      an in-context model on step 1's frozen encoder scores step 1's held-out pairs with no, as-labelled
+               and flipped demonstrations, against step 1's model on the same pairs;
+4. calibrate/  per-rater calibration (PEBS and its baselines) of PluriHarms harm ratings;
+
+then index.html, one page with each step's key number and plot, linking the four reports.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from rewardsmith.config import from_dict
+import yaml
+
+from rewardsmith.calibrate.config import CalibrateRunConfig
+from rewardsmith.config import RunConfig, from_dict, to_dict
+from rewardsmith.evaluate.metrics import pairwise_accuracy
+from rewardsmith.evaluate.scoring import default_device, score_pairs
+from rewardsmith.icrm.config import ICRMRunConfig
+from rewardsmith.icrm.episodes import load_pools
+from rewardsmith.icrm.scoring import ICRMScorer
+from rewardsmith.icrm.steer import steering_check
+from rewardsmith.io.environment import environment_info
+from rewardsmith.io.progress import Progress
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.jobs.calibrate import run_calibrate
 from rewardsmith.jobs.common import JobResult
+from rewardsmith.jobs.icrm import run_icrm_train
 from rewardsmith.jobs.shift import run_shift_job
+from rewardsmith.jobs.train import run_train
+from rewardsmith.models.factory import load_model
+from rewardsmith.report.demo import demo_index, steer_report
 from rewardsmith.w2s.config import ShiftConfig
 
+STEPS = ("train", "shift", "steer", "calibrate")
+HARMLESS = "hh-rlhf/harmless-base"
+N_DEMOS = 8
 
-def demo_config() -> ShiftConfig:
-    import yaml
 
-    text = resources.files("rewardsmith.resources").joinpath("demo-shift.yaml").read_text(encoding="utf-8")
-    return from_dict(ShiftConfig, yaml.safe_load(text))
+def demo_config(name: str) -> dict[str, Any]:
+    """The YAML of resources/demo/<name>.yaml as a dict."""
+    text = resources.files("rewardsmith.resources").joinpath("demo", f"{name}.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+@contextlib.contextmanager
+def sample_dir() -> Iterator[Path]:
+    """The shipped data sample as a folder (extracted for the duration when the package is zipped)."""
+    with resources.as_file(resources.files("rewardsmith.resources").joinpath("sample")) as path:
+        yield Path(path)
+
+
+def _configs(data_dir: Path, quick: bool) -> tuple[RunConfig, ShiftConfig, ICRMRunConfig, CalibrateRunConfig]:
+    train = from_dict(RunConfig, demo_config("train"))
+    shift = from_dict(ShiftConfig, demo_config("shift"))
+    icrm = from_dict(ICRMRunConfig, demo_config("icrm"))
+    calibrate = from_dict(CalibrateRunConfig, demo_config("calibrate"))
+    train.data.data_dir = icrm.data_dir = shift.data_dir = str(data_dir)
+    calibrate.source.data_dir = str(data_dir)
+    if quick:  # a smoke test's sizes: every step runs, none says much
+        train.data.train_pairs, train.data.eval_pairs, train.model.max_length, train.eval.n_boot = 160, 100, 64, 200
+        icrm.train.max_steps, icrm.train.batch_size, icrm.model.max_length = 40, 16, 64
+        icrm.episodes.pairs_per_source = 400
+        calibrate.evaluation.seeds, calibrate.evaluation.bootstrap, calibrate.fit_sizes = 2, 200, [25]
+    return train, shift, icrm, calibrate
+
+
+def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, overwrite: bool) -> dict[str, Any]:
+    """Step 3: train the ICRM on step 1's frozen encoder, then the steering check on step 1's held-out pairs."""
+    cfg.model.backbone = str(train_dir / "model")
+    cfg.train.progress = progress
+    with RunFolder.open(folder, "demo-steer", to_dict(cfg), overwrite=overwrite,
+                        volatile=("train.progress", "data_dir")) as run:
+        done = run.path / "metrics.json"
+        if run.complete and done.exists():
+            import json
+
+            return dict(json.loads(done.read_text(encoding="utf-8")))
+        run.claim("icrm")
+        icrm = run_icrm_train(cfg, run.path / "icrm", overwrite=overwrite)
+        pools = load_pools(cfg.episodes, cfg.data_dir, [HARMLESS])[HARMLESS]
+        heldout, demo_pool = pools["test"].pairs, pools["demo"].pairs
+        model, tokenizer, meta = load_model(run.path / "icrm" / "model")
+        mc = meta["model_config"]
+        scorer = ICRMScorer(model.to(default_device()), tokenizer, mc.max_length, mc.min_prompt_tokens,
+                            bf16=cfg.train.bf16)
+        check = steering_check(scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed, n_boot=cfg.eval.n_boot)
+        bt, bt_tok, bt_meta = load_model(train_dir / "model")
+        chosen, rejected = score_pairs(bt.to(default_device()), bt_tok, heldout, bt_meta["model_config"].max_length,
+                                       bt_meta["model_config"].min_prompt_tokens, bf16=cfg.train.bf16)
+        bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
+        metrics = {"check": check, "bt": {"accuracy": bt_acc.value, "accuracy_ci": bt_acc.ci},
+                   "icrm_train": {k: icrm.metrics[k] for k in ("steps", "episodes_seen", "seconds", "final_terms")},
+                   "pools": icrm.metrics["pools"], "environment": environment_info(cfg.train.seed)}
+        run.write_json("metrics.json", metrics)
+        run.claim("plots")
+        steer_report(metrics, run)
+        run.mark_complete()
+        return metrics
 
 
 def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, quick: bool = False) -> JobResult:
-    """Runs the demo into the run folder `out` (resuming an interrupted demo); quick: the config's quick sizes,
-    a run of about a minute (for smoke tests)."""
-    return run_shift_job(demo_config(), out, quick=quick, progress=progress, overwrite=overwrite,
-                         title="rewardsmith demo: weak-to-strong under shift on the synthetic suite")
+    """Runs (or resumes) the demo into the run folder `out`; returns the index page's summary."""
+    out = Path(out)
+    with sample_dir() as data_dir, RunFolder.open(out, "demo", {"quick": quick, "steps": list(STEPS)},
+                                                  overwrite=overwrite) as folder:
+        train_cfg, shift_cfg, icrm_cfg, cal_cfg = _configs(data_dir, quick)
+        train_cfg.train.progress = progress
+        for step in (*STEPS, "index.html"):
+            folder.claim(step)
+        results: dict[str, Any] = {}
+        with Progress("demo", len(STEPS), enabled=progress, unit="steps") as bar:
+            results["train"] = run_train(train_cfg, out / "train", overwrite).metrics
+            bar.update(1, "trained")
+            results["shift"] = run_shift_job(shift_cfg, out / "shift", quick=quick, progress=progress,
+                                             overwrite=overwrite).metrics
+            bar.update(2, "stress-tested")
+            results["steer"] = _steer(out / "steer", icrm_cfg, out / "train", progress, overwrite)
+            bar.update(3, "steered")
+            results["calibrate"] = run_calibrate(cal_cfg, out / "calibrate", overwrite).metrics
+            bar.update(4, "calibrated")
+        rows, page = demo_index(results, folder, quick)
+        folder.mark_complete()
+        return JobResult(out, f"rewardsmith demo -> {page}", results, rows,
+                         [f"open {page.resolve()} for the page with all four steps"])

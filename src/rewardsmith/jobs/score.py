@@ -18,7 +18,7 @@ import numpy as np
 
 from rewardsmith.data.adapters._common import BadRow, iter_jsonl
 from rewardsmith.data.adapters.generic import parse_prompt, parse_response
-from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError, RunFolderError
 from rewardsmith.evaluate.scoring import default_device, score_pairs
 from rewardsmith.io.atomic import atomic_write_text
@@ -27,12 +27,14 @@ from rewardsmith.models.factory import load_model
 from rewardsmith.stats import sigmoid
 
 
-def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair]]:
-    """The rows of a scoring file and one PreferencePair per row (a single response sits on both sides)."""
+def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair], int]:
+    """The rows of a scoring file, one PreferencePair per row (a single response sits on both sides) and the
+    number of rows whose text had unpaired UTF-16 surrogates replaced (by U+FFFD)."""
     if not path.is_file():
         raise DataError("file not found", path=path)
     rows: list[dict[str, Any]] = []
     pairs: list[PreferencePair] = []
+    repaired = 0
     for row_no, record in iter_jsonl(path):
         try:
             if isinstance(record, BadRow):
@@ -52,11 +54,13 @@ def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePa
                 raise BadRow("needs `response`, or `chosen` and `rejected`")
         except BadRow as bad:
             raise DataError(bad.message, path=path, row=row_no, field=bad.field) from None
+        pair, replaced = sanitise_pair(pair)
+        repaired += bool(replaced)
         rows.append(record)
         pairs.append(pair)
     if not rows:
         raise DataError("no rows to score", path=path)
-    return rows, pairs
+    return rows, pairs, repaired
 
 
 def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path, calibration: str | Path | None = None,
@@ -73,7 +77,7 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
     input_path = Path(input_file)
     if output.resolve() == input_path.resolve():
         raise ConfigError(f"{output}: the output would overwrite the input; choose another --output")
-    rows, pairs = read_score_rows(input_path)
+    rows, pairs, repaired = read_score_rows(input_path)
     maps = None
     if calibration is not None:
         from rewardsmith.calibrate.maps import load_maps
@@ -118,12 +122,14 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
         else:
             out["reward_chosen"], out["reward_rejected"] = float(chosen[i]), float(rejected[i])
             out["p_chosen"] = float(p_chosen[i])
-        lines.append(json.dumps(out, ensure_ascii=False))
+        lines.append(json.dumps(out))  # ASCII escapes: a text's unpaired surrogates are written as it held them
     try:
         atomic_write_text(output, "\n".join(lines) + "\n")
     except OSError as exc:
         raise RunFolderError(f"{output}: cannot write ({exc.strerror or exc})") from None
-    summary = [f"read {input_path}: {len(rows)} rows",
+    summary = [f"read {input_path}: {len(rows)} rows"
+               + (f" ({repaired} with unpaired UTF-16 surrogates, scored with U+FFFD in their place)" if repaired
+                  else ""),
                f"model load {load_seconds:.1f} s; scoring {score_seconds:.1f} s "
                f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)", *([note] if note else []),
                f"wrote {output}"]

@@ -189,9 +189,9 @@ def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
             from peft import PeftModel
 
             base = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
-            backbone = PeftModel.from_pretrained(base, str(folder))
+            backbone = PeftModel.from_pretrained(base, str(folder), use_safetensors=True)
         elif storage in ("full", "sequence-classification"):
-            backbone = strip_pooler(AutoModel.from_pretrained(str(folder)))
+            backbone = strip_pooler(AutoModel.from_pretrained(str(folder), use_safetensors=True))
         else:
             raise CheckpointError(f"{folder / META_FILE}: unknown backbone_storage {storage!r}")
     except (OSError, ValueError, SafetensorError) as exc:

@@ -231,3 +231,26 @@ def plot_slopes(ols: Values, shrunk: Values, n_ratings: Values, population_slope
             "PEBS slope (after shrinkage)")
     axes.legend(fontsize="small")
     return _save(figure, path)
+
+
+def plot_grouped_bars(groups: Sequence[str], series: Sequence[Series], path: str | Path, *, ylabel: str = "",
+                      title: str = "", reference: float | None = None) -> Path:
+    """Grouped bar chart: one group per entry of `groups`, one bar per series (its `y` gives one value per
+    group, `low` / `high` the CI), a legend naming the series, and an optional dashed reference line."""
+    figure = _new_figure(max(5.0, 1.6 * len(groups) + 2.5), 4.2)
+    axes = figure.add_subplot()
+    width = 0.8 / max(len(series), 1)
+    positions = np.arange(len(groups))
+    for k, item in enumerate(series):
+        y = _floats(item.y)
+        ci = None
+        if item.low is not None and item.high is not None:
+            ci = [[lo, hi] for lo, hi in zip(_floats(item.low), _floats(item.high), strict=True)]
+        axes.bar(positions + (k - (len(series) - 1) / 2) * width, np.nan_to_num(y), width, label=item.label,
+                 yerr=_errors(y, ci), capsize=3, color=f"C{k % 10}", alpha=0.85)
+    axes.set_xticks(positions, list(groups))
+    if reference is not None:
+        axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"chance ({reference:g})")
+    _finish(axes, title, "", ylabel)
+    axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(4, len(series) + 1))
+    return _save(figure, path)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rewardsmith.io.runfolder import RunFolder
-from rewardsmith.report.plots import Series, plot_lines_with_ci, plot_reliability_diagram
+from rewardsmith.report.plots import Series, plot_grouped_bars, plot_lines_with_ci, plot_reliability_diagram
 from rewardsmith.report.render import Figure, Report, markdown_table, with_interval, write_report
 
 INTRO = ("Accuracies in % with 95% bootstrap CIs over pairs. The length rule (the longer response wins) and the "
@@ -51,12 +51,35 @@ def _reliability_figures(eval_results: Mapping[str, Any], folder: RunFolder) -> 
     return figures
 
 
+def _length_figure(eval_results: Mapping[str, Any], folder: RunFolder) -> Figure | None:
+    sets = [name for name, b in eval_results.items() if b.get("n")]
+    if not sets:
+        return None
+
+    def series(label: str, key: str, with_ci: bool = True) -> Series:
+        values = [eval_results[s].get(key) for s in sets]
+        cis = [eval_results[s].get(f"{key}_ci") or [None, None] for s in sets] if with_ci else None
+        return Series(label, sets, values, [c[0] for c in cis] if cis else None, [c[1] for c in cis] if cis else None)
+
+    groups = [s.replace(" (held-out)", "\n(held-out)").replace("/", "/\n", 1) for s in sets]
+    path = plot_grouped_bars(groups, [series("accuracy", "accuracy"),
+                                      series("length rule (longer wins)", "length_rule_accuracy", False),
+                                      series("length-controlled accuracy", "length_controlled_accuracy")],
+                             folder.path / "plots" / "accuracy_and_length.png", ylabel="accuracy (%)",
+                             title="accuracy beside what length alone explains", reference=50.0)
+    return Figure(path, "Accuracy, the length rule and the length-controlled accuracy per evaluated set (%, 95% "
+                        "CIs over pairs)")
+
+
 def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     t = metrics["train"]
     report = Report(f"rewardsmith train: {folder.path.name}",
                     f"Trained on {t['pairs']} pairs of `{t['dataset']}` for {t['steps']} steps "
                     f"({t['pairs_per_s']} pairs/s). {INTRO}")
     report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    length = _length_figure(metrics["eval"], folder)
+    if length is not None:
+        report.figures.append(length)
     curve = t.get("curve") or {}
     if curve.get("step"):
         path = plot_lines_with_ci([Series("training loss", curve["step"], curve["loss"])],
@@ -70,5 +93,7 @@ def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
 def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     report = Report(f"rewardsmith eval: {metrics['model']}", INTRO)
     report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    length = _length_figure(metrics["eval"], folder)
+    report.figures += [length] if length is not None else []
     report.figures += _reliability_figures(metrics["eval"], folder)
     write_report(report, folder.path, folder.write_text)

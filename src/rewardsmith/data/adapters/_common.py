@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from rewardsmith.data.registry import LoadOptions, PairDataset
-from rewardsmith.data.schema import PreferencePair, Role, Turn
+from rewardsmith.data.schema import PreferencePair, Role, Turn, sanitise_pair
 from rewardsmith.data.sources import resolve_data_dir
 from rewardsmith.errors import DataError
 
@@ -54,6 +54,9 @@ class PairCollector:
 
     def add(self, pair: PreferencePair) -> None:
         if not self.full():
+            pair, replaced = sanitise_pair(pair)
+            if replaced:
+                self.dataset.repair("unpaired_surrogates_replaced")
             self.dataset.pairs.append(pair)
 
     def drop(self, reason: str, count: int = 1) -> None:
@@ -104,6 +107,14 @@ class BadRow(Exception):
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
         self.message, self.field = message, field
+
+
+class EmptyResponse(BadRow):
+    """A response that is empty or whitespace: dropped and counted as "empty_response" by the dataset adapters
+    (as the built-in ones do for HH-RLHF and UltraFeedback), an error where a text must be scored."""
+
+    def __init__(self, field: str | None = None):
+        super().__init__("empty response", field)
 
 
 def one_line(text: str, max_chars: int = 200) -> str:

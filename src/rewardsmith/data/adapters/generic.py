@@ -11,11 +11,13 @@ opts.columns maps our fields to the file's columns; unmapped fields default to t
   domain   optional (default "file:<file stem>" or "hub:<id>").
   id       optional pair id (default "<file stem or id>:<split>:<0-based row>").
 
-A row that breaks these rules (missing field, wrong type, empty response, label outside [0, 1], invalid
-JSON) raises DataError(path, row, field) with on_bad_row="error" and is counted in dropped["malformed"]
-with "skip". Rows are numbered from 1: the line number in jsonl files, the record number (header not
-counted) in csv and parquet files. A mapped column absent from the file (for jsonl: from its first row)
-is a DataError naming the file and the column.
+A row that breaks these rules (missing field, wrong type, label outside [0, 1], invalid JSON) raises
+DataError(path, row, field) with on_bad_row="error" and is counted in dropped["malformed"] with "skip". Rows
+with an empty response are dropped and counted as "empty_response", and rows whose two responses are identical
+as "identical", as the built-in adapters do; unpaired UTF-16 surrogates in any text are replaced by U+FFFD and
+counted in repaired["unpaired_surrogates_replaced"]. Rows are numbered from 1: the line number in jsonl files,
+the record number (header not counted) in csv and parquet files. A mapped column absent from the file (for
+jsonl: from its first row) is a DataError naming the file and the column.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from rewardsmith.data.adapters._common import (
     HH_ASSISTANT,
     BadRow,
+    EmptyResponse,
     PairCollector,
     chat_turns,
     csv_columns,
@@ -75,14 +78,14 @@ def parse_response(value: Any, field: str) -> tuple[str, tuple[Turn, ...]]:
     Raises BadRow naming `field` when it is empty or of another type."""
     if isinstance(value, str):
         if not value.strip():
-            raise BadRow("empty response", field)
+            raise EmptyResponse(field)
         return value, ()
     if _is_chat_list(value):
         turns = chat_turns(value, field)
         if turns[-1].role != "assistant":
             raise BadRow("the last message of a chat-list response must be the assistant's", field)
         if not turns[-1].content.strip():
-            raise BadRow("empty response", field)
+            raise EmptyResponse(field)
         return turns[-1].content, turns[:-1]
     if value is None:
         raise BadRow("missing value", field)
@@ -146,8 +149,8 @@ class _RowConverter:
             prompt_text, chosen, rejected = split_hh_pair(raw_chosen, raw_rejected)
             prompt = parse_hh_transcript(prompt_text)
             for field, text in ((m["chosen"], chosen), (m["rejected"], rejected)):
-                if not text:
-                    raise BadRow("empty response", field)
+                if not text.strip():
+                    raise EmptyResponse(field)
         else:
             chosen, prompt = parse_response(raw_chosen, m["chosen"])
             rejected, _ = parse_response(raw_rejected, m["rejected"])
@@ -169,7 +172,10 @@ class _RowConverter:
 def _collect(rows: Iterable[tuple[int, Any]], converter: _RowConverter, out: PairCollector,
              path: Path | str) -> PairDataset:
     def convert(index: int, record: Mapping[str, Any]) -> PreferencePair | str:
-        pair = converter.convert(record, index)
+        try:
+            pair = converter.convert(record, index)
+        except EmptyResponse:
+            return "empty_response"
         return "identical" if pair.chosen == pair.rejected else pair
 
     return out.collect(rows, convert, path=path, expected="an object")

@@ -1,0 +1,58 @@
+"""`rewardsmith examples`: small real files to try every command on, written from the data sample shipped in
+the package (MIT-licensed HH-RLHF and PluriHarms rows; see resources/sample/SOURCE.md):
+
+- pairs.jsonl       60 HH-RLHF harmless pairs: {"prompt" (an HH transcript), "chosen", "rejected"};
+- heldout.jsonl     40 more pairs from other conversations, to evaluate on;
+- responses.jsonl   single responses to score: {"prompt", "response"};
+- demos.jsonl       8 demonstrations of a flipped standard (the less harmless response shown as preferred);
+- ratings.csv       PluriHarms harm ratings in long format: rater_id, item_id, score (0-100), model_score
+                    (the prompt's Harm_Level classifier score), and two demographic columns of the raters.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from rewardsmith.data.ratings import load_ratings
+from rewardsmith.data.registry import load_dataset
+from rewardsmith.data.splits import split_pairs
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.jobs.common import JobResult, written_line
+from rewardsmith.jobs.demo import sample_dir
+
+FILES = ("pairs.jsonl", "heldout.jsonl", "responses.jsonl", "demos.jsonl", "ratings.csv")
+
+
+def _jsonl(rows: list[dict[str, str]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def write_examples(out: str | Path) -> JobResult:
+    """Writes the example files into the folder `out` (a run folder: nothing of anyone else's is replaced)."""
+    with sample_dir() as data_dir, RunFolder.open(out, "examples", {"files": list(FILES)}) as folder:
+        pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs
+        parts = split_pairs(pairs, {"train": 0.8, "heldout": 0.2}, salt="examples")
+        train, heldout = parts["train"], parts["heldout"]
+
+        def row(p) -> dict[str, str]:
+            return {"prompt": p.prompt_text().strip(), "chosen": p.chosen, "rejected": p.rejected}
+
+        folder.write_text("pairs.jsonl", _jsonl([row(p) for p in train[:60]]))
+        folder.write_text("heldout.jsonl", _jsonl([row(p) for p in heldout[:40]]))
+        responses = [{"prompt": p.prompt_text().strip(), "response": text} for p in train[60:70]
+                     for text in (p.chosen, p.rejected)]
+        folder.write_text("responses.jsonl", _jsonl(responses))
+        flipped = [{"prompt": p.prompt_text().strip(), "chosen": p.rejected, "rejected": p.chosen}
+                   for p in train[70:78]]
+        folder.write_text("demos.jsonl", _jsonl(flipped))
+        table = load_ratings("pluriharms", data_dir=data_dir).frame
+        columns = ["rater_id", "item_id", "score", "model_score", "Race_Ethnicity", "Gender"]
+        buffer = io.StringIO()
+        table[columns].to_csv(buffer, index=False, quoting=csv.QUOTE_MINIMAL)
+        folder.write_text("ratings.csv", buffer.getvalue())
+        folder.mark_complete()
+        return JobResult(folder.path, f"example files -> {folder.path}", {"files": list(FILES)}, [],
+                         [written_line(folder, list(FILES))])

@@ -1,0 +1,105 @@
+"""The demo's pages: the steering step's report, and index.html, one page with every step's key number and one
+plot, linking the four reports. Local files only (the page works offline)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.report.plots import plot_bars
+from rewardsmith.report.render import Figure, Report, markdown_table, markdown_to_html, with_interval, write_report
+
+HELDOUT = "hh-rlhf/harmless-base (held-out)"
+
+
+def steer_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
+    check = metrics["check"]
+    rows = [{"model": "in-context (ICRM)", "demonstrations": name, **_acc(c)}
+            for name, c in check["conditions"].items()]
+    rows.append({"model": "Bradley-Terry (step 1)", "demonstrations": "cannot take any", **_acc(metrics["bt"])})
+    labels = [r["model"].split(" (")[0] + ": " + r["demonstrations"] for r in rows]
+    conds = [*check["conditions"].values(), metrics["bt"]]
+    path = plot_bars(["ICRM\nnone", "ICRM\nas labelled", "ICRM\nflipped", "BT"], [c["accuracy"] for c in conds],
+                     folder.path / "plots" / "steering.png", ci=[c["accuracy_ci"] for c in conds],
+                     ylabel="accuracy against the pairs' own labels (%)", reference=50.0,
+                     title=f"{check['pairs']} held-out harmless pairs, {check['n_demos']} demonstrations")
+    report = Report("Steering with demonstrations",
+                    f"{check['pairs']} held-out HH-RLHF harmless pairs (step 1's held-out set) scored by an in-context "
+                    f"reward model with no demonstrations, with {check['n_demos']} demonstrations of the harmless "
+                    "standard, and with the same demonstrations flipped (the less harmless response shown as "
+                    "preferred). Accuracy in % against the pairs' own labels, 95% bootstrap CIs over pairs; the "
+                    "dashed line is chance. A model that follows its demonstrations loses accuracy under the "
+                    "flipped ones; the Bradley-Terry model of step 1 cannot take demonstrations.")
+    report.add("Accuracy by condition", markdown_table(rows))
+    report.add("Training", f"{metrics['icrm_train']['steps']} steps, {metrics['icrm_train']['episodes_seen']} "
+                           f"episodes, {metrics['icrm_train']['seconds']:.0f} s; the frozen encoder is step 1's.")
+    report.figures.append(Figure(path, "Accuracy by condition: " + "; ".join(labels)))
+    write_report(report, folder.path, folder.write_text)
+
+
+def _acc(block: Mapping[str, Any]) -> dict[str, str]:
+    out = {"accuracy %": with_interval(block["accuracy"], block["accuracy_ci"], 1)}
+    if "mean_mu" in block:
+        out["mean P(chosen)"] = f"{block['mean_mu']:.3f}"
+    return out
+
+
+def _first(folder: Path, pattern: str) -> Path | None:
+    found = sorted(folder.glob(pattern))
+    return found[0] if found else None
+
+
+def demo_index(results: Mapping[str, Any], folder: RunFolder, quick: bool) -> tuple[list[dict[str, str]], Path]:
+    """Writes index.html; returns the console rows (one per step) and the page's path."""
+    out = folder.path
+    train, shift, steer, cal = (results[k] for k in ("train", "shift", "steer", "calibrate"))
+    held = train["eval"][HELDOUT]
+    sizes = "quick sizes: every number is a smoke test's" if quick else "sizes are a demo's: CIs are wide"
+    lines = ["# rewardsmith demo", "",
+             "The four jobs of rewardsmith on real preference data shipped with the package (HH-RLHF, MoralChoice, "
+             f"PluriHarms; MIT), on the CPU, in minutes. The {sizes}; every number carries a 95% CI.", ""]
+    rows: list[dict[str, str]] = []
+
+    def section(number: int, title: str, key: str, body: str, image: Path | None, link: str, caption: str) -> None:
+        lines.extend([f"## {number}. {title}", "", f"**{key}**", "", body, ""])
+        if image is not None:
+            lines.extend([f"![{caption}]({image.relative_to(out).as_posix()})", ""])
+        lines.extend([f"[Full report: {link}]({link})", ""])
+        rows.append({"step": f"{number}. {title}", "key number": key, "report": str(out / link)})
+
+    acc = with_interval(held["accuracy"], held["accuracy_ci"], 1)
+    lc = with_interval(held["length_controlled_accuracy"], held["length_controlled_accuracy_ci"], 1)
+    section(1, "Train a reward model", f"held-out accuracy {acc}% (length rule {held['length_rule_accuracy']:.1f}%, "
+                                       f"length-controlled {lc}%)",
+            f"MiniLM trained on {train['train']['pairs']} HH-RLHF harmless pairs, scored on {held['n']} held-out "
+            f"conversations. It prefers the longer response in {held['prefers_longer_rate']:.0f}% of pairs: the "
+            "length rule and the length-controlled accuracy show how much of what it learned is length.",
+            out / "train" / "plots" / "accuracy_and_length.png", "train/report.html",
+            "accuracy, length rule and length-controlled accuracy per set")
+    methods = shift["methods"]
+    target = shift["targets"][0]
+    gap = shift["gap_ceiling_minus_teacher"]["id"]
+    key = ", ".join(f"{m} {methods[m]['id_acc']:.1f} / {methods[m][f'ood_acc.{target}']:.1f}"
+                    for m in ("teacher", "naive", "anchor", "ceiling") if m in methods)
+    section(2, "Stress-test under preference shift", f"ID / {target} accuracy (%): {key}",
+            f"A weak teacher (a probe on MiniLM's first layer) labels harmless pairs for MiniLM students; each is "
+            f"scored in domain and on {target}. Ceiling minus teacher in domain: "
+            f"{with_interval(gap['value'], gap['ci'], 1)} points.",
+            _first(out / "shift" / "plots", "id_vs_ood_*.png"), "shift/report.html", "ID against OOD accuracy")
+    conds = steer["check"]["conditions"]
+    key = ", ".join(f"{name} {with_interval(c['accuracy'], None, 1)}%" for name, c in conds.items())
+    section(3, "Steer with demonstrations", f"ICRM accuracy with {steer['check']['n_demos']} demonstrations: {key}; "
+                                            f"BT {steer['bt']['accuracy']:.1f}%",
+            "An in-context model on step 1's frozen encoder scores step 1's held-out pairs with no demonstrations, "
+            "as-labelled ones and flipped ones.", out / "steer" / "plots" / "steering.png", "steer/report.html",
+            "accuracy by demonstration condition")
+    gain = with_interval(cal.get("gain_vs_pooled_pct.pebs"), cal.get("gain_vs_pooled_ci.pebs"), 2)
+    section(4, "Calibrate to each rater", f"PEBS lowers held-out RMSE by {gain}% against one pooled map",
+            f"PluriHarms: {cal['data']['raters']} raters, {cal['data']['ratings_kept']} harm ratings (0-100); each "
+            "rater's affine map from the model score is shrunk toward the population map.",
+            out / "calibrate" / "plots" / "slopes_before_after.png", "calibrate/report.html",
+            "per-rater slopes before and after shrinkage")
+    page = folder.write_text("index.html", markdown_to_html("\n".join(lines), "rewardsmith demo"))
+    return rows, Path(page)
