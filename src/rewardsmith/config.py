@@ -110,6 +110,23 @@ class ICRMModelConfig(ModelConfig):
     hidden_dim: int = option(256, "width of the confidence head's hidden layer", min=1)
 
 
+DEBIAS_KINDS = ("none", "length-covariate", "odin", "length-balanced")
+
+
+@dataclass
+class DebiasSettings:
+    """Length debiasing of pair training (rewardsmith.models.debias, rewardsmith.losses.debias)."""
+
+    kind: str = option("none", "none | length-covariate (a learned h(length) in the training logit, dropped when "
+                       "scoring) | odin (a length head and a quality head; scores use the quality head) | "
+                       "length-balanced (chosen-longer and chosen-shorter pairs carry equal weight)",
+                       choices=DEBIAS_KINDS)
+    lr: float = option(1e-3, "learning rate of the training-only length head", min=0.0, min_exclusive=True)
+    correlation_coef: float = option(1.0, "odin: weight of |corr(quality, length)| - corr(length head, length)",
+                                     min=0.0)
+    orthogonal_coef: float = option(1.0, "odin: weight of |cos| between the quality and length heads", min=0.0)
+
+
 @dataclass
 class TrainConfig:
     """The training loop every model shares (preference pairs and ICRM episodes)."""
@@ -134,6 +151,7 @@ class TrainConfig:
                                    "starts again)", min=0, volatile=True)
     progress: bool = option(True, "show progress (a bar in a terminal, a line every few percent in a log)",
                             volatile=True)
+    debias: DebiasSettings = field(default_factory=DebiasSettings)
 
 
 @dataclass

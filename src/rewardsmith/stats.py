@@ -1,6 +1,6 @@
 """Small statistics shared by every capability, each defined once: a stable logistic sigmoid, bootstrap
-resampling (over units, paired, and hierarchical over seeds then units), percentile intervals
-and the length-controlled accuracy. numpy only."""
+resampling (over units, paired, and hierarchical over seeds then units), percentile intervals, rank
+correlation and the length-controlled accuracy. numpy only."""
 
 from __future__ import annotations
 
@@ -93,3 +93,34 @@ def length_controlled_value(correct: ArrayLike, longer: ArrayLike) -> FloatArray
         acc_long = np.where(n_long > 0, (c * lg).sum(axis=-1) / n_long, np.nan)
         acc_short = np.where(n_short > 0, (c * sh).sum(axis=-1) / n_short, np.nan)
     return np.asarray((acc_long + acc_short) / 2.0, dtype=np.float64)
+
+
+def _ranks(x: FloatArray) -> FloatArray:
+    """Average ranks (ties share their mean rank) along the last axis."""
+    order = np.argsort(x, axis=-1, kind="stable")
+    sorted_x = np.take_along_axis(x, order, axis=-1)
+    n = x.shape[-1]
+    ordinal = np.broadcast_to(np.arange(n, dtype=np.float64), x.shape)
+    # Tie groups: positions where the sorted value changes start a new group.
+    new_group = np.concatenate([np.ones((*x.shape[:-1], 1), dtype=bool),
+                                sorted_x[..., 1:] != sorted_x[..., :-1]], axis=-1)
+    group = np.cumsum(new_group, axis=-1) - 1
+    flat_group = (group + (np.arange(int(np.prod(x.shape[:-1])), dtype=np.int64).reshape((*x.shape[:-1], 1))
+                           * n)).ravel()
+    sums = np.bincount(flat_group, weights=ordinal.ravel(), minlength=flat_group.max() + 1)
+    counts = np.bincount(flat_group, minlength=flat_group.max() + 1)
+    mean_rank = (sums / np.maximum(counts, 1))[flat_group].reshape(x.shape)
+    ranks = np.empty_like(mean_rank)
+    np.put_along_axis(ranks, order, mean_rank, axis=-1)
+    return ranks
+
+
+def spearman(x: ArrayLike, y: ArrayLike) -> FloatArray:
+    """Spearman rank correlation of x and y along the last axis (..., n) -> (...,); NaN where either is constant."""
+    rx = _ranks(np.asarray(x, dtype=np.float64))
+    ry = _ranks(np.asarray(y, dtype=np.float64))
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx**2).sum(axis=-1) * (ry**2).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.where(den > 0, (rx * ry).sum(axis=-1) / den, np.nan), dtype=np.float64)

@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def pluriharms_metrics(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("pluriharms") / "run"
-    return run_calibrate(CalibrateRunConfig(RatingsSource("pluriharms", data_dir=str(data_dir))), out).metrics, out
+    result = run_calibrate(CalibrateRunConfig(RatingsSource("pluriharms", data_dir=str(data_dir))), out)
+    assert "read 14725 ratings from 100 raters on 150 items" in result.summary
+    return result.metrics, out
 
 
 def test_pebs_beats_pooled_by_at_least_8_percent(pluriharms_metrics):

@@ -214,3 +214,30 @@ def test_bad_methods_fail_fast() -> None:
 
     with pytest.raises(ConfigError, match="objective"):
         from_dict(ShiftConfig, {"methods": [{"name": "x", "objective": "no-such-objective"}]})
+
+
+def test_tfidf_teacher_calibrated_labels_and_anchor_weight_chosen_on_validation(tmp_path: Path) -> None:
+    tiny_model = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
+    cfg = ShiftConfig(
+        name="tiny-tfidf",
+        teacher=TeacherConfig(kind="tfidf", calibration_folds=3),
+        student=tiny_model,
+        train=TrainConfig(batch_size=8, lr=1e-3, checkpoint_every=0, progress=False),
+        methods=[MethodConfig("naive"),
+                 MethodConfig("anchor-0.1", "anchor", anchor=AnchorSettings(weight=0.1, normalise=True)),
+                 MethodConfig("anchor-10", "anchor", anchor=AnchorSettings(weight=10.0, normalise=True))],
+        near_domain=["tgt"],
+    )
+    cfg.eval.n_boot = 30
+    data = ShiftData(_pairs(30, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)},
+                     val=_pairs(12, "v", 5))
+    metrics = run_shift_job(cfg, tmp_path, data=data, progress=False).metrics
+    labels = metrics["teacher_labels"]
+    assert labels["kind"] == "tfidf" and labels["temperature"] > 0 and "ece" in labels
+    assert set(metrics["validation"]) >= {"teacher", "naive", "anchor-0.1", "anchor-10"}
+    assert "val" not in metrics["targets"] and "ood_acc.val" not in metrics["methods"]["naive"]
+    (selection,) = metrics["anchor_selection"]
+    best = max(("anchor-0.1", "anchor-10"), key=lambda m: metrics["validation"][m]["accuracy"])
+    assert selection["chosen"] == best and selection["normalise"] is True
+    report = (tmp_path / "report.md").read_text()
+    assert "near-domain" in report and "chosen on validation" in report and "T = " in report

@@ -19,7 +19,15 @@ from rewardsmith.cli.common import (
     handle_errors,
     print_result,
 )
-from rewardsmith.config import DataConfig, DatasetConfig, EvalSettings, ModelConfig, TrainConfig, help_of
+from rewardsmith.config import (
+    DataConfig,
+    DatasetConfig,
+    DebiasSettings,
+    EvalSettings,
+    ModelConfig,
+    TrainConfig,
+    help_of,
+)
 
 app = typer.Typer()
 
@@ -53,6 +61,7 @@ def train(
     max_steps: Annotated[int | None, config_option(_T, "max_steps", "--max-steps")] = None,
     checkpoint_every: Annotated[int | None, config_option(_T, "checkpoint_every", "--checkpoint-every")] = None,
     seed: Annotated[int | None, config_option(_T, "seed", "--seed")] = None,
+    debias: Annotated[str | None, config_option(DebiasSettings, "kind", "--debias")] = None,
     data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -76,7 +85,7 @@ def train(
             "model.backbone": backbone, "model.max_length": max_length, "model.lora.r": lora_r,
             "train.epochs": epochs, "train.batch_size": batch_size, "train.lr": lr, "train.bf16": bf16,
             "train.max_steps": max_steps, "train.checkpoint_every": checkpoint_every, "train.seed": seed,
-            "train.progress": False if quiet else None,
+            "train.debias.kind": debias, "train.progress": False if quiet else None,
         })
         print_result(run_train(cfg, out, overwrite))
 

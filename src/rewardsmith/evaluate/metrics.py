@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rewardsmith.stats import bootstrap_indices, length_controlled_value, percentile_interval, sigmoid
+from rewardsmith.stats import bootstrap_indices, length_controlled_value, percentile_interval, sigmoid, spearman
 
 FloatArray = NDArray[np.float64]
 CalibrationMode = Literal["top_label", "probability"]
@@ -283,6 +283,33 @@ def prefers_longer_rate(margins: ArrayLike, chosen_len: ArrayLike, rejected_len:
     # Margin of the longer minus the shorter response.
     longer_margin = d[unequal] * np.sign(dlen[unequal])
     return pairwise_accuracy(longer_margin, n_boot=n_boot, confidence=confidence, seed=seed)
+
+
+def length_correlation(chosen_scores: ArrayLike, rejected_scores: ArrayLike, chosen_len: ArrayLike,
+                       rejected_len: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
+                       seed: int = 0) -> Estimate:
+    """Spearman correlation between reward and response length over every response of a set (both sides of
+    each pair), with a bootstrap CI resampling pairs. How much a model still leans on length: 0 is none, +1
+    a pure longer-is-better score, -1 a pure shorter-is-better one.
+
+    chosen_scores, rejected_scores, chosen_len, rejected_len: (N,). Returns Estimate (value in [-1, 1]).
+    """
+    sc, sr = _as_1d(chosen_scores, "chosen_scores"), _as_1d(rejected_scores, "rejected_scores")
+    lc, lr = _as_1d(chosen_len, "chosen_len"), _as_1d(rejected_len, "rejected_len")
+    n = _check_same_length(chosen_scores=sc, rejected_scores=sr, chosen_len=lc, rejected_len=lr)
+    if n < 2:
+        return Estimate(float("nan"), float("nan"), float("nan"), n)
+    value = float(spearman(np.concatenate([sc, sr]), np.concatenate([lc, lr])))
+    if n_boot <= 0:
+        return Estimate(value, float("nan"), float("nan"), n)
+    low = high = float("nan")
+    replicates = []
+    for start in range(0, n_boot, 100):  # chunks keep the (replicates, 2N) rank arrays small
+        idx = bootstrap_indices(n, min(100, n_boot - start), np.random.default_rng([seed, start]))
+        replicates.append(spearman(np.concatenate([sc[idx], sr[idx]], axis=1),
+                                   np.concatenate([lc[idx], lr[idx]], axis=1)))
+    low, high = percentile_interval(np.concatenate(replicates), confidence)
+    return Estimate(value, low, high, n)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import numpy as np
 
 from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.evaluate.metrics import evaluate_margins, reliability_curve
+from rewardsmith.evaluate.metrics import evaluate_margins, json_float, length_correlation, reliability_curve
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
 from rewardsmith.evaluate.scoring import encode_pair_texts, score_encoded, score_pairs
 from rewardsmith.models.reward_model import RewardModel
@@ -30,13 +30,17 @@ def gold_labels(pairs: Sequence[PreferencePair]) -> np.ndarray | None:
 
 
 def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], n_boot: int = 1000,
-                   seed: int = 0) -> dict[str, Any]:
+                   seed: int = 0, scores: np.ndarray | None = None) -> dict[str, Any]:
     """The accuracy block of evaluate_margins plus `reliability` (the top-label reliability curve of
-    p = sigmoid(margin), for the report's diagram)."""
+    p = sigmoid(margin), for the report's diagram) and, given the responses' scores (2N,) (chosen and
+    rejected interleaved), `length_correlation` (Spearman of reward and response length) with its CI."""
     chosen_len, rejected_len = response_lengths(pairs)
     labels = gold_labels(pairs)
     block = evaluate_margins(margins, chosen_len, rejected_len, labels, n_boot=n_boot, seed=seed)
     block["reliability"] = reliability_curve(sigmoid(margins), labels).to_dict()
+    if scores is not None:
+        corr = length_correlation(scores[0::2], scores[1::2], chosen_len, rejected_len, n_boot=n_boot, seed=seed)
+        block["length_correlation"], block["length_correlation_ci"] = json_float(corr.value), corr.ci
     return block
 
 
@@ -49,7 +53,7 @@ def evaluate_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[Preferenc
     scores = score_encoded(model, encode_pair_texts(encoder, pairs), int(tokenizer.pad_token_id), batch_size, bf16,
                            progress=progress)
     margins = scores[0::2] - scores[1::2]
-    block = accuracy_block(margins, pairs, n_boot)
+    block = accuracy_block(margins, pairs, n_boot, scores=scores)
     block["truncated"] = dict(encoder.counts)
     return block, margins
 

@@ -109,6 +109,8 @@ def train_icrm(cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[st
     model (on the training device), its tokenizer and the Trainer's result; saving is the caller's."""
     if cfg.train.max_steps is None:
         raise ConfigError("ICRM training runs train.max_steps optimiser steps: set it")
+    if cfg.train.debias.kind != "none":
+        raise ConfigError(f"train.debias.kind {cfg.train.debias.kind!r} applies to pair training, not ICRM episodes")
     run_dir = Path(run_dir)
     model, tokenizer = build_model(cfg.model, cfg.train.seed)
     pools = pools if pools is not None else load_pools(cfg.episodes, cfg.data_dir)

@@ -19,7 +19,7 @@ HEADLINE = ("rmse.pooled", "rmse.ols", "rmse.pebs", "gain_vs_pooled_pct.pebs", "
 
 def _data_lines(data: dict[str, Any]) -> list[str]:
     dropped = {k: v for k, v in data.items() if k.startswith("dropped") and v}
-    line = f"read {data.get('ratings', data.get('n_ratings', '?'))} ratings from {data.get('raters', '?')} raters"
+    line = f"read {data['ratings_kept']} ratings from {data['raters']} raters on {data['items']} items"
     if dropped:
         line += " (" + ", ".join(f"{k.replace('dropped_', 'dropped ')}: {v}" for k, v in dropped.items()) + ")"
     return [line]

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from rewardsmith.losses.base import LossResult
-from rewardsmith.losses.bt import bradley_terry_loss
+from rewardsmith.losses.bt import bradley_terry_loss, weighted_mean
 
 __all__ = [
     "confidence_loss",
@@ -39,10 +39,11 @@ __all__ = [
 
 
 def naive_w2s_loss(
-    chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor, teacher_labels: torch.Tensor
+    chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor, teacher_labels: torch.Tensor,
+    weights: torch.Tensor | None = None,
 ) -> LossResult:
-    """Soft Bradley-Terry on the teacher's probabilities q (B,) (METHODS.md 1, L_w2s)."""
-    return bradley_terry_loss(chosen_rewards, rejected_rewards, teacher_labels)
+    """Soft Bradley-Terry on the teacher's probabilities q (B,) (METHODS.md 1, L_w2s); weights: (B,) or None."""
+    return bradley_terry_loss(chosen_rewards, rejected_rewards, teacher_labels, weights)
 
 
 def openai_warmup_coef(step_frac: float, warmup_frac: float = 0.1, aux_coef: float = 0.5) -> float:
@@ -82,11 +83,13 @@ def confidence_loss(
     teacher_labels: torch.Tensor,
     coef: float,
     pool: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
 ) -> LossResult:
     """Auxiliary confidence loss, averaged over pairs.
 
     chosen_rewards, rejected_rewards, teacher_labels: (B,). coef: c in [0, 1] (from openai_warmup_coef or
-    linear_warmup_coef). pool: (K,) probabilities for the threshold (None: this batch). The hardened
+    linear_warmup_coef). pool: (K,) probabilities for the threshold (None: this batch). weights: (B,) pair
+    weights or None. The hardened
     target is detached: no gradient flows through h. Terms: "bt" (the loss), "accuracy" (agreement with
     the teacher's side), "confidence_coef", "confidence_threshold", "hardened_rate".
     """
@@ -95,7 +98,7 @@ def confidence_loss(
     probs = torch.sigmoid(margin)
     hard, threshold = harden_by_quantile(probs, labels.mean(), pool)
     target = (1.0 - coef) * labels + coef * hard
-    loss = -(target * F.logsigmoid(margin) + (1.0 - target) * F.logsigmoid(-margin)).mean()
+    loss = weighted_mean(-(target * F.logsigmoid(margin) + (1.0 - target) * F.logsigmoid(-margin)), weights)
     with torch.no_grad():
         agree = ((margin > 0).float() == (labels > 0.5).float()).float().mean()
     return LossResult(

@@ -107,7 +107,7 @@ def save_model(model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: 
         storage = _save_backbone(model, cfg, tmp)
         tokenizer.save_pretrained(str(tmp))
         heads = {k: v.detach().float().cpu().contiguous().clone() for k, v in model.state_dict().items()
-                 if not k.startswith("backbone.")}
+                 if not k.startswith(("backbone.", "debias."))}
         save_file(heads, str(tmp / HEADS_FILE))
         meta = {"format": FORMAT, "model_type": model_type_of(model), "pooling": model.pooling,
                 "kind": model.kind, "backbone_storage": storage, "model_config": to_dict(cfg), **(extra or {})}

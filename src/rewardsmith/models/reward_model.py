@@ -11,6 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from rewardsmith.models.debias import DebiasOutput
+
 POOLINGS = ("mean", "last", "cls")
 
 
@@ -23,6 +25,7 @@ class RewardOutput:
     pooled: torch.Tensor
     response_mask: torch.Tensor
     hidden_states: dict[int, torch.Tensor] = field(default_factory=dict)
+    debias: Any = None  # models.debias.DebiasOutput while a debias head is attached and training
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, response_mask: torch.Tensor,
@@ -108,6 +111,8 @@ class RewardModel(PooledBackbone):
         self.head = nn.Linear(self.hidden_size, 1, bias=False)
         nn.init.normal_(self.head.weight, std=1.0 / self.hidden_size**0.5)
         self.head.float()
+        self.debias: nn.Module | None = None  # a training-only head (models.debias); None when scoring
+        self.last_debias: DebiasOutput | None = None  # the debias head's outputs of the last training forward
 
     def forward(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()) -> RewardOutput:
         """batch: tensors from collate_pairs / pad_texts, each (B, T). Returns RewardOutput."""
@@ -115,4 +120,9 @@ class RewardModel(PooledBackbone):
         pooled = pool(last, batch["attention_mask"], batch["response_mask"], self.pooling)
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             rewards = self.head(pooled.float()).squeeze(-1)
+            if self.debias is not None and self.training:
+                log_length = torch.log1p(batch["response_mask"].sum(dim=1).float())
+                extra = self.debias(pooled, log_length)
+                self.last_debias = DebiasOutput(extra, rewards, log_length)
+                return RewardOutput(rewards + extra, pooled, batch["response_mask"], states, self.last_debias)
         return RewardOutput(rewards, pooled, batch["response_mask"], states)

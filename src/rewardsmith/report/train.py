@@ -13,7 +13,8 @@ from rewardsmith.report.render import Figure, Report, markdown_table, with_inter
 
 INTRO = ("Accuracies in % with 95% bootstrap CIs over pairs. The length rule (the longer response wins) and the "
          "length-controlled accuracy (mean of the accuracies on pairs whose preferred response is longer and "
-         "shorter) stand beside every accuracy: small reward models often learn length.")
+         "shorter) stand beside every accuracy: small reward models often learn length. corr(reward, length) is the "
+         "Spearman correlation between the reward and the response's length over every response of the set.")
 
 
 def eval_rows(eval_results: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -28,6 +29,7 @@ def eval_rows(eval_results: Mapping[str, Any]) -> list[dict[str, Any]]:
                "length-controlled": with_interval(b.get("length_controlled_accuracy"),
                                                   b.get("length_controlled_accuracy_ci"), 1),
                "prefers longer %": with_interval(b.get("prefers_longer_rate"), None, 1),
+               "corr(reward, length)": with_interval(b.get("length_correlation"), b.get("length_correlation_ci"), 2),
                "ECE": with_interval(b.get("ece"), None, 3)}
         if "rmbench" in b:
             rb = b["rmbench"]

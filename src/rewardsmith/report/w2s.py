@@ -89,7 +89,9 @@ def shift_report(config: Any, metrics: Mapping[str, Any], folder: RunFolder, tit
     order = [TEACHER, *[m.name for m in config.methods], CEILING]
     sizes = metrics.get("sizes", {})
     report = Report(title or f"Weak-to-strong under preference shift: {config.name}")
-    report.intro = (f"Source `{metrics['source']}`; targets {', '.join(f'`{t}`' for t in targets)}. Student seeds "
+    near = set(metrics.get("near_domain_targets", []))
+    named = ", ".join(f"`{t}`" + (" (near-domain: a sibling of the source)" if t in near else "") for t in targets)
+    report.intro = (f"Source `{metrics['source']}`; targets {named}. Student seeds "
                     f"{metrics['seeds']}. Accuracies are means over seeds; `[a, b]` is a 95% hierarchical bootstrap CI "
                     "(seeds, then pairs within seed); `±s` the standard deviation over seeds. Sizes: "
                     + ", ".join(f"{k} {v}" for k, v in sizes.items()) + ".")
@@ -102,10 +104,18 @@ def shift_report(config: Any, metrics: Mapping[str, Any], folder: RunFolder, tit
         rows = [{"split": s, "gap (points)": with_interval(g["value"], g["ci"], 1)} for s, g in gap.items()]
         report.add("Ceiling minus teacher (the gap a student can recover)", markdown_table(rows))
     tl = metrics["teacher_labels"]
-    report.add("Teacher labels on the W2S pool",
-               f"{tl['accuracy_on_w2s_pool']:.1f}% side with gold; mean confidence {tl['mean_confidence']:.3f}; "
-               f"median |logit q| {tl['median_abs_margin']:.3f}; ECE against gold "
-               f"{with_interval(tl.get('ece'), None, 3)}.")
+    text = (f"Teacher kind `{tl.get('kind', 'model')}`. Its soft labels side with gold on "
+            f"{tl['accuracy_on_w2s_pool']:.1f}% of the W2S pool; mean confidence {tl['mean_confidence']:.3f}; "
+            f"median |logit q| {tl['median_abs_margin']:.3f}; ECE against gold "
+            f"{with_interval(tl.get('ece'), None, 3)}.")
+    if "temperature" in tl:
+        raw = tl.get("raw_label_stats", {})
+        text += (f" The labels are sigmoid(margin / T) with T = {tl['temperature']:.3g}, fitted by cross-fitting on "
+                 f"the gold pool (out-of-fold accuracy {tl['gold_out_of_fold_accuracy']:.1f}%, ECE "
+                 f"{tl['gold_out_of_fold_ece_raw']:.3f} before and {tl['gold_out_of_fold_ece_calibrated']:.3f} after); "
+                 f"before calibration their mean confidence was {raw.get('mean_confidence', float('nan')):.3f} and "
+                 f"their ECE {raw.get('ece', float('nan')):.3f}.")
+    report.add("Teacher labels on the W2S pool", text)
     acc_cols = [("ID", "id_acc"), *[(t, f"ood_acc.{t}") for t in targets]]
     report.add("Transfer table: accuracy (%)", transfer_table(methods, acc_cols, order))
     report.add("WRG and NTS (points)", transfer_table(methods, [("WRG", "wrg"), *[(f"NTS {t}", f"nts.{t}")
@@ -126,6 +136,14 @@ def shift_report(config: Any, metrics: Mapping[str, Any], folder: RunFolder, tit
                    _difference_table(metrics["vs_naive"], splits, order))
         report.add("Difference to naive, length-controlled (points; * = CI excludes 0)",
                    _difference_table(metrics["vs_naive_length_controlled"], splits, order))
+    if metrics.get("validation"):
+        rows = [{"model": m, "validation accuracy %": with_interval(v["accuracy"], None, 1),
+                 "per seed": ", ".join(f"{x:.1f}" for x in v["per_seed"])} for m, v in metrics["validation"].items()]
+        text = markdown_table(rows)
+        for sel in metrics.get("anchor_selection", []):
+            text += (f"\n\nAnchor weight chosen on validation (depths {sel['layers']}, normalised "
+                     f"{'yes' if sel['normalise'] else 'no'}): `{sel['chosen']}` (weight {sel['weight']:g}).")
+        report.add("Validation split (for choosing settings only; not a result)", text)
     rule = [{"split": s, "accuracy": with_interval(r["value"], r["ci"], 1)} for s, r in metrics["length_rule"].items()]
     report.add("Length rule (the longer response wins), % of pairs", markdown_table(rule))
     for target in targets:

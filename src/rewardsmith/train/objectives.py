@@ -16,9 +16,11 @@ from typing import Any, Protocol
 
 import torch
 
+from rewardsmith.config import DebiasSettings
 from rewardsmith.errors import ConfigError
 from rewardsmith.losses.base import LossResult
 from rewardsmith.losses.bt import bradley_terry_loss
+from rewardsmith.losses.debias import odin_regulariser
 from rewardsmith.registry import Registry
 
 
@@ -53,7 +55,7 @@ class BradleyTerryObjective:
 
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         chosen, rejected = split_rewards(model(batch).rewards)
-        return with_total(bradley_terry_loss(chosen, rejected, batch["labels"]))
+        return with_total(bradley_terry_loss(chosen, rejected, batch["labels"], batch.get("weights")))
 
 
 OBJECTIVES.add("bt", BradleyTerryObjective)
@@ -68,3 +70,39 @@ def build_objective(name: str, **options: Any) -> Objective:
         takes = ", ".join(params) or "no options"
         raise ConfigError(f"objective {name!r} has no option {unknown[0]!r} (takes: {takes})")
     return factory(**options)
+
+
+class OdinObjective:
+    """`inner` plus ODIN's regulariser on the debias head's outputs of the same forward (model.last_debias):
+    the length head explains length, the quality head is penalised for following it, and the two heads' weights
+    are kept orthogonal. Delegates checkpoint state to `inner`."""
+
+    def __init__(self, inner: Objective, settings: DebiasSettings):
+        self.inner = inner
+        self.settings = settings
+
+    def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
+        result = self.inner(model, batch, info)
+        core = getattr(model, "module", model)  # under DDP the heads live on the wrapped module
+        out = core.last_debias
+        if out is None:
+            raise RuntimeError("the odin objective needs a training forward with the length head attached")
+        reg = odin_regulariser(out.quality, out.extra, out.log_length, core.head.weight,
+                               core.debias.weight_layer.weight, self.settings.correlation_coef,
+                               self.settings.orthogonal_coef)
+        total = result.total + reg.total
+        return LossResult(total, {**result.terms, **reg.terms, "odin": float(reg.total.detach()),
+                                  "total": float(total.detach())})
+
+    def state_dict(self) -> Any:
+        return self.inner.state_dict() if hasattr(self.inner, "state_dict") else None
+
+    def load_state_dict(self, state: Any) -> None:
+        if hasattr(self.inner, "load_state_dict"):
+            self.inner.load_state_dict(state)
+
+
+def debias_objective(objective: Objective, settings: DebiasSettings) -> Objective:
+    """The objective a debias setting trains with: odin wraps it with its regulariser; the other kinds act
+    through the model (length-covariate) or the pair weights (length-balanced) and leave it as is."""
+    return OdinObjective(objective, settings) if settings.kind == "odin" else objective

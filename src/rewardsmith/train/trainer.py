@@ -36,14 +36,16 @@ from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.errors import CheckpointError, ConfigError
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
-from rewardsmith.train.objectives import Objective, StepInfo, build_objective
+from rewardsmith.models.debias import attach_debias, detach_debias, prefit_covariate
+from rewardsmith.train.objectives import Objective, StepInfo, build_objective, debias_objective
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "log.jsonl"
 # Fault injection for the resume tests: the process SIGKILLs itself right after this optimiser step.
 KILL_AFTER_STEP_ENV = "REWARDSMITH_FAULT_KILL_AFTER_STEP"
 # Settings a resumed run must share with the checkpoint it resumes from.
-_RESUME_KEYS = ("seed", "batch_size", "grad_accum", "epochs", "max_steps", "loss", "lr", "head_lr", "swap_pairs")
+_RESUME_KEYS = ("seed", "batch_size", "grad_accum", "epochs", "max_steps", "loss", "lr", "head_lr", "swap_pairs",
+                "debias")
 
 
 @dataclass
@@ -74,15 +76,41 @@ def _swap_pair(p: EncodedPair) -> EncodedPair:
     return EncodedPair(p.rejected, p.chosen, 1.0 - p.label, p.index, not p.swapped)
 
 
+def response_tokens(pair: EncodedPair) -> tuple[int, int]:
+    """Response token counts (chosen, rejected) of an encoded pair."""
+    return sum(pair.chosen.response_mask), sum(pair.rejected.response_mask)
+
+
+def length_balance_weights(encoded: Sequence[EncodedPair]) -> list[float]:
+    """Pair weights under which pairs whose preferred response (label >= 0.5: chosen) is the longer one and
+    pairs where it is the shorter one carry equal total mass; ties keep weight 1. Normalised to mean 1. All
+    ones when either group is empty (nothing to balance)."""
+    sides = []
+    for p in encoded:
+        c, r = response_tokens(p)
+        diff = (c - r) if p.label >= 0.5 else (r - c)
+        sides.append(0 if diff == 0 else (1 if diff > 0 else -1))
+    longer, shorter = sides.count(1), sides.count(-1)
+    if not longer or not shorter:
+        return [1.0] * len(encoded)
+    half = (longer + shorter) / 2
+    raw = [1.0 if s == 0 else half / (longer if s > 0 else shorter) for s in sides]
+    mean = sum(raw) / len(raw)
+    return [w / mean for w in raw]
+
+
 class PairBatchPlan:
     """Length-grouped micro-batches of encoded pairs, reshuffled each epoch (seed * 7919 + epoch), with a
-    seeded swap coin per (pair, epoch)."""
+    seeded swap coin per (pair, epoch). weights: one per pair (served as the batch's "weights") or None."""
 
     def __init__(self, encoded: Sequence[EncodedPair], pad_id: int, batch_size: int, epochs: float, seed: int,
-                 swap_pairs: bool = True):
+                 swap_pairs: bool = True, weights: Sequence[float] | None = None):
         if not encoded:
             raise ConfigError("no training pairs")
+        if weights is not None and len(weights) != len(encoded):
+            raise ValueError(f"{len(weights)} weights for {len(encoded)} pairs")
         self.encoded = list(encoded)
+        self.weights = None if weights is None else [float(w) for w in weights]
         self.pad_id = pad_id
         self.batch_size = batch_size
         self.seed = seed
@@ -105,7 +133,10 @@ class PairBatchPlan:
         for i in indices:
             p = self.encoded[i]
             items.append(_swap_pair(p) if self.swap_pairs and swap_decision(self.seed, epoch, i) else p)
-        return PlannedBatch(collate_pairs(items, self.pad_id), len(items), epoch)
+        tensors = collate_pairs(items, self.pad_id)
+        if self.weights is not None:
+            tensors["weights"] = torch.tensor([self.weights[i] for i in indices], dtype=torch.float32)
+        return PlannedBatch(tensors, len(items), epoch)
 
 
 @dataclass
@@ -158,11 +189,17 @@ class Trainer:
 
     # -- optimiser --------------------------------------------------------------------------------------
     def _optimizer(self) -> torch.optim.Optimizer:
-        head = [p for p in self.model.head_parameters() if p.requires_grad]
-        head_ids = {id(p) for p in head}
-        body = [p for p in self.model.parameters() if p.requires_grad and id(p) not in head_ids]
+        """AdamW with three learning rates: the backbone (lr), the heads (head_lr) and a training-only debias
+        head (debias.lr)."""
+        debias = [p for name, p in self.model.named_parameters() if name.startswith("debias.") and p.requires_grad]
+        taken = {id(p) for p in debias}
+        head = [p for p in self.model.head_parameters() if p.requires_grad and id(p) not in taken]
+        taken |= {id(p) for p in head}
+        body = [p for p in self.model.parameters() if p.requires_grad and id(p) not in taken]
         groups: list[dict[str, Any]] = [{"params": body, "lr": self.cfg.lr}] if body else []
         groups.append({"params": head, "lr": self.cfg.head_lr or self.cfg.lr})
+        if debias:
+            groups.append({"params": debias, "lr": self.cfg.debias.lr})
         return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay)
 
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
@@ -266,10 +303,10 @@ class Trainer:
     def _restore(self, state: Any, optimizer: Any, scheduler: Any) -> int:
         where = self.run_dir / CHECKPOINT_DIR
         try:
-            saved = state["train_config"]
+            saved, now = state["train_config"], to_dict(self.cfg)
             for key in _RESUME_KEYS:
-                if key in saved and saved[key] != getattr(self.cfg, key):
-                    raise CheckpointError(f"{where}: saved with {key}={saved[key]!r}, now {getattr(self.cfg, key)!r}; "
+                if key in saved and saved[key] != now[key]:
+                    raise CheckpointError(f"{where}: saved with {key}={saved[key]!r}, now {now[key]!r}; "
                                           "use another --out or the same settings")
             self.model.load_state_dict(state["model"])
             optimizer.load_state_dict(state["optimizer"])
@@ -298,12 +335,28 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
                 model_cfg: ModelConfig, run_dir: str | Path, objective: Objective | None = None,
                 encoded: list[EncodedPair] | None = None, on_step: Sequence[StepHook] = ()) -> Trainer:
     """Trains `model` on preference pairs (tokenised here unless `encoded` is given) and returns the
-    finished Trainer (trainer.model is the trained model)."""
+    finished Trainer (trainer.model is the trained model).
+
+    cfg.debias selects a length-debiasing scheme: a training-only head attached for the run and removed
+    after it (length-covariate, odin; the odin objective adds its regulariser to `objective`), or pair
+    weights (length-balanced)."""
     if encoded is None:
         encoded = encode_pairs(PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens), pairs)
-    plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs)
-    trainer = Trainer(model, plan, cfg, run_dir, objective, on_step)
-    trainer.fit()
+    kind = cfg.debias.kind
+    weights = length_balance_weights(encoded) if kind == "length-balanced" else None
+    plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs,
+                         weights)
+    if attach_debias(model, kind, cfg.seed) and kind == "length-covariate":
+        lengths = torch.log1p(torch.tensor([response_tokens(p) for p in encoded], dtype=torch.float32))
+        with torch.random.fork_rng():
+            prefit_covariate(model.debias, lengths[:, 0], lengths[:, 1],
+                             torch.tensor([p.label for p in encoded], dtype=torch.float32))
+    trainer = Trainer(model, plan, cfg, run_dir, debias_objective(objective or build_objective(cfg.loss), cfg.debias),
+                      on_step)
+    try:
+        trainer.fit()
+    finally:
+        detach_debias(trainer.model)
     return trainer
 
 

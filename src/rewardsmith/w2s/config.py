@@ -14,6 +14,9 @@ class ShiftSplitConfig:
     w2s_fraction: float = option(0.4, "share of the source in the W2S pool (teacher-labelled student training)",
                                  min=0.0, max=1.0)
     id_fraction: float = option(0.3, "share of the source in the ID test", min=0.0, max=1.0)
+    val_fraction: float = option(0.0, "share of the source in an ID validation split, used only to choose settings "
+                                 "(the anchor weight) and never reported as a result", min=0.0, max=1.0)
+    val_pairs: int | None = option(None, "cap on validation pairs", min=1)
     gold_pairs: int | None = option(None, "cap on gold-pool pairs the teacher trains on", min=1)
     w2s_pairs: int | None = option(None, "cap on W2S-pool pairs the students train on", min=1)
     id_pairs: int | None = option(None, "cap on ID test pairs", min=1)
@@ -22,9 +25,23 @@ class ShiftSplitConfig:
 
 
 @dataclass
+class TfidfSettings:
+    max_features: int = option(20000, "vocabulary size of the TF-IDF teacher", min=1)
+    max_ngram: int = option(2, "longest n-gram of the TF-IDF teacher", min=1, max=3)
+    c: float = option(1.0, "inverse L2 penalty of the TF-IDF teacher's logistic regression", min=0.0,
+                      min_exclusive=True)
+
+
+@dataclass
 class TeacherConfig:
+    kind: str = option("model", "model: a rewardsmith reward model (`model`, `train`); tfidf: logistic regression "
+                       "on TF-IDF features and the length difference (`tfidf`)", choices=("model", "tfidf"))
     model: ModelConfig = field(default_factory=lambda: ModelConfig(num_layers=2, freeze_backbone=True))
     train: TrainConfig = field(default_factory=lambda: TrainConfig(epochs=3.0, lr=1e-3, head_lr=1e-2))
+    tfidf: TfidfSettings = field(default_factory=TfidfSettings)
+    calibrate: bool = option(True, "fit a temperature for the soft labels by cross-fitting on the gold pool, so "
+                             "their confidence matches the teacher's accuracy")
+    calibration_folds: int = option(5, "cross-fitting folds for the temperature", min=2)
     seed: int = option(0, "teacher seed (one teacher; its labels are reused across methods and student seeds)", min=0)
 
 
@@ -113,6 +130,8 @@ class ShiftConfig:
         ]
     )
     ceiling: bool = option(True, "train the strong ceiling (gold labels on the W2S pool) for PGR")
+    near_domain: list[str] = option([], "targets that are siblings of the source (same collection, another "
+                                    "split or sampling): labelled near-domain in reports")
     seeds: list[int] = option([0], "student seeds", min=0)
     eval: ShiftEvalConfig = field(default_factory=ShiftEvalConfig)
     quick: QuickConfig = field(default_factory=QuickConfig)

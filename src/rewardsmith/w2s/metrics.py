@@ -21,6 +21,7 @@ from rewardsmith.evaluate.metrics import (
 from rewardsmith.evaluate.transfer import paired_differences, transfer_metrics
 
 ID_SPLIT = "id"
+VAL_SPLIT = "val"
 TEACHER = "teacher"
 CEILING = "ceiling"
 NAIVE = "naive"
@@ -55,8 +56,37 @@ def teacher_label_stats(labels: np.ndarray) -> dict[str, Any]:
             "ece": json_float(expected_calibration_error(q))}
 
 
+def validation_summary(val_margins: Margins) -> dict[str, dict[str, Any]]:
+    """Accuracy (%) of every model on the validation split: the mean over seeds and the per-seed values."""
+    out = {}
+    for model, by_seed in val_margins.items():
+        per_seed = [float(pairwise_correct(by_seed[s][VAL_SPLIT]).mean() * 100.0) for s in sorted(by_seed)]
+        if per_seed:
+            out[model] = {"accuracy": float(np.mean(per_seed)), "per_seed": per_seed}
+    return out
+
+
+def anchor_selection(config: Any, validation: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For each group of anchor methods that share depths and normalisation, the weight with the best mean
+    validation accuracy (the validation split is never reported as a result, so the choice does not look at
+    the test sets)."""
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for m in config.methods:
+        if m.objective == "anchor" and m.name in validation:
+            groups.setdefault((tuple(m.anchor.layers), m.anchor.normalise), []).append(m)
+    out = []
+    for (layers, normalise), members in groups.items():
+        scores = {m.name: validation[m.name]["accuracy"] for m in members}
+        best = max(scores, key=lambda name: scores[name])
+        out.append({"layers": list(layers), "normalise": normalise, "chosen": best,
+                    "weight": next(m.anchor.weight for m in members if m.name == best),
+                    "by": "mean validation accuracy over seeds", "candidates": scores})
+    return out
+
+
 def compute_metrics(config: Any, eval_pairs: Mapping[str, Sequence[PreferencePair]], teacher_labels: np.ndarray,
-                    margins: Margins, label_stats: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    margins: Margins, label_stats: Mapping[str, Any] | None = None,
+                    val_margins: Margins | None = None) -> dict[str, Any]:
     """metrics.json content of a shift run (see the module docstring)."""
     ev = config.eval
     ceiling = CEILING if CEILING in margins else None
@@ -89,10 +119,14 @@ def compute_metrics(config: Any, eval_pairs: Mapping[str, Sequence[PreferencePai
                                                                 for m in by_seed.values()])))
                               for split in lengths}
                       for model, by_seed in margins.items()}
+    validation = validation_summary(val_margins or {})
     return {
         "name": config.name,
         "source": config.source.label,
         "targets": [s for s in eval_pairs if s != ID_SPLIT],
+        "near_domain_targets": [t for t in config.near_domain if t in eval_pairs],
+        "validation": validation,
+        "anchor_selection": anchor_selection(config, validation) if validation else [],
         "seeds": list(config.seeds),
         "teacher_id_acc": methods[TEACHER]["id_acc"],
         "teacher_id_acc_ci": methods[TEACHER]["id_acc_ci"],

@@ -28,7 +28,7 @@ class NaiveObjective:
 
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         chosen, rejected = split_rewards(model(batch).rewards)
-        return with_total(naive_w2s_loss(chosen, rejected, batch["labels"]))
+        return with_total(naive_w2s_loss(chosen, rejected, batch["labels"], batch.get("weights")))
 
 
 class ConfidenceObjective:
@@ -57,7 +57,7 @@ class ConfidenceObjective:
         chosen, rejected = split_rewards(model(batch).rewards)
         probs = torch.sigmoid((chosen - rejected).detach().float())
         pool = torch.cat([self.buffer.to(probs.device), probs]) if self.buffer_size > 0 else None
-        result = confidence_loss(chosen, rejected, batch["labels"], self.coef(info), pool)
+        result = confidence_loss(chosen, rejected, batch["labels"], self.coef(info), pool, batch.get("weights"))
         self.update(probs)
         return with_total(result)
 
@@ -80,7 +80,7 @@ class AnchorObjective:
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         out = model(batch, hidden_layers=self.layers)
         chosen, rejected = split_rewards(out.rewards)
-        bt = naive_w2s_loss(chosen, rejected, batch["labels"])
+        bt = naive_w2s_loss(chosen, rejected, batch["labels"], batch.get("weights"))
         reference = self.reference(model, batch, self.layers)
         anchor = anchor_loss(out.hidden_states, reference, out.response_mask, self.settings.normalise)
         total = bt.total + self.settings.weight * anchor.total

@@ -19,8 +19,10 @@ interrupted training resumes from the trainer's checkpoint.
 
 from __future__ import annotations
 
+import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,12 +41,11 @@ from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
 from rewardsmith.models.backbone import num_hidden_layers
 from rewardsmith.models.factory import build_reward_model, is_lora
 from rewardsmith.models.reward_model import RewardModel
-from rewardsmith.stats import sigmoid
 from rewardsmith.train.objectives import Objective, build_objective
 from rewardsmith.train.trainer import train_pairs
 from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the W2S objectives)
 from rewardsmith.w2s.config import AnchorSettings, ConfidenceSettings, MethodConfig, SeamSettings, ShiftConfig
-from rewardsmith.w2s.metrics import CEILING, ID_SPLIT, TEACHER, compute_metrics
+from rewardsmith.w2s.metrics import CEILING, ID_SPLIT, TEACHER, VAL_SPLIT, compute_metrics, teacher_label_stats
 from rewardsmith.w2s.reference import (
     AdapterDisabledReference,
     CachedReference,
@@ -53,6 +54,7 @@ from rewardsmith.w2s.reference import (
     ReferenceStateCache,
 )
 from rewardsmith.w2s.refiners import LABEL_REFINERS
+from rewardsmith.w2s.teachers import FitAndScore, calibrate_labels, cross_fitted_temperature, tfidf_fit_and_score
 
 
 @dataclass
@@ -61,9 +63,11 @@ class ShiftData:
     w2s: list[PreferencePair]
     eval: dict[str, list[PreferencePair]]  # "id" and each target name
     overlap_removed: dict[str, int] = field(default_factory=dict)  # target -> pairs dropped (seen in training)
+    val: list[PreferencePair] = field(default_factory=list)  # ID validation: for choosing settings, never reported
 
     def sizes(self) -> dict[str, int]:
-        return {"gold": len(self.gold), "w2s": len(self.w2s), **{k: len(v) for k, v in self.eval.items()}}
+        return {"gold": len(self.gold), "w2s": len(self.w2s), **({"val": len(self.val)} if self.val else {}),
+                **{k: len(v) for k, v in self.eval.items()}}
 
 
 def apply_quick(config: ShiftConfig) -> ShiftConfig:
@@ -76,6 +80,8 @@ def apply_quick(config: ShiftConfig) -> ShiftConfig:
         id_pairs=q.id_pairs,
         target_pairs=q.target_pairs,
     )
+    if config.split.val_fraction > 0:
+        split = replace(split, val_pairs=q.id_pairs)
     teacher = replace(config.teacher, model=replace(config.teacher.model, max_length=q.max_length))
     return replace(
         config,
@@ -104,10 +110,12 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
     s = config.split
     src = config.source
     source = load_configured(src, data_dir).pairs
-    parts = split_pairs(source, {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction}, salt=s.salt)
+    fractions = {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction, "val": s.val_fraction}
+    parts = split_pairs(source, fractions, salt=s.salt)
     gold = _hash_sample(parts["gold"], s.gold_pairs, s.salt + ":gold")
     w2s = _hash_sample(parts["w2s"], s.w2s_pairs, s.salt + ":w2s")
     id_test = _hash_sample(parts["id"], s.id_pairs, s.salt + ":id")
+    val = _hash_sample(parts["val"], s.val_pairs, s.salt + ":val")
     if not gold or not w2s or not id_test:
         raise DataError(f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})")
     evals = {ID_SPLIT: id_test}
@@ -123,7 +131,7 @@ def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shi
             raise DataError(f"target {target.label}: no pairs left ({len(pairs)} read, every one shares a "
                             "conversation with training)")
         evals[target.label] = _hash_sample(kept, s.target_pairs, s.salt + ":" + target.label)
-    return ShiftData(gold, w2s, evals, removed)
+    return ShiftData(gold, w2s, evals, removed, val)
 
 
 def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
@@ -153,10 +161,14 @@ class ShiftRun:
         self.timings: dict[str, float] = {}
 
     # -- shared pieces ----------------------------------------------------------------------------------
+    def _splits(self) -> dict[str, list[PreferencePair]]:
+        """Every scored split: the ID test, each target and, when configured, the validation split."""
+        return {**self.data.eval, **({VAL_SPLIT: self.data.val} if self.data.val else {})}
+
     def _score(self, model: RewardModel, tokenizer: Any, model_cfg: ModelConfig) -> dict[str, np.ndarray]:
         ev = self.config.eval
         out = {}
-        for split, pairs in self.data.eval.items():
+        for split, pairs in self._splits().items():
             chosen, rejected = score_pairs(model, tokenizer, pairs, model_cfg.max_length, model_cfg.min_prompt_tokens,
                                            ev.batch_size, ev.bf16)
             out[split] = chosen - rejected
@@ -173,24 +185,56 @@ class ShiftRun:
         return trainer.model, tokenizer, {**asdict(trainer.result), "truncated": dict(encoder.counts)}
 
     # -- teacher -------------------------------------------------------------------------------------------
-    def teacher(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """(q on the W2S pool (N,), teacher margins per eval split), trained once and cached on disk."""
+    def teacher(self) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, Any]]:
+        """(soft labels q on the W2S pool (N,), teacher margins per scored split, facts about the labels), fitted
+        once and cached on disk. With teacher.calibrate, q = sigmoid(m / T) with T cross-fitted on the gold pool."""
         folder = self.out / TEACHER
         path = folder / "margins.npz"
         if path.exists():
             saved = np.load(path)
-            return saved["w2s_labels"], {k[len("eval:"):]: saved[k] for k in saved.files if k.startswith("eval:")}
+            facts = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
+            margins = {k[len("eval:"):]: saved[k] for k in saved.files if k.startswith("eval:")}
+            return saved["w2s_labels"], margins, facts
         t = self.config.teacher
         t0 = time.perf_counter()
-        model, tokenizer, result = self._train(t.model, t.train, self.data.gold, t.seed, folder,
-                                               lambda *_: build_objective("naive"))
-        chosen, rejected = score_pairs(model, tokenizer, self.data.w2s, t.model.max_length, t.model.min_prompt_tokens,
-                                       self.config.eval.batch_size, self.config.eval.bf16)
-        labels = sigmoid(chosen - rejected)
-        margins = self._score(model, tokenizer, t.model)
-        _save_npz(path, {"w2s_labels": labels, **{f"eval:{k}": v for k, v in margins.items()}})
-        atomic_write_json(folder / "train.json", {**result, "seconds_total": time.perf_counter() - t0})
-        return labels, margins
+        fit_and_score = self._teacher_fit_and_score(folder)
+        scored = self._splits()
+        names = ["w2s", *scored]
+        flat = [*self.data.w2s, *[p for pairs in scored.values() for p in pairs]]
+        all_margins = fit_and_score(self.data.gold, flat)
+        sizes = [len(self.data.w2s), *[len(v) for v in scored.values()]]
+        pieces = np.split(all_margins, np.cumsum(sizes)[:-1])
+        by_name = dict(zip(names, pieces, strict=True))
+        w2s_margins = by_name.pop("w2s")
+        if t.calibrate:
+            temperature, oof = cross_fitted_temperature(self.data.gold, fit_and_score, t.calibration_folds, t.seed)
+        else:
+            temperature, oof = 1.0, fit_and_score(self.data.gold, self.data.gold)
+        labels = calibrate_labels(w2s_margins, temperature, oof)
+        facts = {**labels.facts, "kind": t.kind, "raw_label_stats": teacher_label_stats(labels.raw_labels),
+                 "seconds": round(time.perf_counter() - t0, 1)}
+        _save_npz(path, {"w2s_labels": labels.labels, **{f"eval:{k}": v for k, v in by_name.items()}})
+        atomic_write_json(folder / "labels.json", facts)
+        return labels.labels, by_name, facts
+
+    def _teacher_fit_and_score(self, folder: Path) -> FitAndScore:
+        """fit(gold) then margins(pairs) for the configured teacher kind (each call fits afresh; a model teacher
+        trains into its own sub-folder, so cross-fitting folds and the final teacher never share a run)."""
+        t = self.config.teacher
+        if t.kind == "tfidf":
+            return tfidf_fit_and_score(t.tfidf)
+        calls = {"n": 0}
+
+        def fit_and_score(gold: Sequence[PreferencePair], pairs: Sequence[PreferencePair]) -> np.ndarray:
+            run = folder / ("model" if calls["n"] == 0 else f"fold{calls['n']}")
+            calls["n"] += 1
+            model, tokenizer, _ = self._train(t.model, t.train, list(gold), t.seed, run,
+                                              lambda *_: build_objective("naive"))
+            chosen, rejected = score_pairs(model, tokenizer, list(pairs), t.model.max_length, t.model.min_prompt_tokens,
+                                           self.config.eval.batch_size, self.config.eval.bf16)
+            return chosen - rejected
+
+        return fit_and_score
 
     # -- reference states and strong features ---------------------------------------------------------------
     def _pretrained_student(self) -> tuple[RewardModel, Any]:
@@ -309,7 +353,7 @@ def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True
     run = ShiftRun(config, out, data, progress)
     if not train and not (out / TEACHER / "margins.npz").exists():
         raise ConfigError(f"{out}: no trained teacher to evaluate (run without --no-train first)")
-    teacher_labels, teacher_margins = run.teacher()
+    teacher_labels, teacher_margins, label_facts = run.teacher()
     margins: dict[str, dict[int, dict[str, np.ndarray]]] = {TEACHER: {-1: teacher_margins}}
     ceiling = MethodConfig(CEILING, "naive")
     for seed in config.seeds:
@@ -319,7 +363,9 @@ def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True
                 continue
             margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels,
                                                                     gold=method is ceiling)
-    metrics = compute_metrics(config, data.eval, teacher_labels, margins)
+    val_margins = {m: {seed: {VAL_SPLIT: by_split.pop(VAL_SPLIT)} for seed, by_split in by_seed.items()
+                       if VAL_SPLIT in by_split} for m, by_seed in margins.items()}
+    metrics = compute_metrics(config, data.eval, teacher_labels, margins, label_facts, val_margins)
     metrics["sizes"] = data.sizes()
     metrics["target_overlap_removed"] = dict(data.overlap_removed)
     metrics["seconds"] = round(time.perf_counter() - t_start, 1)
