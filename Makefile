@@ -32,7 +32,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools experiments
 	$(BIN)/mypy src
 
 bench: setup

@@ -66,6 +66,9 @@ class DataConfig:
     train_fraction: float = option(0.8, "fraction of the training source used for training; the rest (split "
                                    "by a hash of the first human turn) is the held-out set", min=0.0, max=1.0,
                                    min_exclusive=True)
+    val_fraction: float = option(0.0, "fraction of the training source kept as a validation split (the hash range "
+                                 "after the training part), for choosing settings without the reported sets",
+                                 min=0.0, max=1.0)
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting", min=1)
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set", min=1)
 

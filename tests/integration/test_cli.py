@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -129,6 +130,44 @@ def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
                 "--quiet", "--out", str(tmp_path / "ev"))
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]["synthetic/target-clean"]["n"] == 30
+    assert len(json.loads((tmp_path / "ev" / "scores.json").read_text())["synthetic/target-clean"]["chosen"]) == 30
+
+
+def test_validation_split_and_per_pair_scores(tmp_path: Path) -> None:
+    """data.val_fraction adds a validation set between training and held-out (conversations on one side only,
+    the held-out part unchanged); scores.json holds every evaluated pair's rewards, which reproduce the
+    reported accuracy and length correlation."""
+    from rewardsmith.config import DataConfig, DatasetConfig
+    from rewardsmith.data.prepare import prepare_data
+
+    source = DatasetConfig("synthetic/source", limit=400)
+    plain = prepare_data(DataConfig(train=source))
+    split = prepare_data(DataConfig(train=source, train_fraction=0.6, val_fraction=0.2))
+    held, val = split.eval_sets["synthetic/source (held-out)"], split.eval_sets["synthetic/source (validation)"]
+    assert [p.pair_id for p in held] == [p.pair_id for p in plain.eval_sets["synthetic/source (held-out)"]]
+    keys = [{p.group_key() for p in part} for part in (split.train, val, held)]
+    assert val and not (keys[0] & keys[1]) and not (keys[1] & keys[2]) and not (keys[0] & keys[2])
+    one_line_error(rk("train", "--train", "synthetic/source", "--out", str(tmp_path / "bad"), "--config",
+                      str(_yaml(tmp_path, "data: {train_fraction: 0.9, val_fraction: 0.2}"))),
+                   "train_fraction 0.9 + data.val_fraction 0.2 exceed 1")
+    run = tmp_path / "run"
+    result = rk("train", "--config", str(_yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")),
+                "--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "48", "--eval-pairs", "40",
+                "--quiet", "--out", str(run))
+    assert result.exit_code == 0, result.output
+    metrics, scores = (json.loads((run / name).read_text()) for name in ("metrics.json", "scores.json"))
+    for name in ("synthetic/source (held-out)", "synthetic/source (validation)"):
+        chosen, rejected = np.array(scores[name]["chosen"]), np.array(scores[name]["rejected"])
+        assert len(scores[name]["pair_id"]) == metrics["eval"][name]["n"] == 40
+        assert 100 * np.mean(np.where(chosen > rejected, 1.0, np.where(chosen == rejected, 0.5, 0.0))) == \
+            pytest.approx(metrics["eval"][name]["accuracy"], abs=1e-3)
+        assert -1 <= metrics["eval"][name]["length_correlation"] <= 1
+
+
+def _yaml(folder: Path, text: str) -> Path:
+    path = folder / f"c{abs(hash(text))}.yaml"
+    path.write_text(text + "\n")
+    return path
 
 
 def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:

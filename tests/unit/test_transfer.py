@@ -162,3 +162,21 @@ def test_paired_differences_flag_significance() -> None:
     assert out["better"]["d.id"] > 0 and out["better"]["significant.id"] is True
     low, high = out["same"]["d.id_ci"]
     assert (low < 0 < high) is (not out["same"]["significant.id"])
+
+
+def test_mean_of_differences_over_splits_keeps_seeds_together() -> None:
+    """A seed that is good on every split is drawn as one: the CI of the mean over splits reflects that
+    seed variance (it does not average away as independent draws per split would)."""
+    rng = np.random.default_rng(5)
+    splits = ("a", "b", "c", "d")
+    base = {s: np.stack([rng.random(400) < 0.6 for _ in range(3)]) for s in splits}
+    # Seed 0 of the model is much better on every split, seeds 1 and 2 equal to the base: a seed effect.
+    model = {s: np.stack([base[s][0] | (rng.random(400) < 0.6), base[s][1], base[s][2]]) for s in splits}
+    out = paired_differences({"base": base, "model": model}, "base", n_boot=800, means={"all": splits})["model"]
+    assert out["d.all"] == pytest.approx(np.mean([out[f"d.{s}"] for s in splits]))
+    low, high = out["d.all_ci"]
+    assert low <= out["d.all"] <= high
+    # With three seeds and one of them carrying the whole effect, the mean's CI reaches down near 0.
+    assert low < 0.25 * out["d.all"]
+    with pytest.raises(ValueError, match="same seeds"):
+        paired_differences({"base": base, "model": {"a": model["a"], "b": model["b"][:2]}}, "base", n_boot=10)

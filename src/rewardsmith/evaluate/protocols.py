@@ -48,14 +48,14 @@ def evaluate_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[Preferenc
                    min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False, n_boot: int = 1000,
                    progress: str | None = None) -> tuple[dict[str, Any], np.ndarray]:
     """Scores pairs and returns (the accuracy block with a `truncated` count of texts cut to max_length,
-    margins (N,))."""
+    scores (2N,): chosen and rejected interleaved)."""
     encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
     scores = score_encoded(model, encode_pair_texts(encoder, pairs), int(tokenizer.pad_token_id), batch_size, bf16,
                            progress=progress)
     margins = scores[0::2] - scores[1::2]
     block = accuracy_block(margins, pairs, n_boot, scores=scores)
     block["truncated"] = dict(encoder.counts)
-    return block, margins
+    return block, scores
 
 
 def has_rmbench_variants(pairs: Sequence[PreferencePair]) -> bool:

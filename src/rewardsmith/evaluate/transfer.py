@@ -20,7 +20,7 @@ replicate, so its CI stays inside [0, 100].
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,6 +97,16 @@ class SlotAccuracies:
         self.n_boot = n_boot
         self.point: dict[str, dict[str, FloatArray]] = {m: {} for m in arrays}
         self.reps: dict[str, dict[str, FloatArray]] = {m: {} for m in arrays}
+        # One seed draw per model, shared by every split: a replicate's seed s is the same model on every split,
+        # so means over splits keep the correlation between a seed's results on different splits.
+        seed_draws: dict[str, NDArray[np.int64]] = {}
+        for m, by_split in arrays.items():
+            counts = {a.shape[0] for a in by_split.values()} or {1}
+            if len(counts) > 1:
+                raise ValueError(f"{m}: every split needs the same seeds, got seed counts {sorted(counts)}")
+            s = counts.pop()
+            slots = width if m in single_seed_models or s == 1 else s
+            seed_draws[m] = rng.integers(0, s, size=(n_boot, slots))
         for split in splits:
             if split not in sizes:
                 continue
@@ -107,9 +117,8 @@ class SlotAccuracies:
                 if split not in arrays[m]:
                     continue
                 values = arrays[m][split][:, keep]
-                s = values.shape[0]
-                slots = width if m in single_seed_models or s == 1 else s
-                seeds = rng.integers(0, s, size=(n_boot, slots))
+                seeds = seed_draws[m]
+                slots = seeds.shape[1]
                 resampled = values[seeds[..., None], units[:, :slots]]
                 if longer is None:
                     self.point[m][split] = values.mean(axis=1) * 100.0
@@ -219,10 +228,13 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
 
 def paired_differences(correct: Mapping[str, Mapping[str, ArrayLike]], reference: str, *,
                        lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None, n_boot: int = 1000,
-                       confidence: float = 0.95, seed: int = 0) -> dict[str, dict[str, Any]]:
+                       confidence: float = 0.95, seed: int = 0,
+                       means: Mapping[str, Sequence[str]] | None = None) -> dict[str, dict[str, Any]]:
     """Accuracy of each model minus the reference model's, per split (seed means, percentage points), with
     hierarchical bootstrap CIs (seeds resampled per model, pairs shared per slot).
 
+    means: {name: splits}: also the mean of the differences over those splits ("d.<name>"), its replicates the
+    means of the splits' replicates (one seed draw per model serves every split).
     Returns {model: {"d.<split>", "d.<split>_ci", "significant.<split>"}} for every model but the reference;
     significant means the CI excludes 0.
     """
@@ -243,5 +255,14 @@ def paired_differences(correct: Mapping[str, Mapping[str, ArrayLike]], reference
             _put(rec, f"d.{split}", float(a_p.mean() - b_p.mean()), a_r.mean(axis=1) - b_r.mean(axis=1), confidence)
             low, high = rec[f"d.{split}_ci"]
             rec[f"significant.{split}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
+        for name, group in (means or {}).items():
+            diffs = [(acc.point[model][g].mean() - acc.point[reference][g].mean(),
+                      acc.reps[model][g].mean(axis=1) - acc.reps[reference][g].mean(axis=1)) for g in group]
+            if not diffs:
+                continue
+            _put(rec, f"d.{name}", float(np.mean([d for d, _ in diffs])), np.mean([r for _, r in diffs], axis=0),
+                 confidence)
+            low, high = rec[f"d.{name}_ci"]
+            rec[f"significant.{name}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
         out[model] = rec
     return out

@@ -22,28 +22,39 @@ from rewardsmith.models.factory import build_reward_model, load_model, save_mode
 from rewardsmith.report.train import eval_report, eval_rows, train_report
 from rewardsmith.train.trainer import CHECKPOINT_DIR, LOG_FILE, train_pairs
 
-OUTPUTS = ("model", "metrics.json", "report.md", "report.html", "plots", LOG_FILE)
+OUTPUTS = ("model", "metrics.json", "scores.json", "report.md", "report.html", "plots", LOG_FILE)
+SCORES_FILE = "scores.json"
 
 
 def evaluate_sets(model: Any, tokenizer: Any, max_length: int, min_prompt_tokens: int,
                   eval_sets: dict[str, list[PreferencePair]], batch_size: int = 64, bf16: bool = False,
-                  n_boot: int = 1000, progress: bool = False) -> tuple[dict[str, Any], dict[str, int]]:
-    """The accuracy block (and RM-Bench matrix where available) of every named set, and the summed
-    truncation counts."""
+                  n_boot: int = 1000, progress: bool = False,
+                  ) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+    """The accuracy block (and RM-Bench matrix where available) of every named set, the summed truncation
+    counts, and every pair's scores with its response lengths in characters and its label ({set: {"pair_id",
+    "chosen", "rejected", "chosen_chars", "rejected_chars", "label"}}, for scores.json: paired comparisons of
+    runs need them)."""
     results: dict[str, Any] = {}
     truncated: dict[str, int] = {}
+    per_pair: dict[str, Any] = {}
     for name, pairs in eval_sets.items():
         if not pairs:
             results[name] = {"n": 0}
             continue
-        block, _ = evaluate_pairs(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size, bf16, n_boot,
-                                  progress=f"score {name}" if progress else None)
+        block, scores = evaluate_pairs(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size, bf16,
+                                       n_boot, progress=f"score {name}" if progress else None)
+        per_pair[name] = {"pair_id": [p.pair_id for p in pairs],
+                          "chosen": [round(float(x), 6) for x in scores[0::2]],
+                          "rejected": [round(float(x), 6) for x in scores[1::2]],
+                          "chosen_chars": [len(p.chosen) for p in pairs],
+                          "rejected_chars": [len(p.rejected) for p in pairs],
+                          "label": [p.label for p in pairs]}
         add_counts(truncated, block["truncated"])
         if has_rmbench_variants(pairs):
             block["rmbench"] = evaluate_rmbench(model, tokenizer, pairs, max_length, min_prompt_tokens, batch_size,
                                                 bf16)
         results[name] = block
-    return results, truncated
+    return results, truncated, per_pair
 
 
 def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]:
@@ -89,9 +100,10 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
             save_model(model, tokenizer, folder.claim("model"), cfg.model,
                        extra={"trained_on": cfg.data.train.label, "train_pairs": len(data.train),
                               "bf16": cfg.train.bf16})
-        results, eval_counts = evaluate_sets(model, tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens,
-                                             data.eval_sets, cfg.eval.batch_size, cfg.train.bf16, cfg.eval.n_boot,
-                                             cfg.train.progress)
+        results, eval_counts, scores = evaluate_sets(model, tokenizer, cfg.model.max_length,
+                                                     cfg.model.min_prompt_tokens, data.eval_sets, cfg.eval.batch_size,
+                                                     cfg.train.bf16, cfg.eval.n_boot, cfg.train.progress)
+        folder.write_json(SCORES_FILE, scores)
         result = trainer.result
         metrics: dict[str, Any] = {
             "train": {"dataset": cfg.data.train.label, "pairs": len(data.train), "steps": result.steps,
@@ -136,8 +148,9 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
                 raise ConfigError(f"evaluation set {ds.label!r} listed twice")
             sets[ds.label] = loaded.pairs
             summaries[ds.label] = {**loaded.summary(), "label": ds.label, "used": len(loaded.pairs)}
-        results, counts = evaluate_sets(model, tokenizer, mc.max_length, mc.min_prompt_tokens, sets, batch_size, bf16,
-                                        n_boot, progress)
+        results, counts, scores = evaluate_sets(model, tokenizer, mc.max_length, mc.min_prompt_tokens, sets,
+                                                batch_size, bf16, n_boot, progress)
+        folder.write_json(SCORES_FILE, scores)
         metrics = {"model": str(model_dir), "trained_on": meta.get("trained_on"), "eval": results, "data": summaries,
                    "truncation": counts, "environment": environment_info(), "config": config}
         folder.write_json("metrics.json", metrics)
