@@ -84,17 +84,82 @@ def block_demo() -> str:
 
 def block_train() -> str:
     rows = []
-    for name in ("train-harmless", "train-helpful"):
+    names = [n for n in ("train-harmless", "train-helpful", "train-harmless-debiased", "train-helpful-debiased")
+             if (RESULTS / f"{n}.json").exists()]
+    for name in names:
         m = load(name)
+        kind = m["config"]["train"].get("debias", {}).get("kind", "none")
         for dataset, b in m["eval"].items():
-            if not b.get("n"):
+            if not b.get("n") or dataset.endswith("(validation)"):
                 continue
-            rows.append([m["train"]["dataset"], dataset, f"{b['n']:,}", _ci(b["accuracy"], b["accuracy_ci"]),
+            rows.append([m["train"]["dataset"], kind, dataset, f"{b['n']:,}", _ci(b["accuracy"], b["accuracy_ci"]),
                          f"{b['length_rule_accuracy']:.1f}",
                          _ci(b["length_controlled_accuracy"], b["length_controlled_accuracy_ci"]),
-                         f"{b['prefers_longer_rate']:.1f}"])
-    return (_table(["trained on", "evaluated on", "n", "accuracy", "length rule", "length-controlled",
-                    "prefers longer %"], rows) + "\n\n" + _source("train-harmless", "train-helpful"))
+                         _ci(b.get("length_correlation"), b.get("length_correlation_ci"), 2)])
+    return ("One seed (seed 0) per row; accuracies in %, 95% bootstrap CIs over pairs; corr is the Spearman "
+            "correlation between reward and response length over every response of the set. Seed-to-seed "
+            "comparisons of the debiasing objectives are in `docs/debias.md`.\n\n"
+            + _table(["trained on", "debias", "evaluated on", "n", "accuracy", "length rule", "length-controlled",
+                      "corr(reward, length)"], rows) + "\n\n" + _source(*names))
+
+
+def _debias_summary(d: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    v = d["verdict"]
+    kept = d["choice"]["kept"]
+    rows = []
+    for source in d["sources"]:
+        if source not in v:
+            continue
+        r = v[source]
+        rows.append([source, kept, _ci(r["cross_domain_lc_gain"], r["cross_domain_lc_gain_ci"]),
+                     _ci(r["abs_corr_ratio"], r["abs_corr_ratio_ci"], 2),
+                     _ci(r["held_out_accuracy_change"], r["held_out_accuracy_change_ci"])])
+    return (["source", "kept objective", "cross-domain length-controlled gain (points)", "|corr| / plain BT's",
+             "held-out accuracy change (points)"], rows)
+
+
+def block_debias() -> str:
+    d = load("debias")
+    seeds = ", ".join(map(str, d["seeds"]))
+    choice = d["choice"]
+    cand = [[k, f"{c['validation_lc_gain']:+.1f}", f"{c['validation_accuracy_change']:+.1f}",
+             "kept" if k == choice["kept"] else ""] for k, c in choice["candidates"].items()]
+    parts = [f"Seeds {seeds}; every CI is a 95% hierarchical bootstrap over seeds, then pairs within seed.",
+             f"**Choice, on the validation split only** ({choice['rule']}):",
+             _table(["objective", "validation length-controlled gain", "validation accuracy change", ""], cand)]
+    v = d["verdict"]
+    if choice["kept"] != "none":
+        header, rows = _debias_summary(d)
+        parts += ["**The kept objective against plain Bradley-Terry on the reported sets:**", _table(header, rows)]
+        cond = v["conditions"]
+        parts.append("Conditions of the issue: length-controlled gain >= 3 points with CI above 0 on each source: "
+                     f"{'met' if cond['lc_gain_at_least_3_with_ci_above_0'] else 'not met'}; mean |corr| halved: "
+                     f"{'met' if cond['abs_corr_halved'] else 'not met'}; at most 1 point of held-out accuracy "
+                     f"lost: {'met' if cond['held_out_cost_at_most_1'] else 'not met'}. Verdict: "
+                     f"**{'held' if v['held'] else 'not held'}**.")
+    else:
+        parts.append(f"No objective gained on validation: **none kept** ({v.get('reason', '')}).")
+    per_set = []
+    for source, src in d["sources"].items():
+        for k in d["kinds"]:
+            if k == "none":
+                continue
+            c, raw = src["controlled_vs_none"][k], src["raw_vs_none"][k]
+            per_set.append([source, k, "mean of cross-domain sets",
+                            _ci(c["d.cross-domain"], c["d.cross-domain_ci"]),
+                            _ci(raw["d.cross-domain"], raw["d.cross-domain_ci"]),
+                            f"{src['correlation'][k]['mean_abs_corr']:.2f} vs "
+                            f"{src['correlation']['none']['mean_abs_corr']:.2f}"])
+            for split in [src["sets"]["held_out"], *src["sets"]["cross_domain"]]:
+                lv, base = src["levels"][k][split], src["levels"]["none"][split]
+                per_set.append([source, k, split, _ci(c[f"d.{split}"], c[f"d.{split}_ci"]),
+                                _ci(raw[f"d.{split}"], raw[f"d.{split}_ci"]),
+                                f"{lv['length_correlation']:.2f} vs {base['length_correlation']:.2f}"])
+    parts += ["**Every objective on every set** (difference to plain BT, points; corr: mean over seeds, this "
+              "objective vs plain BT):",
+              _table(["source", "objective", "set", "length-controlled", "accuracy", "corr(reward, length)"],
+                     per_set)]
+    return "\n\n".join(parts) + "\n\n" + _source("debias")
 
 
 def block_calibration() -> str:
@@ -113,7 +178,84 @@ def block_calibration() -> str:
                    rows) + "\n\n" + _source("calibrate-pluriharms"))
 
 
-BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration}
+def block_shift(name: str) -> str:
+    """Every table of a shift run's report, from its committed metrics (the same code writes report.md)."""
+    sys.path.insert(0, str(ROOT / "src"))
+    from rewardsmith.config import from_dict
+    from rewardsmith.report.w2s import shift_sections
+    from rewardsmith.w2s.config import ShiftConfig
+
+    m = load(name)
+    report = shift_sections(from_dict(ShiftConfig, m["config"]), m)
+    parts = [report.intro] + [f"#### {sec.heading}\n\n{sec.body}" for sec in report.sections]
+    return "\n\n".join(parts) + f"\n\nWall time {m['seconds'] / 60:.0f} min. " + _source(name)
+
+
+def _verdict(ci: Any) -> str:
+    if not ci or None in ci:
+        return "n/a"
+    return "held" if ci[0] > 0 else "not held" if ci[1] < 0 else "inconclusive"
+
+
+def block_w2s_claims() -> str:
+    """Each paper claim, per source, as held / not held / inconclusive by its hierarchical CI."""
+    rows = []
+    names = [n for n in ("shift-harmless", "shift-helpful") if (RESULTS / f"{n}.json").exists()]
+    for name in names:
+        m = load(name)
+        source = m["name"]
+        naive = m["methods"].get("naive", {})
+        rows.append([source, "weak-to-strong generalisation: the naive student beats its teacher in domain (WRG > 0)",
+                     _ci(naive.get("wrg"), naive.get("wrg_ci")), _verdict(naive.get("wrg_ci"))])
+        for method, claim in (("confidence", "the confidence loss beats naive in domain"),
+                              ("seam", "SEAM's refined labels beat naive in domain")):
+            d = m["vs_naive"].get(method)
+            if d:
+                rows.append([source, claim, _ci(d["d.id"], d["d.id_ci"]), _verdict(d["d.id_ci"])])
+        for method in [k for k in m["vs_naive"] if k.startswith("anchor")]:
+            d = m["vs_naive"][method]
+            rows.append([source, f"ANCHOR ({method}) beats naive out of distribution (mean over targets)",
+                         _ci(d.get("d.targets"), d.get("d.targets_ci")), _verdict(d.get("d.targets_ci"))])
+            lc = m["vs_naive_length_controlled"][method]
+            rows.append([source, "... the same on length-controlled accuracy",
+                         _ci(lc.get("d.targets"), lc.get("d.targets_ci")), _verdict(lc.get("d.targets_ci"))])
+        gap = m["gap_ceiling_minus_teacher"].get("id", {})
+        rows.append([source, "a gap to recover: ceiling minus teacher in domain (at least 8 points wanted)",
+                     _ci(gap.get("value"), gap.get("ci")), _verdict(gap.get("ci"))])
+    return ("Differences in points with 95% hierarchical bootstrap CIs (seeds, then pairs); held: the CI is above "
+            "0; not held: below 0; inconclusive: it covers 0.\n\n"
+            + _table(["source", "claim", "estimate", "verdict"], rows) + "\n\n" + _source(*names))
+
+
+def block_teachers() -> str:
+    t = load("teachers")
+    rows = []
+    for config, res in t["configs"].items():
+        for name, c in res["candidates"].items():
+            lab = c["labels"]
+            rows.append([Path(config).stem, name, _ci(c["id_acc"], c["id_acc_ci"]),
+                         _ci(c.get("gap_id"), c.get("gap_id_ci")), f"{lab['mean_confidence']:.3f}",
+                         f"{lab['ece']:.3f}" if lab.get("ece") is not None else "n/a"])
+    ceilings = "; ".join(f"{Path(c).stem} {_ci(r.get('ceiling_seed0_id_acc'), r.get('ceiling_seed0_id_acc_ci'))}"
+                         for c, r in t["configs"].items() if r.get("ceiling_seed0_id_acc") is not None)
+    return ("ID accuracy (%) of each candidate teacher fitted on the gold pool, its gap to the seed-0 ceiling "
+            f"(ceiling ID accuracy: {ceilings}) and its calibrated labels on the W2S pool (mean confidence, ECE "
+            "against gold).\n\n"
+            + _table(["config", "teacher", "ID accuracy", "ceiling - teacher", "label confidence", "label ECE"], rows)
+            + "\n\n" + _source("teachers"))
+
+
+BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration,
+                                         "debias": block_debias, "w2s-claims": block_w2s_claims,
+                                         "teachers": block_teachers}
+
+
+def render_block(name: str) -> str:
+    if name in BLOCKS:
+        return BLOCKS[name]()
+    if name.startswith("shift-") and (RESULTS / f"{name}.json").exists():
+        return block_shift(name)
+    raise SystemExit(f"unknown results block {name!r}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -144,10 +286,7 @@ def rebuild(check: bool) -> list[str]:
         text = doc.read_text(encoding="utf-8")
 
         def fill(match: re.Match[str], doc: Path = doc) -> str:
-            name = match.group("name")
-            if name not in BLOCKS:
-                raise SystemExit(f"{doc}: unknown results block {name!r}")
-            return f"{match.group(1)}{BLOCKS[name]()}\n{match.group(4)}"
+            return f"{match.group(1)}{render_block(match.group('name'))}\n{match.group(4)}"
 
         new = BLOCK.sub(fill, text)
         if new != text:

@@ -32,8 +32,9 @@ def _tiny_cfg() -> ICRMRunConfig:
     cfg.model.backbone = "tiny-bert"
     cfg.model.max_length, cfg.model.min_prompt_tokens = 48, 16
     cfg.model.context_dim, cfg.model.hidden_dim = 16, 32
-    cfg.episodes.sources = ["pku-saferlhf/harmless", "moralchoice/low", "rm-bench/safety-refuse",
-                            "rm-bench/safety-response"]
+    # No evaluation set among the training sources (the protocols score rm-bench, moralchoice and math-500 as
+    # unseen data); hh-rlhf/helpful-base shares conversations with rm-bench/chat.
+    cfg.episodes.sources = ["pku-saferlhf/harmless", "hh-rlhf/helpful-base"]
     cfg.episodes.source_splits = {}
     cfg.episodes.pairs_per_source = 60
     cfg.episodes.max_demos = 8
@@ -94,6 +95,20 @@ def test_train_resume_eval_and_score(tmp_path: Path) -> None:
     assert [r["demos"] for r in steer["standards"]["harmless-flipped"]["icrm"]] == [0, 4]
     cal = result.metrics["calibration"]["ece"][0]
     assert "mean_abs_error" in cal and "mean_abs_error_ci" in cal
+    # Every protocol says where its targets come from and how many shared a conversation with training data.
+    assert steer["targets_from"] == {"pku-saferlhf/harmless": "test part of a training source"}
+    assert result.metrics["calibration"]["targets_from"] == {"moralchoice/low": "unseen source"}
+    for name in PROTOCOLS.names():
+        assert all(n >= 0 for n in result.metrics[name]["overlap_removed"].values()), name
+    rm = result.metrics["rmbench"]
+    for subset in ("rm-bench/chat", "rm-bench/code", "rm-bench/safety-refuse", "rm-bench/safety-response"):
+        row = rm["subsets"][subset]["icrm"][0]
+        assert all(f"{k}_ci" in row for k in ("easy", "normal", "hard", "avg")), subset
+    per_pair = json.loads((tmp_path / "eval" / "rmbench" / "per_pair.json").read_text())
+    assert len(per_pair["prompt_ids"]) == sum(rm["subsets"][s]["prompts"] for s in rm["subsets"])
+    overall = rm["overall"][0]
+    assert sum(per_pair["icrm"]["0"]["avg"]) / len(per_pair["prompt_ids"]) == pytest.approx(overall["avg"], abs=1e-3)
+    assert "per_pair" not in json.loads((tmp_path / "eval" / "rmbench" / "metrics.json").read_text())
 
     demos = tmp_path / "demos.jsonl"
     demos.write_text("\n".join(json.dumps({"prompt": f"q{i}", "chosen": "I cannot help with that.",

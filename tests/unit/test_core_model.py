@@ -74,6 +74,22 @@ def test_truncation_keeps_prompt_end_and_response(tiny_bert) -> None:
     assert len(out.input_ids) == 20 and out.response_truncated and sum(out.response_mask) == 20 - 3 - 3
 
 
+@pytest.mark.parametrize("fixture", ["tiny_bert", "tiny_llama"])
+def test_no_sequence_exceeds_max_length_even_below_min_prompt_tokens(fixture, request) -> None:
+    """min_prompt_tokens at or above the budget once let a negative slice keep whole responses (224 tokens at
+    max_length 64); now the prompt gets half the budget there and every sequence fits."""
+    _, tok = request.getfixturevalue(fixture)
+    long_prompt, long_response = " ".join(["ask"] * 300), " ".join(["answer"] * 300)
+    for max_length in (12, 32, 64, 65, 66, 200):
+        enc = PairEncoder(tok, max_length=max_length, min_prompt_tokens=64)
+        for prompt, response in ((long_prompt, long_response), ("hi", long_response), (long_prompt, "ok")):
+            out = enc.encode(prompt, response)
+            assert len(out.input_ids) <= max_length, (max_length, len(out.input_ids))
+            assert sum(out.response_mask) >= 1
+        out = enc.encode(long_prompt, long_response)
+        assert len(out.input_ids) == max_length and out.prompt_truncated and out.response_truncated
+
+
 def test_response_mask_excludes_prompt_and_padding(tiny_bert) -> None:
     _, tok = tiny_bert
     enc = PairEncoder(tok, 48, 8)

@@ -106,7 +106,8 @@ class PairEncoder:
         response_ids = self._tokens(self.response_prefix + response)
         budget = self.max_length - t.n_special
         response_cut = False
-        keep_prompt = min(len(prompt_ids), self.min_prompt_tokens)
+        # The prompt keeps at least min_prompt_tokens, or half the budget when the budget is smaller than that.
+        keep_prompt = min(len(prompt_ids), self.min_prompt_tokens if self.min_prompt_tokens < budget else budget // 2)
         if len(response_ids) > budget - keep_prompt:
             response_ids = response_ids[: budget - keep_prompt]
             response_cut = True

@@ -13,6 +13,7 @@ from rewardsmith.config import ModelConfig, TrainConfig
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.episodes import PairPool, load_pools
+from rewardsmith.icrm.protocols.context import check_training_sources
 from rewardsmith.models.factory import build_reward_model
 from rewardsmith.train.trainer import StepHook, Trainer, train_pairs
 
@@ -42,6 +43,7 @@ def train_bt_baseline(cfg: ICRMRunConfig, run_dir: str | Path, train_cfg: TrainC
                       on_step: Sequence[StepHook] = ()) -> tuple[Trainer, Any, ModelConfig, list[PreferencePair]]:
     """Trains the BT baseline into run_dir (log.jsonl, checkpoint/ while running). Returns (the finished
     Trainer, tokenizer, the model config, the training pairs); saving is the caller's."""
+    check_training_sources(cfg.episodes)
     pools = pools if pools is not None else load_pools(cfg.episodes, cfg.data_dir)
     pairs = baseline_pairs(pools, max_pairs, cfg.train.seed)
     model_cfg = bt_model_config(cfg)

@@ -18,16 +18,14 @@ class EpisodeConfig:
             "pku-saferlhf/harmless",
             "hh-rlhf/harmless-base",
             "hh-rlhf/helpful-base",
-            "moralchoice/low",
-            "rm-bench/chat",
-            "rm-bench/safety-refuse",
-            "rm-bench/safety-response",
+            "ultrafeedback",
+            "helpsteer2",
         ],
-        "registered datasets episodes are drawn from (pku-saferlhf/harmless also "
-        "gives the helpful standard from its second label)",
+        "registered datasets episodes are drawn from (pku-saferlhf/harmless also gives the helpful standard "
+        "from its second label); none of the unseen evaluation sets (rm-bench, moralchoice, math-500)",
     )
     source_splits: dict[str, list[str]] = option(
-        {"pku-saferlhf/harmless": ["train", "test"]},
+        {"pku-saferlhf/harmless": ["train", "test"], "ultrafeedback": ["train", "eval"]},
         "files read per source (pooled before the hash split); sources not listed read their default file",
     )
     source_weights: list[float] = option([], "sampling weight per source; empty = equal")
@@ -50,6 +48,11 @@ class EpisodeConfig:
     demo_fraction: float = option(0.1, "held-out pool that evaluation demonstrations are drawn from", min=0.0,
                                   max=1.0)
     split_salt: str = option("icrm", "salt of the stable hash split")
+    allow_eval_sources: bool = option(
+        False,
+        "allow training on a dataset family an evaluation protocol scores as unseen data (rm-bench, moralchoice, "
+        "math-500); that protocol then scores only the held-out test part, an in-distribution evaluation",
+    )
 
 
 def icrm_train_defaults() -> TrainConfig:
@@ -70,6 +73,12 @@ class ElboConfig:
 class ICRMEvalConfig:
     n_values: list[int] = option([0, 1, 2, 4, 8, 16, 32, 64], "demonstration counts evaluated", min=0)
     max_test_pairs: int | None = option(800, "held-out target pairs per protocol", min=1)
+    unseen_test_fraction: float = option(
+        0.5,
+        "share of a source that is not a training source scored as targets (split by a hash of the first human "
+        "turn); the rest gives demonstrations. A training source's targets are its held-out test part",
+        min=0.0, max=0.95, min_exclusive=True,
+    )
     mixture_rates: list[float] = option(
         [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
         "demonstrated flip rates p for calibrated steerability",

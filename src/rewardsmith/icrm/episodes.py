@@ -10,6 +10,7 @@ held-out conversation never appears in a training episode, as target or as demon
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,6 +106,16 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
 
+def read_source(name: str, cfg: EpisodeConfig, data_dir: str | Path | None = None) -> list[PreferencePair]:
+    """Every pair of one source: the files listed in cfg.source_splits (default: the adapter's default file),
+    pooled, at most cfg.pairs_per_source from each file."""
+    pairs: list[PreferencePair] = []
+    splits: list[str | None] = list(cfg.source_splits.get(name, [])) or [None]
+    for split in splits:
+        pairs.extend(load_dataset(name, data_dir=data_dir, split=split, limit=cfg.pairs_per_source).pairs)
+    return pairs
+
+
 def load_pools(
     cfg: EpisodeConfig,
     data_dir: str | Path | None = None,
@@ -112,17 +123,38 @@ def load_pools(
 ) -> dict[str, dict[str, PairPool]]:
     """{source: {"train"|"demo"|"test": PairPool}} for every configured source (or `sources`).
 
-    The files listed in cfg.source_splits (default: the adapter's default file) are pooled before the
-    hash split, so one conversation never lands on two sides.
+    The files of a source are pooled before the hash split (read_source), so one conversation never lands on
+    two sides.
     """
-    out: dict[str, dict[str, PairPool]] = {}
-    for name in sources or cfg.sources:
-        pairs: list[PreferencePair] = []
-        splits: list[str | None] = list(cfg.source_splits.get(name, [])) or [None]
-        for split in splits:
-            pairs.extend(load_dataset(name, data_dir=data_dir, split=split, limit=cfg.pairs_per_source).pairs)
-        out[name] = split_pool(name, pairs, cfg)
-    return out
+    return {name: split_pool(name, read_source(name, cfg, data_dir), cfg) for name in sources or cfg.sources}
+
+
+def unseen_pools(name: str, pairs: Sequence[PreferencePair], test_fraction: float, salt: str) -> dict[str, PairPool]:
+    """train / demo / test pools of a source no training run reads: an empty train part, and demonstrations and
+    targets split by the hash of the first human turn (a share test_fraction of the conversations are targets)."""
+    if not 0.0 < test_fraction < 1.0:
+        raise ConfigError(f"the target share of an unseen source must be in (0, 1), got {test_fraction}")
+    parts = split_pairs(pairs, {"demo": 1.0 - test_fraction, "test": test_fraction}, salt=salt)
+    parts["train"] = []
+    return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
+
+
+def without_conversations(pool: PairPool, keys: AbstractSet[str]) -> tuple[PairPool, int]:
+    """The pool without every pair whose conversation (PreferencePair.group_key(), the first human turn) is in
+    `keys`, its labellings kept aligned, and the number of pairs dropped."""
+    keep = np.array([p.group_key() not in keys for p in pool.pairs], dtype=bool)
+    if keep.all():
+        return pool, 0
+    kept = PairPool(pool.name, [p for p, k in zip(pool.pairs, keep, strict=True) if k],
+                    {name: labels[keep] for name, labels in pool.labellings.items()})
+    return kept, int((~keep).sum())
+
+
+def first_pairs(pool: PairPool, limit: int | None) -> PairPool:
+    """The pool's first `limit` pairs (all of them when limit is None or not smaller than the pool)."""
+    if not limit or len(pool) <= limit:
+        return pool
+    return PairPool(pool.name, pool.pairs[:limit], {k: v[:limit] for k, v in pool.labellings.items()})
 
 
 def draw_demos(

@@ -26,6 +26,7 @@ from rewardsmith.icrm.features import (
     embedding_settings,
     set_episode_tensors,
 )
+from rewardsmith.icrm.protocols.context import check_training_sources
 from rewardsmith.losses.base import LossResult
 from rewardsmith.losses.beta_elbo import beta_elbo_loss
 from rewardsmith.models.beta import BetaRewardModel
@@ -111,6 +112,7 @@ def train_icrm(cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[st
         raise ConfigError("ICRM training runs train.max_steps optimiser steps: set it")
     if cfg.train.debias.kind != "none":
         raise ConfigError(f"train.debias.kind {cfg.train.debias.kind!r} applies to pair training, not ICRM episodes")
+    check_training_sources(cfg.episodes)
     run_dir = Path(run_dir)
     model, tokenizer = build_model(cfg.model, cfg.train.seed)
     pools = pools if pools is not None else load_pools(cfg.episodes, cfg.data_dir)

@@ -17,6 +17,7 @@ then index.html, one page with each step's key number and plot, linking the four
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -116,9 +117,10 @@ def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, qu
     out = Path(out)
     with sample_dir() as data_dir, RunFolder.open(out, "demo", {"quick": quick, "steps": list(STEPS)},
                                                   overwrite=overwrite) as folder:
+        t0 = time.perf_counter()
         train_cfg, shift_cfg, icrm_cfg, cal_cfg = _configs(data_dir, quick)
         train_cfg.train.progress = progress
-        for step in (*STEPS, "index.html"):
+        for step in (*STEPS, "index.html", "metrics.json"):
             folder.claim(step)
         results: dict[str, Any] = {}
         with Progress("demo", len(STEPS), enabled=progress, unit="steps") as bar:
@@ -132,6 +134,9 @@ def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, qu
             results["calibrate"] = run_calibrate(cal_cfg, out / "calibrate", overwrite).metrics
             bar.update(4, "calibrated")
         rows, page = demo_index(results, folder, quick)
+        # Every step's metrics in one file (the README's demo table is built from it); seconds: this invocation,
+        # so a resumed demo reports only what it ran.
+        folder.write_json("metrics.json", {**results, "quick": quick, "seconds": round(time.perf_counter() - t0, 1)})
         folder.mark_complete()
         return JobResult(out, f"rewardsmith demo -> {page}", results, rows,
                          [f"open {page.resolve()} for the page with all four steps"])

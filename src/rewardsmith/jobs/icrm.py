@@ -10,7 +10,13 @@ from rewardsmith.config import to_dict
 from rewardsmith.icrm.baseline import bt_train_config, train_bt_baseline
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.episodes import PairPool
-from rewardsmith.icrm.protocols import PROTOCOLS, check_eval_settings, load_context, protocol_names
+from rewardsmith.icrm.protocols import (
+    PROTOCOLS,
+    check_eval_settings,
+    check_training_sources,
+    load_context,
+    protocol_names,
+)
 from rewardsmith.icrm.train import EMBEDDINGS_DIR, train_icrm
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
@@ -23,6 +29,7 @@ from rewardsmith.train.trainer import CHECKPOINT_DIR, LOG_FILE
 def run_icrm_train(cfg: ICRMRunConfig, out: str | Path, overwrite: bool = False,
                    pools: dict[str, dict[str, PairPool]] | None = None) -> JobResult:
     """Trains an ICRM into the run folder `out` (config.yaml, log.jsonl, embeddings/, model/, metrics.json)."""
+    check_training_sources(cfg.episodes)  # before the run folder is made
     with open_run(out, "icrm-train", cfg, overwrite) as folder:
         for name in (LOG_FILE, CHECKPOINT_DIR, EMBEDDINGS_DIR):
             folder.claim(name)
@@ -46,6 +53,7 @@ def run_icrm_train(cfg: ICRMRunConfig, out: str | Path, overwrite: bool = False,
 def run_bt_baseline(cfg: ICRMRunConfig, out: str | Path, max_pairs: int | None = 2400, overwrite: bool = False,
                     pools: dict[str, dict[str, PairPool]] | None = None) -> JobResult:
     """Trains the BT baseline of the same backbone on the ICRM's training pools into the run folder `out`."""
+    check_training_sources(cfg.episodes)
     with open_run(out, "icrm-bt-baseline", cfg, overwrite, extra_volatile=("eval", "elbo")) as folder:
         folder.write_json("baseline.json", {"max_pairs": max_pairs, "train": to_dict(bt_train_config(cfg))})
         folder.claim(LOG_FILE)
@@ -64,8 +72,8 @@ def run_bt_baseline(cfg: ICRMRunConfig, out: str | Path, max_pairs: int | None =
 
 def run_icrm_eval(protocol: str, model_dir: str | Path, out: str | Path, cfg: ICRMRunConfig,
                   overwrite: bool = False) -> JobResult:
-    """Runs protocol `protocol` (or "all") on a saved ICRM: <out>/<protocol>/metrics.json, report.md/html,
-    plots/."""
+    """Runs protocol `protocol` (or "all") on a saved ICRM: <out>/<protocol>/metrics.json, per_pair.json (per-target
+    figures, where the protocol gives them), report.md/html, plots/."""
     names = protocol_names(protocol)
     check_eval_settings(cfg.eval.n_values)
     config: dict[str, Any] = {"protocol": protocol, "model": str(model_dir), "config": to_dict(cfg)}
@@ -77,6 +85,9 @@ def run_icrm_eval(protocol: str, model_dir: str | Path, out: str | Path, cfg: IC
         for name in names:
             folder.claim(name)
             metrics = PROTOCOLS.get(name)(ctx)
+            per_pair = metrics.pop("per_pair", None)
+            if per_pair is not None:
+                folder.write_json(f"{name}/per_pair.json", per_pair)
             metrics.update({"protocol": name, "model": str(model_dir), "bt_model": cfg.eval.bt_model,
                             "environment": environment_info(cfg.eval.seed)})
             folder.write_json(f"{name}/metrics.json", metrics)

@@ -1,5 +1,6 @@
 """Reports of the ICRM protocols: each protocol's metrics laid out automatically, the curves it is judged by
-(accuracy, ECE, hypervolume against the number of demonstrations N) and a console row of headline figures."""
+(accuracy; ECE always beside its companion, the mean absolute error |mu - rate|; hypervolume; each against the
+number of demonstrations N) and console rows of headline figures."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def _calibration(m: Mapping[str, Any], plots: Path) -> list[Figure]:
                      [r["mean_abs_error_ci"][0] for r in rows], [r["mean_abs_error_ci"][1] for r in rows])]
     if "bt_ece" in m:
         series.append(Series("BT ECE", x, [m["bt_ece"]] * len(x)))
+        series.append(Series("BT mean |mu - rate|", x, [m["bt_mean_abs_error"]] * len(x)))
     figures = [Figure(plot_lines_with_ci(series, plots / "calibration_ece_vs_n.png", xlabel=N_LABEL,
                                          ylabel="error (fraction)", title="moralchoice: calibrated steerability",
                                          xscale="symlog"),
@@ -74,7 +76,15 @@ def _rmbench(m: Mapping[str, Any], plots: Path) -> list[Figure]:
     if "bt_overall" in m:
         series.append(Series("BT avg", x, [m["bt_overall"]["avg"]] * len(x)))
     path = plot_accuracy_vs_n(series, plots / "rmbench_accuracy_vs_n.png", title="RM-Bench held-out")
-    return [Figure(path, "RM-Bench easy / normal / hard accuracy (%) as N grows; average with its 95% CI")]
+    figures = [Figure(path, "RM-Bench easy / normal / hard accuracy (%) as N grows; average with its 95% CI")]
+    subsets = {name.split("/")[-1]: e["icrm"] for name, e in m["subsets"].items() if e.get("icrm")}
+    if subsets:
+        lines = [Series(f"ICRM {name}", [r["demos"] for r in rows], [r["avg"] for r in rows],
+                        [r["avg_ci"][0] for r in rows], [r["avg_ci"][1] for r in rows])
+                 for name, rows in subsets.items()]
+        path = plot_accuracy_vs_n(lines, plots / "rmbench_subsets_vs_n.png", title="RM-Bench held-out, per subset")
+        figures.append(Figure(path, "RM-Bench average accuracy (%) per subset as N grows, 95% CIs over prompts"))
+    return figures
 
 
 def _pareto(m: Mapping[str, Any], plots: Path) -> list[Figure]:
@@ -114,7 +124,11 @@ def protocol_report(name: str, metrics: Mapping[str, Any], folder: RunFolder) ->
     """<folder>/<name>/report.md, report.html and plots/*.png."""
     base = folder.path / name
     report = Report(f"ICRM {name}", f"Model `{metrics['model']}`; BT baseline `{metrics.get('bt_model')}`. "
-                                    "Accuracies in % with 95% bootstrap CIs over held-out pairs.")
+                                    "Accuracies in % with 95% bootstrap CIs over held-out pairs. Targets are "
+                                    "data no training saw: `targets_from` says whether they are a training "
+                                    "source's test part or a source outside training, and `overlap_removed` "
+                                    "counts target pairs dropped for sharing a conversation with a training "
+                                    "pair.")
     body = {k: v for k, v in metrics.items() if k not in ("environment", "protocol", "model", "bt_model")}
     report.add("Results", metrics_markdown(body, level=3))
     report.figures = _FIGURES[name](metrics, base / "plots")
@@ -128,12 +142,17 @@ def protocol_rows(name: str, m: Mapping[str, Any]) -> list[dict[str, Any]]:
                  **{f"N={r['demos']}": with_interval(r["value"], None, 1) for r in e["icrm"]},
                  "BT": with_interval(e.get("bt", {}).get("value"), None, 1)} for std, e in m["standards"].items()]
     if name == "calibration":
-        return [{"protocol": name, "figure": "ECE", **{f"N={r['demos']}": f"{r['ece']:.3f}" for r in m["ece"]},
-                 "BT": f"{m['bt_ece']:.3f}" if "bt_ece" in m else ""}]
+        return [{"protocol": name, "figure": figure, **{f"N={r['demos']}": f"{r[key]:.3f}" for r in m["ece"]},
+                 "BT": f"{m[f'bt_{key}']:.3f}" if f"bt_{key}" in m else ""}
+                for figure, key in (("ECE", "ece"), ("mean |mu - rate|", "mean_abs_error"))]
     if name == "rmbench":
-        return [{"protocol": name, "figure": "RM-Bench avg",
+        rows = [{"protocol": name, "figure": "RM-Bench avg",
                  **{f"N={r['demos']}": with_interval(r["avg"], None, 1) for r in m.get("overall", [])},
                  "BT": with_interval(m.get("bt_overall", {}).get("avg"), None, 1)}]
+        return rows + [{"protocol": name, "figure": f"avg, {subset.split('/')[-1]}",
+                        **{f"N={r['demos']}": with_interval(r["avg"], None, 1) for r in e["icrm"]},
+                        "BT": with_interval(e.get("bt", {}).get("avg"), None, 1)}
+                       for subset, e in m["subsets"].items() if e.get("icrm")]
     if name == "pareto":
         return [{"protocol": name, "figure": "hypervolume",
                  **{f"N={r['demos']}": f"{r['hypervolume']:.3f}" for r in m["hypervolume"]},

@@ -84,6 +84,26 @@ def _sweep_figures(config: Any, metrics: Mapping[str, Any], folder: RunFolder) -
 
 
 def shift_report(config: Any, metrics: Mapping[str, Any], folder: RunFolder, title: str | None = None) -> None:
+    """report.md / report.html of a shift run: shift_sections plus the ID-versus-OOD and sweep plots."""
+    report = shift_sections(config, metrics, title)
+    methods, targets = metrics["methods"], metrics["targets"]
+    order = [TEACHER, *[m.name for m in config.methods], CEILING]
+    for target in targets:
+        labels = [m for m in order if m in methods]
+        path = plot_id_vs_ood(labels, [methods[m]["id_acc"] for m in labels],
+                              [methods[m].get(f"ood_acc.{target}") for m in labels],
+                              folder.path / "plots" / f"id_vs_ood_{target.replace('/', '_').replace(':', '_')}.png",
+                              id_ci=[methods[m]["id_acc_ci"] for m in labels],
+                              ood_ci=[methods[m].get(f"ood_acc.{target}_ci") for m in labels],
+                              title=f"ID vs OOD: {target}", ylabel=f"accuracy on {target} (%)")
+        report.figures.append(Figure(path, f"ID against OOD accuracy on {target} (%, 95% CIs)"))
+    report.figures += _sweep_figures(config, metrics, folder)
+    write_report(report, folder.path, folder.write_text)
+
+
+def shift_sections(config: Any, metrics: Mapping[str, Any], title: str | None = None) -> Report:
+    """The text and tables of a shift run's report (no figures): what report.md shows and what the docs'
+    generated result blocks show, from metrics.json alone."""
     methods = metrics["methods"]
     targets = metrics["targets"]
     order = [TEACHER, *[m.name for m in config.methods], CEILING]
@@ -146,14 +166,4 @@ def shift_report(config: Any, metrics: Mapping[str, Any], folder: RunFolder, tit
         report.add("Validation split (for choosing settings only; not a result)", text)
     rule = [{"split": s, "accuracy": with_interval(r["value"], r["ci"], 1)} for s, r in metrics["length_rule"].items()]
     report.add("Length rule (the longer response wins), % of pairs", markdown_table(rule))
-    for target in targets:
-        labels = [m for m in order if m in methods]
-        path = plot_id_vs_ood(labels, [methods[m]["id_acc"] for m in labels],
-                              [methods[m].get(f"ood_acc.{target}") for m in labels],
-                              folder.path / "plots" / f"id_vs_ood_{target.replace('/', '_').replace(':', '_')}.png",
-                              id_ci=[methods[m]["id_acc_ci"] for m in labels],
-                              ood_ci=[methods[m].get(f"ood_acc.{target}_ci") for m in labels],
-                              title=f"ID vs OOD: {target}", ylabel=f"accuracy on {target} (%)")
-        report.figures.append(Figure(path, f"ID against OOD accuracy on {target} (%, 95% CIs)"))
-    report.figures += _sweep_figures(config, metrics, folder)
-    write_report(report, folder.path, folder.write_text)
+    return report

@@ -107,8 +107,9 @@ def compute_metrics(config: Any, eval_pairs: Mapping[str, Sequence[PreferencePai
     students = {m: c for m, c in correct.items() if m != TEACHER}
     vs_naive, vs_naive_lc = {}, {}
     if NAIVE in students:
-        vs_naive = paired_differences(students, NAIVE, **kwargs)
-        vs_naive_lc = paired_differences(students, NAIVE, lengths=lengths, **kwargs)
+        targets = {"targets": [s for s in eval_pairs if s != ID_SPLIT]}  # also the mean over targets
+        vs_naive = paired_differences(students, NAIVE, means=targets, **kwargs)
+        vs_naive_lc = paired_differences(students, NAIVE, lengths=lengths, means=targets, **kwargs)
 
     length_rule = {}
     for split, (cl, rl) in lengths.items():

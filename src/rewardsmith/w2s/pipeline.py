@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardsmith.config import ModelConfig, TrainConfig
+from rewardsmith.config import ModelConfig, TrainConfig, to_dict
 from rewardsmith.data.collate import PairEncoder, encode_pairs
 from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair, stable_hash
@@ -370,6 +370,7 @@ def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True
     metrics["target_overlap_removed"] = dict(data.overlap_removed)
     metrics["seconds"] = round(time.perf_counter() - t_start, 1)
     metrics["timings"] = {k: round(v, 2) for k, v in run.timings.items()}
+    metrics["config"] = to_dict(config)
     return metrics, data
 
 

@@ -1,5 +1,8 @@
 """ICRM evaluation protocols, one module each, registered by name. A protocol is a function of an
-EvalContext returning a JSON-ready metrics dict; it computes, and the report layer draws.
+EvalContext returning a JSON-ready metrics dict; it computes, and the report layer draws. Its targets are data no
+training saw (context.py: a training source's test part or a source outside training, without any conversation of
+a training pair; `overlap_removed` counts those dropped). A `per_pair` entry, when present, holds per-target
+figures for summaries over seeds; the job writes it to per_pair.json beside metrics.json.
 
 - steerability: accuracy against flipped and helpful standards as N grows (pku-saferlhf), against BT;
 - calibration: ECE and mean absolute error of mu against demonstrated mixture rates (moralchoice);
@@ -15,7 +18,7 @@ from typing import Any
 
 from rewardsmith.errors import ConfigError
 from rewardsmith.icrm.protocols.calibration import calibration
-from rewardsmith.icrm.protocols.context import EvalContext, load_context
+from rewardsmith.icrm.protocols.context import UNSEEN_SOURCES, EvalContext, check_training_sources, load_context
 from rewardsmith.icrm.protocols.math500 import math500
 from rewardsmith.icrm.protocols.pareto import pareto
 from rewardsmith.icrm.protocols.rmbench import rmbench
@@ -42,4 +45,5 @@ def check_eval_settings(n_values: list[int]) -> None:
         raise ConfigError("eval.n_values must be a non-empty list of N >= 0")
 
 
-__all__ = ["PROTOCOLS", "EvalContext", "check_eval_settings", "load_context", "protocol_names"]
+__all__ = ["PROTOCOLS", "UNSEEN_SOURCES", "EvalContext", "check_eval_settings", "check_training_sources",
+           "load_context", "protocol_names"]

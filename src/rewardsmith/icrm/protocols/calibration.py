@@ -1,6 +1,8 @@
 """Calibrated steerability: demonstrations with a fraction p flipped; the posterior mean mu should track the
 demonstrated rate 1 - p. Reports ECE (probability mode, 10 bins) with its companion, the mean absolute error
-|mu - (1 - p)|, both with bootstrap CIs over target pairs, as N grows (moralchoice held-out pairs)."""
+|mu - (1 - p)|, both with bootstrap CIs over target pairs, as N grows (moralchoice held-out pairs); the BT
+baseline's mu = sigmoid(margin) gets both too. The posterior means go to per_pair (the job writes them to
+per_pair.json)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ def calibration(ctx: EvalContext) -> dict[str, Any]:
     demos = renamed(ctx.demo_pool(MORAL), target.name)
     rates = list(ctx.cfg.eval.mixture_rates)
     rows: list[dict[str, Any]] = []
+    per_pair: dict[str, Any] = {"pair_ids": [p.pair_id for p in target.pairs], "flip_rates": rates, "icrm_mu": {}}
     mean_mu: dict[str, list[float]] = {}
     curve: dict[str, Any] | None = None
     for n in ctx.cfg.eval.n_values:
@@ -34,6 +37,7 @@ def calibration(ctx: EvalContext) -> dict[str, Any]:
                                                ctx.rng("cal", p, n)), target, demos)["mu"] for p in rates])
         wanted = np.stack([np.full(len(target), 1.0 - p) for p in rates])  # (R, K)
         mean_mu[str(n)] = [float(m.mean()) for m in mus]
+        per_pair["icrm_mu"][str(n)] = np.round(mus, 6).tolist()  # (R, K)
         ece, mae = _ece_and_mae(mus, wanted)
         idx = bootstrap_indices(len(target), min(ctx.cfg.eval.n_boot, _MAX_ECE_REPLICATES), ctx.cfg.eval.seed)
         reps = np.array([_ece_and_mae(mus[:, i], wanted[:, i]) for i in idx]).reshape(-1, 2)
@@ -41,12 +45,15 @@ def calibration(ctx: EvalContext) -> dict[str, Any]:
         rows.append({"demos": n, "ece": ece, "ece_ci": [json_float(v) for v in ece_ci],
                      "mean_abs_error": mae, "mean_abs_error_ci": [json_float(v) for v in mae_ci]})
         curve = reliability_curve(mus.ravel(), wanted.ravel(), mode="probability").to_dict()
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target), "flip_rates": rates,
-                              "ece": rows, "mean_mu_by_rate": mean_mu, "reliability_max_n": curve}
+    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
+                              **ctx.target_facts(MORAL), "flip_rates": rates, "ece": rows,
+                              "mean_mu_by_rate": mean_mu, "reliability_max_n": curve}
     bt = ctx.bt_margins(target)
     if bt is not None:
         bt_mu = np.stack([sigmoid(bt) for _ in rates])
         wanted = np.stack([np.full(len(target), 1.0 - p) for p in rates])
         ece, mae = _ece_and_mae(bt_mu, wanted)
         result["bt_ece"], result["bt_mean_abs_error"] = ece, mae
+        per_pair["bt_mu"] = np.round(sigmoid(bt), 6).tolist()  # (K,), the same for every rate
+    result["per_pair"] = per_pair
     return result

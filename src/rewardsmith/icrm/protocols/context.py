@@ -1,8 +1,13 @@
-"""What every ICRM protocol shares: the loaded model (and optional BT baseline), the training run's held-out
-split, embedding caches, and scoring of episodes.
+"""What every ICRM protocol shares: the loaded model (and optional BT baseline), the training run's split,
+embedding caches, and scoring of episodes.
 
-Targets are always the held-out `test` part of the training run's hash split; demonstrations come from its
-`demo` part, or from demo + train where the demo part holds fewer pairs than the largest N.
+Targets are data no training saw. For a training source (one of the run's episodes.sources) they are its held-out
+`test` part; for any other source, a hash-chosen share (eval.unseen_test_fraction) of its conversations. Either
+way every target pair whose conversation (first human turn, PreferencePair.group_key) appears in the `train` part
+of any training source is dropped and counted (`overlap_removed` in each protocol's metrics): sources overlap (37
+of rm-bench/chat's 129 first turns are in hh-rlhf/helpful-base). The BT baseline trains on the same train parts,
+so its targets are clean too. Demonstrations come from the `demo` part (from demo + train where the demo part of a
+training source holds fewer pairs than the largest N; all of an unseen source outside its targets).
 """
 
 from __future__ import annotations
@@ -21,8 +26,18 @@ from rewardsmith.data.schema import stable_hash
 from rewardsmith.errors import ConfigError
 from rewardsmith.evaluate.metrics import pairwise_accuracy
 from rewardsmith.evaluate.scoring import default_device, score_pairs
-from rewardsmith.icrm.config import ICRMRunConfig
-from rewardsmith.icrm.episodes import Episode, PairPool, Standard, load_pools, target_episode
+from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig
+from rewardsmith.icrm.episodes import (
+    Episode,
+    PairPool,
+    Standard,
+    first_pairs,
+    load_pools,
+    read_source,
+    target_episode,
+    unseen_pools,
+    without_conversations,
+)
 from rewardsmith.icrm.features import (
     PoolEmbeddings,
     concat_episode_batch,
@@ -37,13 +52,41 @@ from rewardsmith.models.factory import load_model
 
 PKU = "pku-saferlhf/harmless"
 MORAL = "moralchoice/low"
+MATH = "math-500"
 RESPOND, REFUSE = "rm-bench/safety-response", "rm-bench/safety-refuse"
 RMBENCH_SUBSETS = ("rm-bench/chat", "rm-bench/code", REFUSE, RESPOND)
+# What each protocol scores as data from outside training (out of distribution). Steerability is not listed: it
+# measures following a demonstrated standard on pku-saferlhf, a training source, on its held-out test part.
+UNSEEN_SOURCES: dict[str, tuple[str, ...]] = {"calibration": (MORAL,), "rmbench": RMBENCH_SUBSETS,
+                                              "pareto": (RESPOND, REFUSE), "math500": (MATH,)}
+TRAINING_SOURCE_TARGETS, UNSEEN_SOURCE_TARGETS = "test part of a training source", "unseen source"
+
+
+def dataset_family(source: str) -> str:
+    """"rm-bench" for "rm-bench/chat": the subsets of one family share prompts and authors."""
+    return source.split("/", 1)[0]
+
+
+def check_training_sources(cfg: EpisodeConfig) -> None:
+    """One-line ConfigError when a training source belongs to a dataset family that a protocol scores as unseen
+    data (rm-bench, moralchoice, math-500), unless cfg.allow_eval_sources."""
+    if cfg.allow_eval_sources:
+        return
+    for source in cfg.sources:
+        for protocol, evaluated in UNSEEN_SOURCES.items():
+            if dataset_family(source) in {dataset_family(s) for s in evaluated}:
+                raise ConfigError(f"episodes.sources: {source} belongs to {dataset_family(source)}, which the "
+                                  f"{protocol} protocol evaluates as unseen data; drop it or set "
+                                  "episodes.allow_eval_sources: true")
 
 
 @dataclass
 class EvalContext:
-    """A loaded ICRM (and optional BT baseline), the run's split settings and caches shared by protocols."""
+    """A loaded ICRM (and optional BT baseline), the run's split settings and caches shared by protocols.
+
+    overlap_removed[source]: target pairs of `source` dropped because their conversation is in a training pair
+    (filled by test_pool).
+    """
 
     cfg: ICRMRunConfig
     model: BetaRewardModel
@@ -52,7 +95,9 @@ class EvalContext:
     bf16: bool
     cache_dir: Path | None
     bt: tuple[Any, Any] | None = None
+    overlap_removed: dict[str, int] = field(default_factory=dict)
     _pools: dict[str, dict[str, PairPool]] = field(default_factory=dict)
+    _training_keys: set[str] | None = None
     _emb: dict[str, PoolEmbeddings] = field(default_factory=dict)
     _bt_scores: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -60,27 +105,50 @@ class EvalContext:
     def encoder(self) -> PairEncoder:
         return PairEncoder(self.tokenizer, self.model_cfg.max_length, self.model_cfg.min_prompt_tokens)
 
+    def is_training_source(self, source: str) -> bool:
+        return source in self.cfg.episodes.sources
+
     def pools(self, source: str) -> dict[str, PairPool]:
+        """{"train"|"demo"|"test": PairPool} of `source`: a training source split as in training; any other
+        source with an empty train part and its conversations split into demonstrations and targets."""
         if source not in self._pools:
-            self._pools[source] = load_pools(self.cfg.episodes, self.cfg.data_dir, [source])[source]
+            episodes = self.cfg.episodes
+            if self.is_training_source(source):
+                self._pools[source] = load_pools(episodes, self.cfg.data_dir, [source])[source]
+            else:
+                self._pools[source] = unseen_pools(source, read_source(source, episodes, self.cfg.data_dir),
+                                                   self.cfg.eval.unseen_test_fraction, episodes.split_salt)
         return self._pools[source]
+
+    def training_keys(self) -> set[str]:
+        """Conversations (group keys) of every training pair: the train parts of all training sources."""
+        if self._training_keys is None:
+            self._training_keys = {p.group_key() for source in self.cfg.episodes.sources
+                                   for p in self.pools(source)["train"].pairs}
+        return self._training_keys
 
     def demo_pool(self, source: str) -> PairPool:
         """The demo part, or demo + train when the demo part is smaller than the largest N evaluated."""
         parts = self.pools(source)
-        demo = parts["demo"]
-        if len(demo) > max(self.cfg.eval.n_values):
+        demo, train = parts["demo"], parts["train"]
+        if len(demo) > max(self.cfg.eval.n_values) or not len(train):
             return demo
-        return PairPool(f"{source}#demo+train", demo.pairs + parts["train"].pairs,
-                        {k: np.concatenate([demo.labellings[k], parts["train"].labellings[k]])
-                         for k in demo.labellings})
+        return PairPool(f"{source}#demo+train", demo.pairs + train.pairs,
+                        {k: np.concatenate([demo.labellings[k], train.labellings[k]]) for k in demo.labellings})
 
     def test_pool(self, source: str) -> PairPool:
-        test = self.pools(source)["test"]
-        limit = self.cfg.eval.max_test_pairs
-        if limit and len(test) > limit:
-            test = PairPool(test.name, test.pairs[:limit], {k: v[:limit] for k, v in test.labellings.items()})
-        return test
+        """Target pairs of `source`: its test part without any conversation of a training pair (the number
+        dropped goes to overlap_removed[source]), then its first eval.max_test_pairs pairs."""
+        test, removed = without_conversations(self.pools(source)["test"], self.training_keys())
+        self.overlap_removed[source] = removed
+        return first_pairs(test, self.cfg.eval.max_test_pairs)
+
+    def target_facts(self, *sources: str) -> dict[str, Any]:
+        """What a protocol's metrics say about its targets: per source, the pairs dropped for sharing a
+        conversation with training data, and whether the targets come from a training source's test part."""
+        return {"overlap_removed": {s: self.overlap_removed.get(s, 0) for s in sources},
+                "targets_from": {s: TRAINING_SOURCE_TARGETS if self.is_training_source(s) else UNSEEN_SOURCE_TARGETS
+                                 for s in sources}}
 
     def embeddings(self, pool: PairPool) -> PoolEmbeddings:
         key = pool_fingerprint(pool, "")

@@ -1,5 +1,6 @@
 """RLVR-style check: the reference solution against corrupted ones (changed final answer, a wrong step) on
-held-out math-500 problems, with and without demonstrations, against BT."""
+held-out math-500 problems, with and without demonstrations, against BT. Per-pair correctness goes to
+per_pair (the job writes it to per_pair.json)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,30 @@ import numpy as np
 
 from rewardsmith.evaluate.metrics import pairwise_correct
 from rewardsmith.icrm.episodes import Standard
-from rewardsmith.icrm.protocols.context import EvalContext, episodes_for, renamed
+from rewardsmith.icrm.protocols.context import MATH, EvalContext, episodes_for, renamed
 
 
 def math500(ctx: EvalContext) -> dict[str, Any]:
-    target = ctx.test_pool("math-500")
-    demos = renamed(ctx.demo_pool("math-500"), target.name)
+    target = ctx.test_pool(MATH)
+    demos = renamed(ctx.demo_pool(MATH), target.name)
     kinds = np.array([str(p.metadata.get("corruption", "")) for p in target.pairs])
     rows = []
+    per_pair: dict[str, Any] = {"pair_ids": [p.pair_id for p in target.pairs], "icrm": {}}
     for n in ctx.cfg.eval.n_values:
         d = ctx.score(episodes_for(target, demos, Standard(target.name), n, ctx.rng("math", n)), target, demos)
         margins = d["u_first"] - d["u_second"]
+        per_pair["icrm"][str(n)] = pairwise_correct(margins).tolist()
         row: dict[str, Any] = {"demos": n, **ctx.accuracy(margins)}
         for kind in sorted(set(kinds)):
             row[kind] = float(pairwise_correct(margins[kinds == kind]).mean() * 100.0)
         rows.append(row)
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target), "icrm": rows}
+    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
+                              **ctx.target_facts(MATH), "icrm": rows}
     bt = ctx.bt_margins(target)
     if bt is not None:
         result["bt"] = ctx.accuracy(bt)
         for kind in sorted(set(kinds)):
             result["bt"][kind] = float(pairwise_correct(bt[kinds == kind]).mean() * 100.0)
+        per_pair["bt"] = pairwise_correct(bt).tolist()
+    result["per_pair"] = per_pair
     return result

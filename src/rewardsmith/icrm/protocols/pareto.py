@@ -40,7 +40,8 @@ def pareto(ctx: EvalContext) -> dict[str, Any]:
         rows.append({"demos": n, "hypervolume": hypervolume_2d(pts), "front": pareto_front(pts).tolist()})
         points_by_n[str(n)] = points
     result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "respond_pairs": len(respond),
-                              "refuse_pairs": len(refuse), "hypervolume": rows, "points": points_by_n}
+                              "refuse_pairs": len(refuse), **ctx.target_facts(RESPOND, REFUSE), "hypervolume": rows,
+                              "points": points_by_n}
     bt_respond, bt_refuse = ctx.bt_margins(respond), ctx.bt_margins(refuse)
     if bt_respond is not None and bt_refuse is not None:
         br, bf = float(pairwise_correct(bt_respond).mean()), float(pairwise_correct(bt_refuse).mean())

@@ -1,5 +1,7 @@
-"""RM-Bench easy / normal / hard accuracy as N grows, per subset and overall (each subset's own
-demonstrations; a prompt's three style pairs share one draw of demonstrations)."""
+"""RM-Bench easy / normal / hard / avg accuracy with bootstrap CIs over prompts as N grows, per subset (chat,
+code, safety-refuse, safety-response; a subset missing from the data directory is reported as missing) and
+overall, against BT (each subset's own demonstrations; a prompt's three style pairs share one draw of
+demonstrations). Per-prompt accuracies go to per_pair (the job writes them to per_pair.json)."""
 
 from __future__ import annotations
 
@@ -26,21 +28,39 @@ def variant_pool(pool: PairPool) -> PairPool:
 
 
 def _accuracy(chosen: np.ndarray, rejected: np.ndarray, n_boot: int) -> dict[str, Any]:
+    """easy / normal / hard / avg (%) with their 95% CIs over prompts; chosen, rejected: (P, 3) scores."""
     acc = rmbench_accuracy(chosen, rejected, n_boot=n_boot)
-    return {**{k: acc[k] for k in _KEYS}, "avg_ci": acc["avg_ci"], "n_prompts": acc["n"]}
+    return {**{k: acc[k] for k in _KEYS}, **{f"{k}_ci": acc[f"{k}_ci"] for k in _KEYS}, "n_prompts": acc["n"]}
+
+
+def per_prompt(chosen: np.ndarray, rejected: np.ndarray) -> dict[str, list[float]]:
+    """easy / normal / hard / avg (%) of each prompt alone (their means over prompts are the set's figures);
+    chosen, rejected: (P, 3) scores. Returns {key: (P,) list}."""
+    rows = [rmbench_accuracy(chosen[k: k + 1], rejected[k: k + 1], n_boot=0) for k in range(len(chosen))]
+    return {key: [round(float(r[key]), 4) for r in rows] for key in _KEYS}
 
 
 def rmbench(ctx: EvalContext) -> dict[str, Any]:
     n_boot = ctx.cfg.eval.n_boot
     result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "subsets": {}}
+    per_pair: dict[str, Any] = {"prompt_ids": [], "subset": [], "icrm": {str(n): [] for n in ctx.cfg.eval.n_values},
+                                "bt": []}
     totals: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {n: ([], []) for n in ctx.cfg.eval.n_values}
     bt_all: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    read: list[str] = []
     for subset in RMBENCH_SUBSETS:
         try:
-            base = ctx.test_pool(subset)
+            ctx.pools(subset)
         except DataError as exc:  # a subset missing from this data directory is reported, not fatal
             result["subsets"][subset] = {"missing": str(exc)}
             continue
+        base = ctx.test_pool(subset)  # outside the try: missing training data is an error, not a missing subset
+        read.append(subset)
+        if not len(base):
+            result["subsets"][subset] = {"prompts": 0}
+            continue
+        per_pair["prompt_ids"] += [p.pair_id for p in base.pairs]
+        per_pair["subset"] += [subset] * len(base)
         target = variant_pool(base)
         demos = renamed(ctx.demo_pool(subset), target.name)
         rows = []
@@ -54,6 +74,7 @@ def rmbench(ctx: EvalContext) -> dict[str, Any]:
             chosen, rejected = s["u_first"].reshape(-1, 3), s["u_second"].reshape(-1, 3)
             totals[n][0].append(chosen)
             totals[n][1].append(rejected)
+            per_pair["icrm"][str(n)].append(per_prompt(chosen, rejected))
             rows.append({"demos": n, **_accuracy(chosen, rejected, n_boot)})
         entry: dict[str, Any] = {"prompts": len(base), "icrm": rows}
         bt = ctx.bt_scores(target)
@@ -62,9 +83,22 @@ def rmbench(ctx: EvalContext) -> dict[str, Any]:
             bt_all[0].append(bt_c)
             bt_all[1].append(bt_r)
             entry["bt"] = _accuracy(bt_c, bt_r, n_boot)
+            per_pair["bt"].append(per_prompt(bt_c, bt_r))
         result["subsets"][subset] = entry
     result["overall"] = [{"demos": n, **_accuracy(np.concatenate(cs), np.concatenate(rs), n_boot)}
                          for n, (cs, rs) in totals.items() if cs]
     if bt_all[0]:
         result["bt_overall"] = _accuracy(np.concatenate(bt_all[0]), np.concatenate(bt_all[1]), n_boot)
+    result.update(ctx.target_facts(*read))
+    # One list per key over every subset's prompts, in the order of prompt_ids.
+    per_pair["icrm"] = {n: _joined(parts) for n, parts in per_pair["icrm"].items()}
+    if per_pair["bt"]:
+        per_pair["bt"] = _joined(per_pair["bt"])
+    else:
+        del per_pair["bt"]
+    result["per_pair"] = per_pair
     return result
+
+
+def _joined(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    return {key: [v for part in parts for v in part[key]] for key in _KEYS}

@@ -1,6 +1,6 @@
 """Directional steerability: accuracy against each standard's labels as N grows, on held-out pku-saferlhf
 pairs (harmless and helpful labellings, as given and flipped), against a BT model of the same backbone, which
-cannot adapt."""
+cannot adapt. Per-pair correctness goes to per_pair (the job writes it to per_pair.json)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from rewardsmith.evaluate.metrics import pairwise_correct
 from rewardsmith.icrm.episodes import Standard
 from rewardsmith.icrm.protocols.context import PKU, EvalContext, episodes_for, oriented, renamed
 
@@ -24,21 +25,28 @@ def steerability(ctx: EvalContext) -> dict[str, Any]:
         "helpful-flipped": Standard(target.name, "helpful", 1.0),
     }
     result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
-                              "demo_pool": ctx.demo_pool(PKU).name, "labels_disagree": int(disagree.sum()),
-                              "standards": {}}
+                              **ctx.target_facts(PKU), "demo_pool": ctx.demo_pool(PKU).name,
+                              "labels_disagree": int(disagree.sum()), "standards": {}}
+    per_pair: dict[str, Any] = {"pair_ids": [p.pair_id for p in target.pairs],
+                                "labels_disagree": disagree.tolist(), "standards": {}}
     for name, std in standards.items():
         rows, rows_disagree = [], []
+        correct: dict[str, Any] = {"icrm": {}}
         for n in ctx.cfg.eval.n_values:
             eps = episodes_for(target, demos, std, n, ctx.rng("steer", name, n))
             labels = np.array([e.label for e in eps])
             margins = oriented(ctx.score(eps, target, demos), labels)
             rows.append({"demos": n, **ctx.accuracy(margins)})
             rows_disagree.append({"demos": n, **ctx.accuracy(margins[disagree])})
+            correct["icrm"][str(n)] = pairwise_correct(margins).tolist()
         entry: dict[str, Any] = {"icrm": rows, "icrm_labels_disagree": rows_disagree}
         if bt is not None:
             preferred = target.labellings[std.labelling] != (std.flip_rate > 0.5)
             bt_oriented = np.where(preferred, bt, -bt)
             entry["bt"] = ctx.accuracy(bt_oriented)
             entry["bt_labels_disagree"] = ctx.accuracy(bt_oriented[disagree])
+            correct["bt"] = pairwise_correct(bt_oriented).tolist()
         result["standards"][name] = entry
+        per_pair["standards"][name] = correct
+    result["per_pair"] = per_pair
     return result

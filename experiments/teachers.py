@@ -1,0 +1,112 @@
+"""Screening weak teachers for the weak-to-strong runs: each candidate's ID accuracy and label quality on the
+splits of a shift config, beside the strong ceiling, so the shipped teacher leaves a gap a student can recover.
+
+    .venv/bin/python experiments/teachers.py configs/shift-harmless.yaml configs/shift-helpful.yaml [--ceiling]
+
+For every config and candidate: the teacher is fitted on the gold pool exactly as `rewardsmith shift` fits it
+(soft labels calibrated by a cross-fitted temperature), then its accuracy on the ID test (95% bootstrap CI over
+pairs), on the validation split, and its labels' accuracy, mean confidence and ECE on the W2S pool against gold.
+With --ceiling, the strong ceiling of seed 0 (the student trained on the W2S pool with gold labels) is trained
+too, and the gap ceiling - teacher on the ID test gets a paired bootstrap CI. Writes docs/results/teachers.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from rewardsmith.config import ModelConfig, TrainConfig, load_yaml  # noqa: E402
+from rewardsmith.evaluate.metrics import pairwise_accuracy  # noqa: E402
+from rewardsmith.evaluate.transfer import paired_differences  # noqa: E402
+from rewardsmith.w2s.config import ShiftConfig, TeacherConfig, TfidfSettings  # noqa: E402
+from rewardsmith.w2s.metrics import ID_SPLIT, VAL_SPLIT, teacher_label_stats  # noqa: E402
+from rewardsmith.w2s.pipeline import ShiftRun, prepare_data  # noqa: E402
+
+OUT = ROOT / "docs" / "results" / "teachers.json"
+PROBE_TRAIN = TrainConfig(epochs=4, batch_size=16, lr=1e-2, head_lr=1e-2, checkpoint_every=0, progress=False)
+
+
+def candidates() -> dict[str, TeacherConfig]:
+    """The teacher families the issue names: TF-IDF logistic models, frozen MiniLM probes, a fine-tuned
+    1-layer MiniLM."""
+    return {
+        "tfidf (C 1, 1-2 grams)": TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=1.0)),
+        "tfidf (C 0.1, 1-2 grams)": TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=0.1)),
+        "probe: frozen MiniLM, 1 layer, mean": TeacherConfig(
+            model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, max_length=128),
+            train=PROBE_TRAIN),
+        "probe: frozen MiniLM, 1 layer, [CLS]": TeacherConfig(
+            model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, pooling="cls", max_length=128),
+            train=PROBE_TRAIN),
+        "fine-tuned MiniLM, 1 layer": TeacherConfig(
+            model=ModelConfig(backbone="minilm", num_layers=1, max_length=128),
+            train=TrainConfig(epochs=2, batch_size=16, lr=1e-4, head_lr=1e-3, checkpoint_every=0, progress=False)),
+    }
+
+
+def _correct(margins: np.ndarray) -> np.ndarray:
+    return np.where(margins > 0, 1.0, np.where(margins == 0, 0.5, 0.0))
+
+
+def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> dict[str, Any]:
+    cfg = load_yaml(ShiftConfig, config_path)
+    data = prepare_data(cfg)
+    rows: dict[str, Any] = {}
+    ceiling_margins = None
+    with tempfile.TemporaryDirectory() as tmp:
+        if with_ceiling:
+            run = ShiftRun(replace(cfg, seeds=[0]), Path(tmp) / "ceiling", data, progress=False)
+            ceiling_margins = run.student(cfg.methods[0], 0, np.ones(len(data.w2s)), gold=True)
+        for name, teacher in candidates().items():
+            if names and name not in names:
+                continue
+            run = ShiftRun(replace(cfg, teacher=teacher), Path(tmp) / f"t{len(rows)}", data, progress=False)
+            labels, margins, facts = run.teacher()
+            acc = pairwise_accuracy(margins[ID_SPLIT])
+            row: dict[str, Any] = {"id_acc": round(acc.value, 2), "id_acc_ci": [round(x, 2) for x in acc.ci],
+                                   "labels_raw": facts["raw_label_stats"], "labels": teacher_label_stats(labels),
+                                   "temperature": facts.get("temperature"), "seconds": facts.get("seconds")}
+            if VAL_SPLIT in margins:
+                row["val_acc"] = round(pairwise_accuracy(margins[VAL_SPLIT], n_boot=0).value, 2)
+            if ceiling_margins is not None:
+                gap = paired_differences({"ceiling": {ID_SPLIT: _correct(ceiling_margins[ID_SPLIT])},
+                                          "teacher": {ID_SPLIT: _correct(margins[ID_SPLIT])}}, "teacher")
+                row["gap_id"] = round(gap["ceiling"][f"d.{ID_SPLIT}"], 2)
+                row["gap_id_ci"] = [round(x, 2) for x in gap["ceiling"][f"d.{ID_SPLIT}_ci"]]
+            rows[name] = row
+            print(f"{config_path.name} | {name}: ID {row['id_acc']} {row['id_acc_ci']}"
+                  + (f", gap {row['gap_id']} {row['gap_id_ci']}" if "gap_id" in row else ""), flush=True)
+    out: dict[str, Any] = {"sizes": data.sizes(), "candidates": rows}
+    if ceiling_margins is not None:
+        acc = pairwise_accuracy(ceiling_margins[ID_SPLIT])
+        out["ceiling_seed0_id_acc"] = round(acc.value, 2)
+        out["ceiling_seed0_id_acc_ci"] = [round(x, 2) for x in acc.ci]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("configs", nargs="+", type=Path)
+    parser.add_argument("--ceiling", action="store_true", help="also train seed 0's ceiling for the gap")
+    parser.add_argument("--only", nargs="*", help="candidate names to screen (default: all)")
+    args = parser.parse_args()
+    result = {"command": "python experiments/teachers.py " + " ".join(str(c) for c in args.configs)
+                         + (" --ceiling" if args.ceiling else ""),
+              "configs": {str(c): screen(c, args.ceiling, args.only) for c in args.configs}}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
