@@ -201,7 +201,8 @@ def drive(args: argparse.Namespace) -> None:
         ours, trl, bare = runs["rewardsmith"], runs["trl"], runs["bare"]
         rows.append({
             "precision": precision, "runs": runs,
-            "ratio_vs_trl_pairs_per_s": _spread([o["pairs_per_s"] / t["pairs_per_s"] for o, t in zip(ours, trl, strict=True)]),
+            "ratio_vs_trl_pairs_per_s": _spread([o["pairs_per_s"] / t["pairs_per_s"]
+                                                 for o, t in zip(ours, trl, strict=True)]),
             "fraction_of_bare_tokens_per_s": _spread([o["tokens_per_s"] / b["tokens_per_s"]
                                                       for o, b in zip(ours, bare, strict=True)]),
             "second_over_first_training": _spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
