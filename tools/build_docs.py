@@ -113,7 +113,14 @@ def block_calibration() -> str:
                    rows) + "\n\n" + _source("calibrate-pluriharms"))
 
 
-BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration}
+def block_serve() -> str:
+    """The table benchmarks/bench_serve.py printed and stored with its results."""
+    result = json.loads((BENCH / "serve.json").read_text(encoding="utf-8"))
+    return (result["table"] + f"\n\nSource: `benchmarks/results/serve.json`; command: `{result['command']}`.")
+
+
+BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration,
+                                        "serve": block_serve}
 
 
 # ----------------------------------------------------------------------------------------------------
