@@ -276,6 +276,24 @@ def test_scores_equal_rewardsmith_score(bt_model: Path, tmp_path: Path, concurre
         assert rounds < requests
 
 
+@pytest.mark.parametrize("kind", ["decoder", "lora"])
+def test_decoder_and_lora_models_score_as_rewardsmith_score(kind: str, tmp_path: Path) -> None:
+    """A decoder (last-token pooling, saved as sequence-classification) and a LoRA encoder, under load."""
+    from rewardsmith.config import LoraSettings, ModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = (ModelConfig(backbone="tiny-llama", max_length=48, min_prompt_tokens=8) if kind == "decoder" else
+           ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, lora=LoraSettings(r=4)))
+    model, tok = build_model(cfg, seed=1)
+    folder = save_model(model, tok, tmp_path / kind, cfg)
+    rows = score_rows(24, seed=21)
+    expected = rewardsmith_score(folder, rows, tmp_path)
+    with serving(build_app(folder, ServeConfig(max_wait_ms=30.0))) as url:
+        answers = _post_each(url, [{"items": [row]} for row in rows], 16)
+    for answer, want in zip(answers, expected, strict=True):
+        assert_same(answer["results"][0], want)
+
+
 @pytest.mark.parametrize("concurrency", [1, 16])
 def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tmp_path: Path,
                                             concurrency: int) -> None:
