@@ -29,3 +29,20 @@ def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("quick-demo") / "demo"
     run_demo(out, progress=False, quick=True)
     return out
+
+
+@pytest.fixture
+def rater_ratings_csv(tmp_path: Path) -> Path:
+    """A ratings CSV (rater_id, item_id, score, model_score) of two simulated raters: a with slope 10 and
+    intercept 50, b with slope 30 and intercept 20, 20 items each, noise sd 0.5."""
+    import random
+
+    rng = random.Random(0)
+    lines = ["rater_id,item_id,score,model_score"]
+    for rater, (slope, intercept) in {"a": (10.0, 50.0), "b": (30.0, 20.0)}.items():
+        for item in range(20):
+            r = rng.uniform(-2, 2)
+            lines.append(f"{rater},{item},{slope * r + intercept + rng.gauss(0, 0.5):.4f},{r:.4f}")
+    path = tmp_path / "ratings.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path

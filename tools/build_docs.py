@@ -178,6 +178,12 @@ def block_calibration() -> str:
                    rows) + "\n\n" + _source("calibrate-pluriharms"))
 
 
+def block_serve() -> str:
+    """The table benchmarks/bench_serve.py printed and stored with its results."""
+    result = json.loads((BENCH / "serve.json").read_text(encoding="utf-8"))
+    return (result["table"] + f"\n\nSource: `benchmarks/results/serve.json`; command: `{result['command']}`.")
+
+
 def block_shift(name: str) -> str:
     """Every table of a shift run's report, from its committed metrics (the same code writes report.md)."""
     sys.path.insert(0, str(ROOT / "src"))
@@ -247,7 +253,7 @@ def block_teachers() -> str:
 
 BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration,
                                          "debias": block_debias, "w2s-claims": block_w2s_claims,
-                                         "teachers": block_teachers}
+                                         "teachers": block_teachers, "serve": block_serve}
 
 
 def render_block(name: str) -> str:

@@ -18,7 +18,7 @@ from rewardsmith.cli import app
 
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 COMMANDS = [[], ["train"], ["eval"], ["score"], ["demo"], ["datasets"], ["shift"], ["calibrate"], ["calibrate", "run"],
-            ["calibrate", "fit"], ["icrm"], ["icrm", "train"], ["icrm", "eval"]]
+            ["calibrate", "fit"], ["icrm"], ["icrm", "train"], ["icrm", "eval"], ["serve"]]
 
 
 def rk(*args: str):
@@ -61,7 +61,7 @@ def test_help_shows_every_default(command: list[str]) -> None:
 
 def test_top_level_help_lists_every_command() -> None:
     out = rk("--help").stdout
-    for name in ("train", "eval", "score", "demo", "datasets", "shift", "calibrate", "icrm"):
+    for name in ("train", "eval", "score", "demo", "datasets", "shift", "calibrate", "icrm", "serve"):
         assert f"  {name} " in out
 
 
@@ -205,21 +205,11 @@ def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> No
     assert block["accuracy"] > 50.0
 
 
-def test_score_with_a_rater_calibration(tmp_path: Path) -> None:
+def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path) -> None:
     """Rewards are mapped to the rater's scale; p_chosen stays on the model's own scale; an unknown rater
     gets the population map and the summary says so."""
-    import random
-
-    rng = random.Random(0)
-    lines = ["rater_id,item_id,score,model_score"]
-    for rater, (slope, intercept) in {"a": (10.0, 50.0), "b": (30.0, 20.0)}.items():
-        for item in range(20):
-            r = rng.uniform(-2, 2)
-            lines.append(f"{rater},{item},{slope * r + intercept + rng.gauss(0, 0.5):.4f},{r:.4f}")
-    ratings = tmp_path / "ratings.csv"
-    ratings.write_text("\n".join(lines) + "\n")
     maps = tmp_path / "maps.json"
-    result = rk("calibrate", "fit", "--ratings", str(ratings), "--out", str(maps), "--score-min", "-1000",
+    result = rk("calibrate", "fit", "--ratings", str(rater_ratings_csv), "--out", str(maps), "--score-min", "-1000",
                 "--score-max", "1000")
     assert result.exit_code == 0, result.output
     run = tmp_path / "run"

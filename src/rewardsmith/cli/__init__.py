@@ -1,8 +1,8 @@
 """The `rewardsmith` command line: thin commands, each calling one job function (rewardsmith.jobs).
 
-Sub-apps live in their own modules (core.py, shift.py, icrm.py, calibrate.py) and are mounted here. Help is
-plain text (it reads the same in a terminal and in a log) and shows every default. Every user error, a
-mistyped option included, ends as one line `error: ...` on stderr with exit code 2.
+Sub-apps live in their own modules (core.py, shift.py, icrm.py, calibrate.py, serve.py) and are mounted
+here. Help is plain text (it reads the same in a terminal and in a log) and shows every default. Every user
+error, a mistyped option included, ends as one line `error: ...` on stderr with exit code 2.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typer._click import exceptions as click_errors  # typer bundles its own cli
 from typer._click.termui import echo
 from typer.core import TyperGroup
 
-from rewardsmith.cli import calibrate, core, icrm, shift
+from rewardsmith.cli import calibrate, core, icrm, serve, shift
 
 
 class OneLineErrors(TyperGroup):
@@ -50,7 +50,7 @@ app = typer.Typer(name="rewardsmith", cls=OneLineErrors, no_args_is_help=True, a
                   pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train, stress-test, steer, calibrate and serve reward models for RLHF.")
 
-for _module in (core, shift):
+for _module in (core, shift, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)
 app.add_typer(calibrate.app, name="calibrate")

@@ -211,8 +211,24 @@ def length_grouped_batches(lengths: Sequence[int], batch_size: int, seed: int, m
     return batches
 
 
-def sorted_batches(lengths: Sequence[int], batch_size: int) -> Iterator[list[int]]:
-    """Inference batches in descending length order (least padding); callers restore the order."""
+def sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None,
+                   max_padding: float | None = None) -> Iterator[list[int]]:
+    """Inference batches in descending length order (least padding); callers restore the order.
+
+    max_tokens: also cap each batch's padded size (rows x its longest text) at this many tokens; a text longer
+    than the cap gets a batch of its own. max_padding: also cap the share of a batch's padded size that is
+    padding (on a CPU a padded token costs as much as a real one)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    for k in range(0, len(order), batch_size):
-        yield order[k:k + batch_size]
+    batch: list[int] = []
+    real = 0
+    for i in order:
+        # Descending order: the batch's first text is its longest, so its padded size is rows * lengths[first].
+        padded = (len(batch) + 1) * lengths[batch[0]] if batch else 0
+        if batch and (len(batch) >= batch_size or (max_tokens is not None and padded > max_tokens)
+                      or (max_padding is not None and padded - real - lengths[i] > max_padding * padded)):
+            yield batch
+            batch, real = [], 0
+        batch.append(i)
+        real += lengths[i]
+    if batch:
+        yield batch

@@ -93,6 +93,17 @@ def sanitise_pair(pair: PreferencePair) -> tuple[PreferencePair, int]:
                           dict(pair.metadata)), total
 
 
+def message_text(message: Any) -> str:
+    """Plain text of a TRL prompt or completion: a string, or a list of {role, content} messages (the last
+    message's content)."""
+    if isinstance(message, str):
+        return message
+    if isinstance(message, list) and message:
+        last = message[-1]
+        return str(last.get("content", "")) if isinstance(last, dict) else str(last)
+    return str(message)
+
+
 def user_prompt(text: str) -> tuple[Turn, ...]:
     return (Turn("user", text),)
 

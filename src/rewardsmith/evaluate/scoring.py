@@ -29,15 +29,17 @@ def default_device() -> torch.device:
 @torch.inference_mode()
 def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], texts: Sequence[EncodedText],
                     pad_id: int, device: torch.device, batch_size: int = 64, bf16: bool = False,
-                    padding_side: str = "right", progress: str | None = None) -> torch.Tensor:
+                    padding_side: str = "right", progress: str | None = None,
+                    max_tokens: int | None = None, max_padding: float | None = None) -> torch.Tensor:
     """forward(pad_texts batch on `device`) -> (B, ...) for every text, batched by descending length.
 
     Returns (N, ...) float32 on the CPU in input order. progress: a description to show progress under
-    (None: silent)."""
+    (None: silent). max_tokens, max_padding: also cap each batch's padded tokens (rows x longest text) and the
+    share of them that is padding (sorted_batches)."""
     if not texts:
         return torch.zeros(0)
     autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-    batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size))
+    batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size, max_tokens, max_padding))
     out: torch.Tensor | None = None
     done = 0
     with Progress(progress or "", len(texts), enabled=progress is not None and len(batches) > 1,
@@ -55,11 +57,12 @@ def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], 
 
 
 def score_encoded(model: RewardModel, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
-                  bf16: bool = False, padding_side: str = "right", progress: str | None = None) -> np.ndarray:
-    """Rewards (N,) float64 of encoded texts, in input order."""
+                  bf16: bool = False, padding_side: str = "right", progress: str | None = None,
+                  max_tokens: int | None = None, max_padding: float | None = None) -> np.ndarray:
+    """Rewards (N,) float64 of encoded texts, in input order (max_tokens, max_padding: as in batched_forward)."""
     model.eval()
     rewards = batched_forward(lambda b: model(b).rewards, texts, pad_id, model_device(model), batch_size, bf16,
-                              padding_side, progress)
+                              padding_side, progress, max_tokens, max_padding)
     return rewards.double().numpy()
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.schema import PreferencePair, message_text
 from rewardsmith.icrm.scoring import ICRMScorer, user_prompt_text
 
 BASELINES = ("group", "zero")
@@ -33,16 +33,6 @@ def directional_reward(
     evidence = np.logaddexp(0.0, np.asarray(confidence, dtype=np.float64))
     direction = np.tanh((u - baseline) / 2.0)  # = 2 sigmoid(u - b) - 1
     return direction * evidence / (1.0 + evidence)
-
-
-def _text(message: Any) -> str:
-    """Plain text of a TRL prompt or completion: a string or a list of {role, content} messages."""
-    if isinstance(message, str):
-        return message
-    if isinstance(message, list) and message:
-        last = message[-1]
-        return str(last.get("content", "")) if isinstance(last, dict) else str(last)
-    return str(message)
 
 
 class ICRMReward:
@@ -60,9 +50,9 @@ class ICRMReward:
         self.__name__ = "icrm_reward"  # TRL logs reward functions by name
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
-        prompt_texts = [_text(p) for p in prompts]
+        prompt_texts = [message_text(p) for p in prompts]
         items = [
-            (p if p.startswith("\n\nHuman:") else user_prompt_text(p), _text(c))
+            (p if p.startswith("\n\nHuman:") else user_prompt_text(p), message_text(c))
             for p, c in zip(prompt_texts, completions, strict=True)
         ]
         u, s = self.scorer.score_texts(items, self.demos)

@@ -52,6 +52,10 @@ class DemoCache:
     def update(self, key: str, context: torch.Tensor, n_demos: torch.Tensor) -> None:
         self.contexts[key] = (context, n_demos)
 
+    def discard(self, key: str) -> None:
+        """Forgets one standard (a long-running server bounds how many ad-hoc standards it keeps)."""
+        self.contexts.pop(key, None)
+
 
 @dataclass
 class PairScores:
@@ -136,9 +140,17 @@ class ICRMScorer:
             prompt = p.prompt_text()
             items += [(prompt, p.chosen), (prompt, p.rejected)]
         u, s = self.score_texts(items, demos)
-        t = {k: torch.from_numpy(v) for k, v in {"u1": u[0::2], "u2": u[1::2], "s1": s[0::2], "s2": s[1::2]}.items()}
-        post = beta_posterior(t["u1"], t["u2"], t["s1"], t["s2"])
-        return PairScores(u[0::2], u[1::2], s[0::2], s[1::2], post.mu.double().numpy(), post.tau.double().numpy())
+        return pair_scores(u[0::2], u[1::2], s[0::2], s[1::2])
+
+
+def pair_scores(u_chosen: np.ndarray, u_rejected: np.ndarray, s_chosen: np.ndarray,
+                s_rejected: np.ndarray) -> PairScores:
+    """PairScores of P pairs from the utilities and confidences (P,) of their two sides (score_texts output)."""
+    t = [torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64))
+         for v in (u_chosen, u_rejected, s_chosen, s_rejected)]
+    post = beta_posterior(*t)
+    return PairScores(np.asarray(u_chosen), np.asarray(u_rejected), np.asarray(s_chosen), np.asarray(s_rejected),
+                      post.mu.double().numpy(), post.tau.double().numpy())
 
 
 def read_demos(path: str | Path) -> list[PreferencePair]:

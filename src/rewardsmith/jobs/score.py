@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.data.adapters._common import BadRow, iter_jsonl
-from rewardsmith.data.adapters.generic import parse_prompt, parse_response
+from rewardsmith.data.adapters.generic import parse_score_record
 from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError, RunFolderError
 from rewardsmith.evaluate.scoring import default_device, score_pairs
@@ -39,19 +39,7 @@ def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePa
         try:
             if isinstance(record, BadRow):
                 raise record
-            if not isinstance(record, dict):
-                raise BadRow(f"expected a JSON object, got {type(record).__name__}")
-            if "prompt" not in record:
-                raise BadRow("missing field", "prompt")
-            prompt = parse_prompt(record["prompt"], "prompt")
-            if "response" in record and "chosen" not in record:
-                text, _ = parse_response(record["response"], "response")
-                pair = PreferencePair(prompt, text, text)
-            elif "chosen" in record and "rejected" in record:
-                pair = PreferencePair(prompt, parse_response(record["chosen"], "chosen")[0],
-                                      parse_response(record["rejected"], "rejected")[0])
-            else:
-                raise BadRow("needs `response`, or `chosen` and `rejected`")
+            pair, _ = parse_score_record(record)
         except BadRow as bad:
             raise DataError(bad.message, path=path, row=row_no, field=bad.field) from None
         pair, replaced = sanitise_pair(pair)

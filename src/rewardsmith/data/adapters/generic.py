@@ -110,6 +110,24 @@ def parse_prompt(value: Any, field: str) -> tuple[Turn, ...]:
     raise BadRow(f"expected a string or a chat list, got {type(value).__name__}", field)
 
 
+def parse_score_record(record: Any) -> tuple[PreferencePair, bool]:
+    """A record to score, as `rewardsmith score` and the reward server read it: `prompt` with `response` (one
+    text, set on both sides of the pair; returns single=True) or `prompt`, `chosen` and `rejected`. Returns
+    (pair, single); raises BadRow naming the field."""
+    if not isinstance(record, Mapping):
+        raise BadRow(f"expected a JSON object, got {type(record).__name__}")
+    if "prompt" not in record:
+        raise BadRow("missing field", "prompt")
+    prompt = parse_prompt(record["prompt"], "prompt")
+    if "response" in record and "chosen" not in record:
+        text, _ = parse_response(record["response"], "response")
+        return PreferencePair(prompt, text, text), True
+    if "chosen" in record and "rejected" in record:
+        return PreferencePair(prompt, parse_response(record["chosen"], "chosen")[0],
+                              parse_response(record["rejected"], "rejected")[0]), False
+    raise BadRow("needs `response`, or `chosen` and `rejected`")
+
+
 class _RowConverter:
     """Turns one source row (a dict) into a PreferencePair under a column mapping."""
 

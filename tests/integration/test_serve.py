@@ -1,0 +1,626 @@
+"""`rewardsmith serve` over real HTTP on loopback: every endpoint with the bodies OpenRLHF, verl, vLLM and TEI
+clients send; scores equal to `rewardsmith score` (to 1e-5, alone and under concurrent load, with a rater map
+and with ICRM demonstrations); bad requests refused with one line while a good load keeps being answered;
+back-pressure and timeouts; the client (sharding, retries, GRPO reward functions) against two server
+processes; graceful shutdown that answers the requests in flight.
+
+Servers run in-process (uvicorn in a thread, on a socket bound to port 0) except where a test needs
+processes (sharding over two servers, SIGTERM)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from typer.testing import CliRunner
+
+from rewardsmith.cli import app as cli_app
+from rewardsmith.serve.app import bind_socket, build_app
+from rewardsmith.serve.config import ServeConfig
+
+ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+TOL = 1e-5
+WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "rain", "fell", "over", "quiet", "hills", "and", "river",
+         "ran", "past", "old", "stone", "walls", "toward", "sea", "where", "boats", "waited", "for", "morning", "tide"]
+
+
+def rk(*args: str | Path):
+    return CliRunner().invoke(cli_app, [str(a) for a in args], env=ENV)
+
+
+def _sentence(rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def score_rows(n: int = 24, seed: int = 0) -> list[dict[str, Any]]:
+    """Rows as `rewardsmith score` reads them: plain, HH-transcript and chat-list prompts; single responses and
+    pairs; some long enough to be truncated at max_length 48."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            prompt: Any = _sentence(rng, 2, 30)
+        elif kind == 1:
+            prompt = f"\n\nHuman: {_sentence(rng, 2, 8)}?\n\nAssistant: {_sentence(rng, 1, 6)}\n\nHuman: and then?"
+        else:
+            prompt = [{"role": "system", "content": "be kind"}, {"role": "user", "content": _sentence(rng, 2, 12)}]
+        if i % 2:
+            rows.append({"prompt": prompt, "response": _sentence(rng, 1, 40)})
+        else:
+            rows.append({"prompt": prompt, "chosen": _sentence(rng, 1, 40), "rejected": _sentence(rng, 1, 20)})
+    return rows
+
+
+def rewardsmith_score(model: Path, rows: list[dict[str, Any]], tmp: Path, *extra: str | Path) -> list[dict]:
+    """The rows scored by `rewardsmith score` (in-process CLI)."""
+    inp, out = tmp / f"in-{os.getpid()}-{id(rows)}.jsonl", tmp / f"out-{os.getpid()}-{id(rows)}.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = rk("score", "--model", model, "--input", inp, "--output", out, "--quiet", *extra)
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def assert_same(server: dict[str, Any], expected: dict[str, Any]) -> None:
+    keys = [k for k in ("reward", "reward_chosen", "reward_rejected", "p_chosen", "confidence") if k in expected]
+    assert keys
+    for key in keys:
+        assert abs(server[key] - expected[key]) <= TOL, (key, server[key], expected[key])
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """Runs the app with uvicorn in a thread on 127.0.0.1 (a socket bound to port 0); yields the base URL and
+    stops the server (draining its queue) afterwards."""
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(60)
+        sock.close()
+
+
+def one_line_error(response: httpx.Response, status: int, *needles: str) -> str:
+    assert response.status_code == status, (response.status_code, response.text)
+    message = response.json()["error"]
+    assert isinstance(message, str) and "\n" not in message and message, message
+    for needle in needles:
+        assert needle in message, (needle, message)
+    return message
+
+
+# ----------------------------------------------------------------------------------------------------
+# Models and maps
+
+
+@pytest.fixture(scope="module")
+def bt_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rewardsmith.config import ModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
+    model, tok = build_model(cfg, seed=3)
+    return save_model(model, tok, tmp_path_factory.mktemp("bt") / "model", cfg)
+
+
+@pytest.fixture(scope="module")
+def icrm_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rewardsmith.config import ICRMModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, context_dim=8, hidden_dim=16)
+    model, tok = build_model(cfg, seed=5)
+    return save_model(model, tok, tmp_path_factory.mktemp("icrm") / "model", cfg)
+
+
+@pytest.fixture
+def rater_maps(tmp_path: Path, rater_ratings_csv: Path) -> Path:
+    """Per-rater maps fitted by `rewardsmith calibrate fit` (rater a: slope 10, b: slope 30)."""
+    result = rk("calibrate", "fit", "--ratings", rater_ratings_csv, "--out", tmp_path / "maps.json", "--score-min",
+                "-1000", "--score-max", "1000")
+    assert result.exit_code == 0, result.output
+    return tmp_path / "maps.json"
+
+
+@pytest.fixture(scope="module")
+def bt_url(bt_model: Path) -> Iterator[str]:
+    with serving(build_app(bt_model, ServeConfig(max_wait_ms=20.0))) as url:
+        yield url
+
+
+# ----------------------------------------------------------------------------------------------------
+# Endpoints, with the bodies the existing clients send
+
+
+def test_openrlhf_remote_reward_body(bt_url: str, bt_model: Path, tmp_path: Path) -> None:
+    prompt = "<|im_start|>user\nwhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+    response = "The capital of France is Paris.<|im_end|>"
+    # openrlhf/utils/agent.py SingleTurnAgentExecutor: one sample per request; labels may be None or text.
+    body = {"query": [prompt + response], "prompts": [prompt], "labels": [None]}
+    answer = httpx.post(f"{bt_url}/get_reward", json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    got = answer.json()
+    assert set(got) == {"rewards", "scores", "extra_logs"} and got["extra_logs"] == {}
+    assert len(got["rewards"]) == 1 and got["scores"] == got["rewards"]
+    expected = rewardsmith_score(bt_model, [{"prompt": prompt, "response": response}], tmp_path)[0]["reward"]
+    assert abs(got["rewards"][0] - expected) <= TOL
+    # With several --remote_rm_url servers, OpenRLHF shards one query over them: the others get empty lists.
+    empty = httpx.post(f"{bt_url}/get_reward", json={"query": [], "prompts": [], "labels": []}, timeout=60)
+    assert empty.status_code == 200 and empty.json() == {"rewards": [], "scores": [], "extra_logs": {}}
+    # A query that does not start with its prompt (a truncated prompt) is scored whole, as a response to no
+    # prompt: the same as sending it without prompts, and as vLLM `input`.
+    whole = httpx.post(f"{bt_url}/get_reward", json={"query": [response], "prompts": [prompt], "labels": ["x"]},
+                       timeout=60).json()["rewards"][0]
+    no_prompts = httpx.post(f"{bt_url}/get_reward", json={"query": [response]}, timeout=60).json()["rewards"][0]
+    classify = httpx.post(f"{bt_url}/classify", json={"input": response}, timeout=60).json()
+    assert abs(whole - no_prompts) <= TOL and abs(whole - classify["data"][0]["probs"][0]) <= TOL
+
+
+def test_verl_classify_body_and_vllm_shapes(bt_url: str) -> None:
+    text = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello there<|im_end|>\n"
+    # verl/experimental/reward_loop/reward_loop.py compute_score_disrm, engine vllm.
+    body = {"model": "/models/reward-model", "input": text, "activation": False}
+    out = httpx.post(f"{bt_url}/classify", json=body, timeout=60).json()
+    assert set(out) == {"id", "object", "created", "model", "data", "usage"}
+    assert out["object"] == "list" and out["id"].startswith("classify-")
+    entry = out["data"][-1]
+    assert set(entry) == {"index", "label", "probs", "num_classes"} and entry["num_classes"] == 1
+    rm_score = out["data"][-1]["probs"][-1]  # what verl reads
+    assert out["usage"]["prompt_tokens"] > 0 and out["usage"]["completion_tokens"] == 0
+    # Raw by default; the sigmoid only when asked (use_activation, or its deprecated names).
+    for key in ("use_activation", "activation", "softmax"):
+        asked = httpx.post(f"{bt_url}/classify", json={"input": [text, text], key: True}, timeout=60).json()
+        assert [d["index"] for d in asked["data"]] == [0, 1]
+        assert asked["data"][1]["probs"][0] == pytest.approx(1 / (1 + math.exp(-rm_score)))
+    raw = httpx.post(f"{bt_url}/classify", json={"input": [text]}, timeout=60).json()
+    assert raw["data"][0]["probs"][0] == pytest.approx(rm_score, abs=TOL)
+    chat = {"model": "m", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    assert len(httpx.post(f"{bt_url}/classify", json=chat, timeout=60).json()["data"]) == 1
+    pooled = httpx.post(f"{bt_url}/pooling", json={"model": "m", "input": [text, "another reply"]}, timeout=60).json()
+    assert pooled["id"].startswith("pool-") and pooled["object"] == "list"
+    assert [(d["index"], d["object"], len(d["data"])) for d in pooled["data"]] == [(0, "pooling", 1), (1, "pooling", 1)]
+    assert pooled["data"][0]["data"][0] == pytest.approx(rm_score, abs=TOL)
+
+
+def test_tei_predict_shapes(bt_url: str) -> None:
+    single = httpx.post(f"{bt_url}/predict", json={"inputs": "hello there"}, timeout=60).json()
+    assert isinstance(single, list) and set(single[0]) == {"score", "label"}
+    pair = httpx.post(f"{bt_url}/predict", json={"inputs": ["say hi", "hello there"]}, timeout=60).json()
+    batch = httpx.post(f"{bt_url}/predict", json={"inputs": [["hello there"], ["say hi", "hello there"]],
+                                                 "truncate": True, "raw_scores": True}, timeout=60).json()
+    assert len(batch) == 2 and all(len(b) == 1 for b in batch)
+    assert batch[0][0]["score"] == pytest.approx(single[0]["score"], abs=TOL)
+    assert batch[1][0]["score"] == pytest.approx(pair[0]["score"], abs=TOL)
+    # A TEI pair is (prompt, response): the same as the native item.
+    native = httpx.post(f"{bt_url}/v1/score", json={"items": [{"prompt": "say hi", "response": "hello there"}]},
+                        timeout=60).json()
+    assert native["results"][0]["reward"] == pytest.approx(pair[0]["score"], abs=TOL)
+    sig = httpx.post(f"{bt_url}/predict", json={"inputs": "hello there", "raw_scores": False}, timeout=60).json()
+    assert 0 < sig[0]["score"] < 1 and sig[0]["score"] != pytest.approx(single[0]["score"])
+
+
+def test_health_models_and_metrics(bt_url: str) -> None:
+    health = httpx.get(f"{bt_url}/health", timeout=60).json()
+    assert health["status"] == "ok" and health["model_type"] == "reward"
+    models = httpx.get(f"{bt_url}/v1/models", timeout=60).json()
+    assert models["object"] == "list" and models["data"][0]["id"] == health["model"]
+    assert models["data"][0]["precision"] == "fp32" and models["data"][0]["max_length"] == 48
+    httpx.post(f"{bt_url}/v1/score", content=b"{", timeout=60)
+    text = httpx.get(f"{bt_url}/metrics", timeout=60).text
+    for name in ("rewardsmith_requests_total", "rewardsmith_request_seconds_bucket", "rewardsmith_batch_texts_bucket",
+                 "rewardsmith_batch_requests_bucket", "rewardsmith_queue_seconds_bucket", "rewardsmith_errors_total",
+                 "rewardsmith_round_seconds_bucket", "rewardsmith_queue_texts"):
+        assert name in text, name
+    assert 'rewardsmith_requests_total{endpoint="/health",status="200"}' in text
+    assert 'rewardsmith_errors_total{endpoint="/v1/score",kind="validation"}' in text
+
+
+# ----------------------------------------------------------------------------------------------------
+# The same scores as `rewardsmith score`
+
+
+def _post_each(url: str, bodies: list[dict[str, Any]], concurrency: int, path: str = "/v1/score",
+               headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    with httpx.Client(timeout=120, headers=headers) as http, ThreadPoolExecutor(concurrency) as pool:
+        answers = list(pool.map(lambda body: http.post(url + path, json=body), bodies))
+    assert all(a.status_code == 200 for a in answers), [a.text for a in answers if a.status_code != 200][:3]
+    return [a.json() for a in answers]
+
+
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_scores_equal_rewardsmith_score(bt_model: Path, tmp_path: Path, concurrency: int) -> None:
+    rows = score_rows(48, seed=concurrency)
+    expected = rewardsmith_score(bt_model, rows, tmp_path)
+    with serving(build_app(bt_model, ServeConfig(max_batch_tokens=600, max_wait_ms=30.0))) as url:
+        one_each = _post_each(url, [{"items": [row]} for row in rows], concurrency)
+        all_at_once = _post_each(url, [{"items": rows}], 1)[0]["results"]
+        # OpenRLHF's form of the single responses: prompt + response strings with their prompts.
+        singles = [(i, row) for i, row in enumerate(rows) if "response" in row and isinstance(row["prompt"], str)]
+        openrlhf = _post_each(url, [{"query": [r["prompt"] + r["response"]], "prompts": [r["prompt"]]}
+                                    for _, r in singles], concurrency, "/get_reward")
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    for answer, want in zip(one_each, expected, strict=True):
+        assert_same(answer["results"][0], want)
+    for got, want in zip(all_at_once, expected, strict=True):
+        assert_same(got, want)
+    for (i, _), answer in zip(singles, openrlhf, strict=True):
+        assert abs(answer["rewards"][0] - expected[i]["reward"]) <= TOL
+    if concurrency > 1:  # requests really were merged into shared rounds
+        assert 'rewardsmith_batch_requests_bucket{le="1.0"}' in metrics
+        rounds = float(metrics.split("rewardsmith_batch_requests_count ")[1].split()[0])
+        requests = float(metrics.split('rewardsmith_requests_total{endpoint="/v1/score",status="200"} ')[1].split()[0])
+        assert rounds < requests
+
+
+@pytest.mark.parametrize("kind", ["decoder", "lora"])
+def test_decoder_and_lora_models_score_as_rewardsmith_score(kind: str, tmp_path: Path) -> None:
+    """A decoder (last-token pooling, saved as sequence-classification) and a LoRA encoder, under load."""
+    from rewardsmith.config import LoraSettings, ModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = (ModelConfig(backbone="tiny-llama", max_length=48, min_prompt_tokens=8) if kind == "decoder" else
+           ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, lora=LoraSettings(r=4)))
+    model, tok = build_model(cfg, seed=1)
+    folder = save_model(model, tok, tmp_path / kind, cfg)
+    rows = score_rows(24, seed=21)
+    expected = rewardsmith_score(folder, rows, tmp_path)
+    with serving(build_app(folder, ServeConfig(max_wait_ms=30.0))) as url:
+        answers = _post_each(url, [{"items": [row]} for row in rows], 16)
+    for answer, want in zip(answers, expected, strict=True):
+        assert_same(answer["results"][0], want)
+
+
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tmp_path: Path,
+                                            concurrency: int) -> None:
+    rows = score_rows(24, seed=7)
+    raw = rewardsmith_score(bt_model, rows, tmp_path)
+    mapped = rewardsmith_score(bt_model, rows, tmp_path, "--calibration", rater_maps, "--rater", "b")
+    with serving(build_app(bt_model, ServeConfig(max_wait_ms=30.0), calibration=rater_maps)) as url:
+        answers = _post_each(url, [{"items": [row], "rater": "b"} for row in rows], concurrency)
+        unknown = _post_each(url, [{"items": rows[:2], "rater": "nobody"}], 1)[0]
+    for answer, want, unmapped in zip(answers, mapped, raw, strict=True):
+        assert answer["rater"] == {"id": "b", "known": True, "map": "rater"}
+        assert_same(answer["results"][0], want)
+        if "p_chosen" in want:  # on the model's own scale, not the rater's
+            assert abs(answer["results"][0]["p_chosen"] - unmapped["p_chosen"]) <= TOL
+    assert unknown["rater"]["map"] == "population" and "population map" in unknown["note"]
+
+
+def _demos(n: int = 4) -> list[dict[str, str]]:
+    rng = random.Random(11)
+    return [{"prompt": _sentence(rng, 2, 8), "chosen": _sentence(rng, 3, 12), "rejected": _sentence(rng, 1, 4)}
+            for _ in range(n)]
+
+
+@pytest.mark.parametrize("concurrency", [1, 16])
+def test_icrm_demonstrations_equal_rewardsmith_score(icrm_model: Path, tmp_path: Path, concurrency: int) -> None:
+    rows = score_rows(24, seed=13)
+    demos = _demos()
+    demo_file = tmp_path / "demos.jsonl"
+    demo_file.write_text("".join(json.dumps(d) + "\n" for d in demos))
+    steered = rewardsmith_score(icrm_model, rows, tmp_path, "--demos", demo_file)
+    plain = rewardsmith_score(icrm_model, rows, tmp_path)
+    app = build_app(icrm_model, ServeConfig(max_wait_ms=30.0))
+    with serving(app) as url:
+        ad_hoc = _post_each(url, [{"items": [row], "demonstrations": demos} for row in rows], concurrency)
+        registered = httpx.post(f"{url}/v1/standards", json={"id": "kind", "demonstrations": demos}, timeout=60)
+        assert registered.status_code == 200 and registered.json() == {"standard": "kind", "n_demonstrations": 4}
+        by_id = _post_each(url, [{"items": [row], "standard": "kind"} for row in rows], concurrency)
+        unsteered = _post_each(url, [{"items": rows}], 1)[0]["results"]
+        again = httpx.post(f"{url}/v1/standards", json={"id": "kind", "demonstrations": demos[:2]}, timeout=60)
+        one_line_error(again, 409, "kind")
+        unknown = httpx.post(f"{url}/v1/score", json={"items": rows[:1], "standard": "nope"}, timeout=60)
+        one_line_error(unknown, 422, "standard", "nope")
+        models = httpx.get(f"{url}/v1/models", timeout=60).json()["data"][0]
+    for answers in (ad_hoc, by_id):
+        for row, answer, want in zip(rows, answers, steered, strict=True):
+            assert_same(answer["results"][0], want)
+            assert ("confidence" if "response" in row else "confidence_chosen") in answer["results"][0]
+    assert by_id[0]["standard"] == "kind" and ad_hoc[0]["standard"].startswith("ad-hoc:")
+    for got, want in zip(unsteered, plain, strict=True):
+        assert_same(got, want)
+    cache = app.state.server.engine.scorer.cache
+    # One context per standard (the demonstrations, and none), each computed once however many requests used it.
+    assert len(cache.contexts) == 2 and cache.misses == 2 and cache.hits >= 2
+    assert models["model_type"] == "icrm" and models["standards"] == ["kind"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# Bad requests under load
+
+
+def test_bad_requests_get_one_line_while_good_load_is_answered(bt_model: Path, rater_maps: Path,
+                                                               tmp_path: Path) -> None:
+    key_file = tmp_path / "key.txt"
+    key_file.write_text("s3cret-key\n")
+    good_rows = [{"prompt": f"question {i}", "response": f"answer number {i} " * (1 + i % 5)} for i in range(8)]
+    expected = rewardsmith_score(bt_model, good_rows, tmp_path)
+    auth = {"Authorization": "Bearer s3cret-key"}
+    settings = ServeConfig(api_key_file=str(key_file), max_items=64, max_queue=4096, max_body_bytes=64 * 1024,
+                           max_wait_ms=10.0)
+    with serving(build_app(bt_model, settings, calibration=rater_maps)) as url:
+        stop = threading.Event()
+        failures: list[str] = []
+        answered = [0]
+
+        def load() -> None:
+            with httpx.Client(timeout=60, headers=auth) as http:
+                i = 0
+                while not stop.is_set():
+                    k = i % len(good_rows)
+                    answer = http.post(f"{url}/v1/score", json={"items": [good_rows[k]]})
+                    if answer.status_code != 200:
+                        failures.append(answer.text)
+                    elif abs(answer.json()["results"][0]["reward"] - expected[k]["reward"]) > TOL:
+                        failures.append(f"row {k}: wrong score")
+                    answered[0] += 1
+                    i += 1
+
+        workers = [threading.Thread(target=load) for _ in range(4)]
+        for w in workers:
+            w.start()
+        try:
+            http = httpx.Client(timeout=60, headers=auth)
+            post = f"{url}/v1/score"
+            one_line_error(http.post(post, content=b'{"items": [', headers={"content-type": "application/json"}),
+                           400, "not valid JSON")
+            one_line_error(http.post(post, json={"items": "text"}), 422, "items")
+            one_line_error(http.post(post, json={"items": [{"prompt": ["x"], "response": "y"}]}), 422,
+                           "items[0].prompt")
+            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": 7}]}), 422, "items[0].response")
+            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "rater": 5}), 422,
+                           "rater")
+            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "colour": "red"}), 422,
+                           "colour", "unknown field")
+            one_line_error(http.post(post, json=[1, 2]), 422, "JSON object")
+            one_line_error(http.post(post), 422, "missing")
+            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "   "}]}), 422,
+                           "items[0].response", "empty")
+            one_line_error(http.post(f"{url}/get_reward", json={"query": [""]}), 422, "query[0]", "empty")
+            one_line_error(http.post(f"{url}/classify", json={"input": ["fine", ""]}), 422, "input[1]", "empty")
+            one_line_error(http.post(f"{url}/predict", json={"inputs": ["a", "b", "c"]}), 422, "inputs")
+            one_line_error(http.post(f"{url}/get_reward", json={"query": ["a"], "prompts": ["a", "b"]}), 422, "prompts")
+            one_line_error(http.post(post, content=b"x" * (65 * 1024)), 413, "max-body-bytes")
+
+            def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it streams in
+                yield b'{"items": ["'
+                for _ in range(80):
+                    yield b"y" * 1024
+                yield b'"]}'
+
+            one_line_error(http.post(post, content=chunks()), 413, "max-body-bytes")
+            many = {"query": ["q"] * 10_000}
+            one_line_error(http.post(f"{url}/get_reward", json=many), 413, "10000", "max-items")
+            one_line_error(httpx.post(post, json={"items": good_rows[:1]}, timeout=60), 401, "API key")
+            one_line_error(httpx.post(post, json={"items": good_rows[:1]}, headers={"Authorization": "Bearer nope"},
+                                      timeout=60), 401, "wrong API key")
+            one_line_error(http.get(f"{url}/nowhere"), 404)
+            unknown = http.post(post, json={"items": good_rows[:1], "rater": "nobody"})
+            assert unknown.status_code == 200 and "population map" in unknown.json()["note"]
+            assert "\n" not in unknown.json()["note"]
+            assert httpx.get(f"{url}/health", timeout=60).status_code == 200  # open without a key
+            time.sleep(0.5)
+        finally:
+            stop.set()
+            for w in workers:
+                w.join(60)
+        assert not failures, failures[:3]
+        assert answered[0] >= 8
+        assert http.get(f"{url}/health").json()["status"] == "ok"  # and the server is still up
+
+
+def test_full_queue_gets_503_with_retry_after_and_the_client_retries(bt_model: Path) -> None:
+    from rewardsmith.client import RewardClient
+
+    settings = ServeConfig(max_items=2, max_queue=4, max_wait_ms=300.0)
+    with serving(build_app(bt_model, settings)) as url:
+        bodies = [{"items": [{"prompt": "p", "response": f"reply {i}"}] * 2} for i in range(24)]
+        with httpx.Client(timeout=60) as http, ThreadPoolExecutor(24) as pool:
+            answers = list(pool.map(lambda b: http.post(f"{url}/v1/score", json=b), bodies))
+        busy = [a for a in answers if a.status_code == 503]
+        assert busy and all(a.headers["retry-after"] == "1" for a in busy)
+        one_line_error(busy[0], 503, "busy", "--max-queue")
+        assert any(a.status_code == 200 for a in answers)
+        with RewardClient(url, retries=30, backoff_s=0.05, max_items_per_request=2) as client, \
+                ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(lambda i: client.rewards(["p", "p"], [f"reply {i}", "x"]), range(12)))
+        assert all(len(r) == 2 for r in results)
+
+
+def test_request_timeout_is_504(bt_model: Path) -> None:
+    settings = ServeConfig(request_timeout_s=0.05, max_wait_ms=1000.0)
+    with serving(build_app(bt_model, settings)) as url:
+        answer = httpx.post(f"{url}/v1/score", json={"items": [{"prompt": "p", "response": "r"}]}, timeout=60)
+        one_line_error(answer, 504, "--request-timeout-s")
+
+
+def test_cli_refuses_bad_settings_in_one_line(bt_model: Path, tmp_path: Path) -> None:
+    for args, needle in ((["--model", tmp_path / "missing"], "missing"),
+                         (["--model", bt_model, "--port", "70000"], "port"),
+                         (["--model", bt_model, "--precision", "fp16"], "precision"),
+                         (["--model", bt_model, "--api-key-file", tmp_path / "nokey"], "nokey"),
+                         (["--model", bt_model, "--max-items", "9000"], "max_queue")):
+        result = rk("serve", *args)
+        lines = [x for x in result.stderr.splitlines() if x.strip()]
+        assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+        assert needle in lines[0], lines[0]
+
+
+def test_client_imports_no_torch() -> None:
+    code = ("import sys, rewardsmith.client; heavy = [m for m in sys.modules if m.split('.')[0] in "
+            "('torch', 'numpy', 'transformers', 'fastapi')]; print(heavy); sys.exit(bool(heavy))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")})
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_client_errors_are_one_line(bt_url: str) -> None:
+    from rewardsmith.client import RewardClient, RewardClientError, parse_urls
+
+    assert parse_urls("http://a:1/get_reward, http://b:2/") == ["http://a:1", "http://b:2"]
+    with RewardClient(bt_url) as client, pytest.raises(RewardClientError, match=r"items\[0\]\.response") as bad:
+        client.score([{"prompt": "p", "response": ""}])
+    assert bad.value.status == 422
+    dead = bind_socket("127.0.0.1", 0)  # bound, never listening: connections are refused
+    dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}"
+    with RewardClient(dead_url, retries=2, backoff_s=0.01) as client, \
+            pytest.raises(RewardClientError, match="after 3 attempts"):
+        client.rewards(["p"], ["r"])
+    # With a dead server in the list, requests fail over to the live one.
+    with RewardClient([dead_url, bt_url], retries=3, backoff_s=0.01) as client:
+        assert len(client.rewards(["p"] * 6, [f"r{i}" for i in range(6)])) == 6
+    dead.close()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Processes: two servers behind the client's sharding; graceful shutdown
+
+
+@contextmanager
+def server_process(model: Path, log: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`rewardsmith serve --port 0` in its own process; yields (base URL, process)."""
+    env = {**os.environ, **ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "rewardsmith.cli", "serve", "--model", str(model), "--port",
+                                 "0", *extra], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + 180
+        url = None
+        while url is None:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "server did not start: " + log.read_text()
+            for line in log.read_text().splitlines():
+                if line.startswith("serving "):
+                    url = line.split(" on ")[1].split()[0]
+            time.sleep(0.1)
+        while True:  # the socket is bound before the app starts: wait for it to answer
+            try:
+                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+
+@pytest.mark.slow
+def test_two_server_processes_behind_the_client(bt_model: Path, tmp_path: Path) -> None:
+    from rewardsmith.client import AsyncRewardClient, RewardClient
+
+    rows = [{"prompt": f"question {i}", "response": f"reply {i} " * (1 + i % 7)} for i in range(40)]
+    expected = [r["reward"] for r in rewardsmith_score(bt_model, rows, tmp_path)]
+    with server_process(bt_model, tmp_path / "a.log") as (url_a, _), \
+            server_process(bt_model, tmp_path / "b.log") as (url_b, _):
+        urls = f"{url_a},{url_b}"
+        with RewardClient(urls) as client:
+            got = client.rewards([r["prompt"] for r in rows], [r["response"] for r in rows])
+            singles = [client.rewards([r["prompt"]], [r["response"]])[0] for r in rows[:10]]
+            queries = client.get_reward([r["prompt"] + r["response"] for r in rows], [r["prompt"] for r in rows])
+        async_client = AsyncRewardClient([url_a, url_b])
+
+        async def run() -> list[float]:
+            try:
+                return await async_client.rewards([r["prompt"] for r in rows], [r["response"] for r in rows])
+            finally:
+                await async_client.aclose()
+
+        import asyncio
+
+        got_async = asyncio.run(run())
+        served = [_served(httpx.get(f"{u}/metrics", timeout=60).text) for u in (url_a, url_b)]
+    for values in (got, got_async, queries):
+        assert max(abs(a - b) for a, b in zip(values, expected, strict=True)) <= TOL
+    assert max(abs(a - b) for a, b in zip(singles, expected[:10], strict=True)) <= TOL
+    # 16 requests (2 + 10 + 2 sync, 2 async), round robin: both servers took a share.
+    assert sum(served) == 16 and min(served) >= 6, served
+
+
+def _served(metrics: str) -> float:
+    """Requests a server answered with 200 on /v1/score and /get_reward."""
+    total = 0.0
+    for line in metrics.splitlines():
+        if line.startswith("rewardsmith_requests_total{") and 'status="200"' in line and (
+                "/v1/score" in line or "/get_reward" in line):
+            total += float(line.split()[-1])
+    return total
+
+
+@pytest.mark.slow
+def test_sigterm_drains_requests_in_flight(bt_model: Path, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with server_process(bt_model, log, "--max-wait-ms", "200") as (url, proc):
+        bodies = [{"items": [{"prompt": "p", "response": f"reply {i} " * 10}] * 8} for i in range(16)]
+        with httpx.Client(timeout=60) as http, ThreadPoolExecutor(16) as pool:
+            pending = [pool.submit(http.post, f"{url}/v1/score", json=b) for b in bodies]
+            time.sleep(0.1)  # the requests are in: the first round waits for up to 200 ms
+            proc.send_signal(signal.SIGTERM)
+            answers = [p.result(60) for p in pending]
+        assert proc.wait(60) == 0
+    assert [a.status_code for a in answers] == [200] * 16
+    assert all(len(a.json()["results"]) == 8 for a in answers)
+    assert log.read_text().strip().splitlines()[-1] == "stopped"
+
+
+@pytest.mark.slow
+def test_grpo_steps_with_rewards_from_the_server(bt_model: Path, tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rewardsmith.client import AsyncGRPOReward, GRPOReward
+    from rewardsmith.models.backbone import minilm_dir
+
+    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    tok.eos_token = tok.sep_token
+    tok.bos_token = tok.cls_token
+    policy = LlamaForCausalLM(LlamaConfig(
+        vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
+        intermediate_size=32, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id))
+    data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
+    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=2,
+                      max_completion_length=6, max_steps=2, learning_rate=1e-4, logging_steps=1, report_to=[],
+                      use_cpu=True, save_strategy="no", bf16=False, seed=0)
+    with serving(build_app(bt_model, ServeConfig(max_wait_ms=10.0))) as url:
+        sync_reward, async_reward = GRPOReward(url, name="served"), AsyncGRPOReward(url, name="served_async")
+        trainer = GRPOTrainer(model=policy, reward_funcs=[sync_reward, async_reward], args=args, train_dataset=data,
+                              processing_class=tok)
+        trainer.train()
+        served = _served(httpx.get(f"{url}/metrics", timeout=60).text)
+    assert trainer.state.global_step == 2
+    logged = [h for h in trainer.state.log_history if any(k.startswith("rewards/served") for k in h)]
+    assert logged, trainer.state.log_history
+    assert served >= 4  # both reward functions, both steps
+    # The sync and async functions score the same completions: their logged means agree.
+    for entry in logged:
+        means = [v for k, v in entry.items() if k.startswith("rewards/") and k.endswith("/mean")]
+        assert len(means) == 2 and means[0] == pytest.approx(means[1], abs=1e-4)
