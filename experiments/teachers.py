@@ -33,24 +33,29 @@ from rewardsmith.w2s.metrics import ID_SPLIT, VAL_SPLIT, teacher_label_stats  # 
 from rewardsmith.w2s.pipeline import ShiftRun, prepare_data  # noqa: E402
 
 OUT = ROOT / "docs" / "results" / "teachers.json"
+CACHE = ROOT / "runs" / "teachers"
 PROBE_TRAIN = TrainConfig(epochs=4, batch_size=16, lr=1e-2, head_lr=1e-2, checkpoint_every=0, progress=False)
 
 
-def candidates() -> dict[str, TeacherConfig]:
-    """The teacher families the issue names: TF-IDF logistic models, frozen MiniLM probes, a fine-tuned
-    1-layer MiniLM."""
+def candidates() -> dict[str, tuple[TeacherConfig, int | None]]:
+    """(teacher, gold pairs or None for the config's) of the families the issue names: TF-IDF logistic models on
+    more or fewer gold pairs, frozen MiniLM probes, a fine-tuned 1-layer MiniLM."""
+    tfidf = TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=1.0))
     return {
-        "tfidf (C 1, 1-2 grams)": TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=1.0)),
-        "tfidf (C 0.1, 1-2 grams)": TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=0.1)),
-        "probe: frozen MiniLM, 1 layer, mean": TeacherConfig(
+        "tfidf (C 1, 1-2 grams)": (tfidf, None),
+        "tfidf (C 0.1, 1-2 grams)": (TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=0.1)), None),
+        "tfidf (C 1), 100 gold pairs": (tfidf, 100),
+        "tfidf (C 1), 50 gold pairs": (tfidf, 50),
+        "probe: frozen MiniLM, 1 layer, mean": (TeacherConfig(
             model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, max_length=128),
-            train=PROBE_TRAIN),
-        "probe: frozen MiniLM, 1 layer, [CLS]": TeacherConfig(
+            train=PROBE_TRAIN), None),
+        "probe: frozen MiniLM, 1 layer, [CLS]": (TeacherConfig(
             model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, pooling="cls", max_length=128),
-            train=PROBE_TRAIN),
-        "fine-tuned MiniLM, 1 layer": TeacherConfig(
+            train=PROBE_TRAIN), None),
+        "fine-tuned MiniLM, 1 layer": (TeacherConfig(
             model=ModelConfig(backbone="minilm", num_layers=1, max_length=128),
             train=TrainConfig(epochs=2, batch_size=16, lr=1e-4, head_lr=1e-3, checkpoint_every=0, progress=False)),
+            None),
     }
 
 
@@ -63,17 +68,23 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
     data = prepare_data(cfg)
     rows: dict[str, Any] = {}
     ceiling_margins = None
+    if with_ceiling:  # cached under runs/teachers/<config>: the ceiling depends on the W2S pool only
+        run = ShiftRun(replace(cfg, seeds=[0]), CACHE / config_path.stem / "ceiling", data, progress=False)
+        ceiling_margins = run.student(cfg.methods[0], 0, np.ones(len(data.w2s)), gold=True)
     with tempfile.TemporaryDirectory() as tmp:
-        if with_ceiling:
-            run = ShiftRun(replace(cfg, seeds=[0]), Path(tmp) / "ceiling", data, progress=False)
-            ceiling_margins = run.student(cfg.methods[0], 0, np.ones(len(data.w2s)), gold=True)
-        for name, teacher in candidates().items():
+        for name, (teacher, gold_pairs) in candidates().items():
             if names and name not in names:
                 continue
-            run = ShiftRun(replace(cfg, teacher=teacher), Path(tmp) / f"t{len(rows)}", data, progress=False)
+            cand = replace(cfg, teacher=teacher)
+            cand_data = data
+            if gold_pairs is not None:
+                cand = replace(cand, split=replace(cfg.split, gold_pairs=gold_pairs))
+                cand_data = replace(data, gold=prepare_data(cand).gold)
+            run = ShiftRun(cand, Path(tmp) / f"t{len(rows)}", cand_data, progress=False)
             labels, margins, facts = run.teacher()
             acc = pairwise_accuracy(margins[ID_SPLIT])
-            row: dict[str, Any] = {"id_acc": round(acc.value, 2), "id_acc_ci": [round(x, 2) for x in acc.ci],
+            row: dict[str, Any] = {"gold_pairs": len(cand_data.gold), "id_acc": round(acc.value, 2),
+                                   "id_acc_ci": [round(x, 2) for x in acc.ci],
                                    "labels_raw": facts["raw_label_stats"], "labels": teacher_label_stats(labels),
                                    "temperature": facts.get("temperature"), "seconds": facts.get("seconds")}
             if VAL_SPLIT in margins:

@@ -52,4 +52,6 @@ def test_wheel_installs_and_runs_the_demo_outside_the_repo(tmp_path: Path) -> No
     demo = subprocess.run([str(exe), "demo", "--quick", "--quiet", "--out", "demo"], cwd=work, capture_output=True,
                           text=True, env=env, timeout=900)
     assert demo.returncode == 0, demo.stderr[-3000:]
-    assert (work / "demo" / "report.html").exists() and (work / "demo" / "metrics.json").exists()
+    assert (work / "demo" / "index.html").exists() and (work / "demo" / "metrics.json").exists()
+    for step in ("train", "shift", "steer", "calibrate"):
+        assert (work / "demo" / step / "report.html").exists(), step

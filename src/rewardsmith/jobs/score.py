@@ -18,9 +18,10 @@ import numpy as np
 
 from rewardsmith.data.adapters._common import BadRow, iter_jsonl
 from rewardsmith.data.adapters.generic import parse_score_record
+from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError, RunFolderError
-from rewardsmith.evaluate.scoring import default_device, score_pairs
+from rewardsmith.evaluate.scoring import default_device, score_encoded
 from rewardsmith.io.atomic import atomic_write_text
 from rewardsmith.jobs.common import JobResult
 from rewardsmith.models.factory import load_model
@@ -49,6 +50,29 @@ def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePa
     if not rows:
         raise DataError("no rows to score", path=path)
     return rows, pairs, repaired
+
+
+def _single(row: dict[str, Any]) -> bool:
+    return "response" in row and "chosen" not in row
+
+
+def _score_rows(model: Any, tokenizer: Any, rows: list[dict[str, Any]], pairs: list[PreferencePair],
+                max_length: int, min_prompt_tokens: int, batch_size: int, bf16: bool,
+                progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Rewards of each row's chosen (N,) and rejected (N,) side; a one-response row is scored once (its value
+    fills both sides)."""
+    encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
+    texts, first, second = [], [], []
+    for row, pair in zip(rows, pairs, strict=True):
+        prompt = pair.prompt_text()
+        first.append(len(texts))
+        texts.append(encoder.encode(prompt, pair.chosen))
+        if not _single(row):
+            texts.append(encoder.encode(prompt, pair.rejected))
+        second.append(len(texts) - 1)
+    scores = score_encoded(model, texts, int(tokenizer.pad_token_id), batch_size, bf16,
+                           progress="score" if progress else None)
+    return scores[first], scores[second]
 
 
 def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path, calibration: str | Path | None = None,
@@ -90,8 +114,8 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
     else:
         if demos is not None:
             raise ConfigError(f"{model_dir}: a scalar reward model takes no --demos (only an in-context model does)")
-        chosen, rejected = score_pairs(model, tokenizer, pairs, mc.max_length, mc.min_prompt_tokens, batch_size,
-                                       use_bf16, progress="score" if progress else None)
+        chosen, rejected = _score_rows(model, tokenizer, rows, pairs, mc.max_length, mc.min_prompt_tokens,
+                                       batch_size, use_bf16, progress)
     score_seconds = time.perf_counter() - t1
     # The preference probability comes from the model's own scale, before any per-rater map.
     p_chosen = extra["p_chosen"] if extra else sigmoid(chosen - rejected)
@@ -103,7 +127,7 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
     lines = []
     for i, row in enumerate(rows):
         out = dict(row)
-        if "response" in row and "chosen" not in row:
+        if _single(row):
             out["reward"] = float(chosen[i])
             if extra:
                 out["confidence"] = float(extra["confidence_chosen"][i])
