@@ -251,15 +251,90 @@ def block_teachers() -> str:
             + "\n\n" + _source("teachers"))
 
 
+
+
+def block_debias_summary() -> str:
+    d = load("debias")
+    kept = d["choice"]["kept"]
+    if kept == "none":
+        return ("No debiasing objective gained on the validation split, so the shipped configs keep plain "
+                "Bradley-Terry. " + _source("debias"))
+    header, rows = _debias_summary(d)
+    v = d["verdict"]
+    return (f"Kept on the validation split: `{kept}`; against plain Bradley-Terry over seeds "
+            f"{', '.join(map(str, d['seeds']))} (95% hierarchical bootstrap CIs over seeds and pairs), the issue's "
+            f"bar (length-controlled gain >= 3 points with CI above 0, |corr| halved, <= 1 point of held-out "
+            f"accuracy lost) is **{'met' if v['held'] else 'not met'}**:\n\n" + _table(header, rows)
+            + "\n\n" + _source("debias"))
+
+
+def block_speed() -> str:
+    parts = []
+    train_path, score_path = BENCH / "train_throughput.json", BENCH / "score.json"
+    if train_path.exists():
+        t = json.loads(train_path.read_text(encoding="utf-8"))
+        rows = []
+        for r in t["results"]:
+            med = r["median"]
+            vs, bare, again = (r[k] for k in ("ratio_vs_trl_pairs_per_s", "fraction_of_bare_tokens_per_s",
+                                              "second_over_first_training"))
+            rows.append([r["precision"], f"{med['rewardsmith']['pairs_per_s']:.2f}", f"{med['trl']['pairs_per_s']:.2f}",
+                         f"{vs['median']:.2f}x ({vs['min']:.2f}-{vs['max']:.2f})",
+                         f"{med['rewardsmith']['tokens_per_s']:.0f} / {med['bare']['tokens_per_s']:.0f}",
+                         f"{100 * bare['median']:.0f}% ({100 * bare['min']:.0f}-{100 * bare['max']:.0f}%)",
+                         f"{100 * med['rewardsmith']['padding_fraction']:.0f}% / "
+                         f"{100 * med['trl']['padding_fraction']:.0f}%",
+                         f"{again['median']:.2f}",
+                         f"{r['pairs_kept']['rewardsmith']} / {r['pairs_kept']['trl']} of {r['pairs_kept']['of']}"])
+        parts.append(f"**Training** ({t['pairs']} hh-rlhf/harmless-base pairs, {t['max_length']} tokens, "
+                     f"{t['batch_size']} pairs a step, one epoch, MiniLM; {t['rounds']} rounds):\n\n"
+                     + _table(["precision", "rewardsmith pairs/s", "TRL pairs/s", "ratio", "tokens/s (ours / bare)",
+                               "of the bare limit", "padding (ours / TRL)", "2nd / 1st training", "pairs kept"], rows)
+                     + f"\n\nCommand: `{t['command']}`; results: `benchmarks/results/train_throughput.json`.")
+    if score_path.exists():
+        sc = json.loads(score_path.read_text(encoding="utf-8"))
+        rows = []
+        for r in sc["results"]:
+            f = r["fraction_of_bare"]
+            rows.append([str(r["max_length"]), r["precision"], f"{r['median_pairs_per_s']['score']:.1f}",
+                         f"{r['median_pairs_per_s']['bare']:.1f}",
+                         f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)",
+                         f"{r['median_load_seconds']:.1f}"])
+        parts.append(f"**Scoring** (`rewardsmith score` on {sc['pairs']} pairs, model load timed apart; bf16 "
+                     "rewards stay within 5% of the fp32 rewards' standard deviation, "
+                     "`tests/integration/test_scoring_bf16.py`):\n\n"
+                     + _table(["tokens", "precision", "score pairs/s", "bare forward pairs/s", "of the bare limit",
+                               "model load s"], rows)
+                     + f"\n\nCommand: `{sc['command']}`; results: `benchmarks/results/score.json`.")
+    return "\n\n".join(parts) if parts else "Not measured yet."
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration,
                                          "debias": block_debias, "w2s-claims": block_w2s_claims,
-                                         "teachers": block_teachers, "serve": block_serve}
+                                         "teachers": block_teachers, "serve": block_serve,
+                                         "debias-summary": block_debias_summary, "speed": block_speed}
+
+
+def block_anchor_speed() -> str:
+    a = json.loads((BENCH / "anchor.json").read_text(encoding="utf-8"))
+    rows = [[m, f"{a['median_step_s'][m]:.2f}", f"{a['ratio_to_naive'][m]:.2f}"] for m in a["median_step_s"]]
+    return (f"{a['backbone']}, {a['batch_pairs']} pairs a step, {a['max_length']} tokens, {a['dtype']}, "
+            f"{a['threads']} thread, median of {a['steps']} steps:\n\n"
+            + _table(["method", "median step (s)", "x naive"], rows)
+            + f"\n\nCache: {a['cache_mb']:.2f} MB for {a['cache_pairs']} pairs (last layer, fp16), built in "
+              f"{a['cache_build_s']:.1f} s. Source: `benchmarks/results/anchor.json`; command: "
+              "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_anchor.py`.")
+
+
+BLOCKS["anchor-speed"] = block_anchor_speed
 
 
 def render_block(name: str) -> str:
     if name in BLOCKS:
         return BLOCKS[name]()
-    if name.startswith("shift-") and (RESULTS / f"{name}.json").exists():
+    if name.startswith("shift-"):
+        if not (RESULTS / f"{name}.json").exists():
+            return f"Not run yet: no `docs/results/{name}.json`."
         return block_shift(name)
     raise SystemExit(f"unknown results block {name!r}")
 

@@ -1,0 +1,168 @@
+"""Scoring speed as a user sees it: `rewardsmith score` on a file of pairs against the bare forward limit of the
+same model on the same batches, every measured run in its own fresh process.
+
+The model is the embedded MiniLM with a seeded head, saved once as a rewardsmith model folder; the input is
+--pairs hh-rlhf/harmless-base pairs (prompt, chosen, rejected) as JSONL. Per round, two processes alternate:
+- score: `jobs.score.score_file` (what `rewardsmith score` runs): reads the file, loads the model (timed apart),
+  encodes, scores through the shared batched path (length-sorted batches of 64, bf16 autocast on request) and
+  writes the output file; the scoring time counts encoding and writing;
+- bare: the same model loaded the same way, the same texts encoded, sorted and padded into the same batches
+  before the clock, then only the forward passes under inference mode.
+
+Reported per max_length and precision: pairs/s of each, model load seconds, and the median paired ratio
+score / bare with its range.
+
+    .venv/bin/python benchmarks/bench_score.py --pairs 1000 --max-length 128 256 --precision fp32 bf16 --rounds 3
+
+Writes benchmarks/results/score.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
+BATCH = 64
+
+
+def prepare(folder: Path, n: int, max_length: int, data_dir: str | None) -> tuple[Path, Path]:
+    """A saved MiniLM reward model (seeded head) and a JSONL file of n pairs."""
+    from rewardsmith.config import ModelConfig
+    from rewardsmith.data.registry import load_dataset
+    from rewardsmith.models import build_reward_model
+    from rewardsmith.models.factory import save_model
+
+    cfg = ModelConfig(backbone="minilm", max_length=max_length)
+    model, tok = build_reward_model(cfg, seed=0)
+    model_dir = folder / f"model-{max_length}"
+    save_model(model, tok, model_dir, cfg)
+    pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs[:n]
+    rows = folder / "pairs.jsonl"
+    rows.write_text("".join(json.dumps({"prompt": p.prompt_text(), "chosen": p.chosen, "rejected": p.rejected}) + "\n"
+                            for p in pairs), encoding="utf-8")
+    return model_dir, rows
+
+
+def measure_score(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
+    from rewardsmith.jobs.score import score_file
+
+    with tempfile.TemporaryDirectory() as tmp:
+        result = score_file(model_dir, rows, Path(tmp) / "out.jsonl", bf16=bf16, batch_size=BATCH, progress=False)
+    m = result.metrics
+    return {"pairs": m["rows"], "load_seconds": round(m["load_seconds"], 3), "seconds": round(m["score_seconds"], 3),
+            "pairs_per_s": round(m["rows"] / m["score_seconds"], 2)}
+
+
+def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
+    import torch
+
+    from rewardsmith.data.collate import PairEncoder, pad_texts, sorted_batches
+    from rewardsmith.evaluate.scoring import encode_pair_texts
+    from rewardsmith.jobs.score import read_score_rows
+    from rewardsmith.models.factory import load_model
+
+    _, pairs, _ = read_score_rows(rows)
+    t0 = time.perf_counter()
+    model, tok, meta = load_model(model_dir)
+    load = time.perf_counter() - t0
+    mc = meta["model_config"]
+    texts = encode_pair_texts(PairEncoder(tok, mc.max_length, mc.min_prompt_tokens), pairs)
+    batches = [pad_texts([texts[i] for i in idx], int(tok.pad_token_id))
+               for idx in sorted_batches([len(t.input_ids) for t in texts], BATCH)]
+    model.eval()
+    t1 = time.perf_counter()
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        for batch in batches:
+            model(batch)
+    seconds = time.perf_counter() - t1
+    return {"pairs": len(pairs), "load_seconds": round(load, 3), "seconds": round(seconds, 3),
+            "pairs_per_s": round(len(pairs) / seconds, 2)}
+
+
+MEASURES = {"score": measure_score, "bare": measure_bare}
+
+
+def _child(tool: str, model_dir: Path, rows: Path, precision: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", tool, "--model-dir", str(model_dir), "--rows", str(rows),
+           "--precision", precision]
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if done.returncode != 0:
+        raise SystemExit(f"{tool} ({precision}) failed:\n{done.stderr[-3000:]}")
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "process_seconds": round(time.perf_counter() - t0, 2)}
+
+
+def drive(args: argparse.Namespace) -> None:
+    import torch
+
+    rows_out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for max_length in args.max_length:
+            model_dir, rows = prepare(Path(tmp), args.pairs, max_length, args.data_dir)
+            for precision in args.precision:
+                runs: dict[str, list[dict[str, Any]]] = {"score": [], "bare": []}
+                for r in range(args.rounds):
+                    for tool in ("score", "bare") if r % 2 == 0 else ("bare", "score"):
+                        runs[tool].append(_child(tool, model_dir, rows, precision))
+                        print(f"{max_length} {precision} round {r + 1} {tool}: {runs[tool][-1]['pairs_per_s']:.1f} "
+                              "pairs/s", file=sys.stderr, flush=True)
+                ratios = [s["pairs_per_s"] / b["pairs_per_s"] for s, b in zip(runs["score"], runs["bare"], strict=True)]
+                rows_out.append({
+                    "max_length": max_length, "precision": precision, "runs": runs,
+                    "median_pairs_per_s": {t: statistics.median(x["pairs_per_s"] for x in runs[t]) for t in runs},
+                    "median_load_seconds": statistics.median(x["load_seconds"] for x in runs["score"]),
+                    "fraction_of_bare": {"median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
+                                         "max": round(max(ratios), 3), "per_round": [round(x, 3) for x in ratios]}})
+    out = {"benchmark": "score", "model": "minilm (embedded), seeded head", "pairs": args.pairs, "batch_size": BATCH,
+           "rounds": args.rounds, "results": rows_out,
+           "command": f".venv/bin/python benchmarks/bench_score.py --pairs {args.pairs} --max-length "
+                      f"{' '.join(map(str, args.max_length))} --precision {' '.join(args.precision)} "
+                      f"--rounds {args.rounds}",
+           "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(),
+                       "torch_threads": torch.get_num_threads()}}
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    print(table(out))
+    print(f"written {RESULTS}")
+
+
+def table(out: dict[str, Any]) -> str:
+    lines = ["| tokens | precision | score pairs/s | bare forward pairs/s | score / bare | model load s |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for r in out["results"]:
+        f = r["fraction_of_bare"]
+        lines.append(f"| {r['max_length']} | {r['precision']} | {r['median_pairs_per_s']['score']:.1f} | "
+                     f"{r['median_pairs_per_s']['bare']:.1f} | {100 * f['median']:.0f}% ({100 * f['min']:.0f}-"
+                     f"{100 * f['max']:.0f}%) | {r['median_load_seconds']:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=1000)
+    parser.add_argument("--max-length", type=int, nargs="+", default=[128, 256])
+    parser.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--worker", choices=tuple(MEASURES), help=argparse.SUPPRESS)
+    parser.add_argument("--model-dir", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rows", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(MEASURES[args.worker](args.model_dir, args.rows, args.precision[0] == "bf16")))
+        return
+    drive(args)
+
+
+if __name__ == "__main__":
+    main()
