@@ -241,3 +241,40 @@ def test_tfidf_teacher_calibrated_labels_and_anchor_weight_chosen_on_validation(
     assert selection["chosen"] == best and selection["normalise"] is True
     report = (tmp_path / "report.md").read_text()
     assert "near-domain" in report and "chosen on validation" in report and "T = " in report
+    # A method's students may be debiased on their own (docs/w2s.md: does a debiased student transfer better?).
+    more = replace(cfg, methods=[*cfg.methods, MethodConfig("naive-odin", "naive", debias="odin")])
+    run_shift_job(more, tmp_path, data=data, progress=False)
+    logs = {m: (tmp_path / "seed0" / m / "log.jsonl").read_text() for m in ("naive", "naive-odin")}
+    assert '"rho_quality"' in logs["naive-odin"] and '"rho_quality"' not in logs["naive"]
+
+
+def test_tfidf_teacher_without_the_length_feature() -> None:
+    from rewardsmith.w2s.config import TfidfSettings
+    from rewardsmith.w2s.teachers import TfidfTeacher
+
+    gold = _pairs(40, "g", 1)
+    with_length = TfidfTeacher(TfidfSettings()).fit(gold)
+    without = TfidfTeacher(TfidfSettings(length_feature=False)).fit(gold)
+    n_words = len(without.vectorizer_.vocabulary_)
+    assert without._features(gold).shape[1] == n_words and with_length._features(gold).shape[1] == n_words + 1
+    # Sides that differ only by words the teacher never saw: without the length feature the margin is 0, with it
+    # the longer side is scored apart.
+    pair = PreferencePair(user_prompt("q"), "zzzz qqqq", "zzzz qqqq wwww vvvv")
+    assert without.margins([pair])[0] == pytest.approx(0.0)
+    assert with_length.margins([pair])[0] != pytest.approx(0.0)
+
+
+def test_a_folder_written_before_a_setting_existed_still_resumes() -> None:
+    """Settings added to ShiftConfig later (a method's debias, the TF-IDF length feature) read as their defaults
+    when a run folder written without them is resumed."""
+    from rewardsmith.config import to_dict
+    from rewardsmith.jobs.shift import shift_compare
+
+    cfg = ShiftConfig(methods=[MethodConfig("naive"), MethodConfig("anchor-1", "anchor")])
+    old = to_dict(cfg)
+    for m in old["methods"]:
+        del m["debias"]
+    del old["teacher"]["tfidf"]["length_feature"]
+    assert shift_compare(old, to_dict(cfg)) == []
+    changed = to_dict(replace(cfg, methods=[MethodConfig("naive", debias="odin"), MethodConfig("anchor-1", "anchor")]))
+    assert shift_compare(old, changed) == ["methods[naive]"]

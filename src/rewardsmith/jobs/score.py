@@ -18,7 +18,7 @@ import numpy as np
 
 from rewardsmith.data.adapters._common import BadRow, iter_jsonl
 from rewardsmith.data.adapters.generic import parse_score_record
-from rewardsmith.data.collate import PairEncoder
+from rewardsmith.data.collate import EncodedText, PairEncoder
 from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError, RunFolderError
 from rewardsmith.evaluate.scoring import default_device, score_encoded
@@ -62,7 +62,9 @@ def _score_rows(model: Any, tokenizer: Any, rows: list[dict[str, Any]], pairs: l
     """Rewards of each row's chosen (N,) and rejected (N,) side; a one-response row is scored once (its value
     fills both sides)."""
     encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
-    texts, first, second = [], [], []
+    texts: list[EncodedText] = []
+    first: list[int] = []
+    second: list[int] = []
     for row, pair in zip(rows, pairs, strict=True):
         prompt = pair.prompt_text()
         first.append(len(texts))

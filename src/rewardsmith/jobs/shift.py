@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.config import volatile_keys
+from rewardsmith.config import from_dict, to_dict, volatile_keys
+from rewardsmith.errors import RewardsmithError
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import differing_keys
 from rewardsmith.jobs.common import JobResult, open_run, written_line
@@ -23,6 +25,10 @@ _EXTENDABLE = ("seeds", "methods", "name")
 def shift_compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """Resume check of a shift run: everything equal except seeds, evaluation settings and new methods; a
     method that keeps its name must keep its settings (its trained students would be stale otherwise)."""
+    with contextlib.suppress(RewardsmithError, TypeError, ValueError):
+        # Settings added to the config since the folder was written read as their defaults, so they do not
+        # count as a change.
+        old = to_dict(from_dict(ShiftConfig, dict(old)))
     volatile = [*volatile_keys(ShiftConfig), *_EXTENDABLE, *[k for k in set(old) | set(new) if k.startswith("eval.")]]
     diff = differing_keys(old, new, volatile)
     old_methods = {m["name"]: m for m in old.get("methods", [])}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rewardsmith.config import DatasetConfig, ModelConfig, TrainConfig, option
+from rewardsmith.config import DEBIAS_KINDS, DatasetConfig, ModelConfig, TrainConfig, option
 
 
 @dataclass
@@ -26,6 +26,8 @@ class ShiftSplitConfig:
 
 @dataclass
 class TfidfSettings:
+    length_feature: bool = option(True, "give the TF-IDF teacher the log-length difference as a feature (false: a "
+                                  "teacher that cannot read length directly)")
     max_features: int = option(20000, "vocabulary size of the TF-IDF teacher", min=1)
     max_ngram: int = option(2, "longest n-gram of the TF-IDF teacher", min=1, max=3)
     c: float = option(1.0, "inverse L2 penalty of the TF-IDF teacher's logistic regression", min=0.0,
@@ -87,6 +89,9 @@ class MethodConfig:
     anchor: AnchorSettings = field(default_factory=AnchorSettings)
     confidence: ConfidenceSettings = field(default_factory=ConfidenceSettings)
     seam: SeamSettings = field(default_factory=SeamSettings)
+    debias: str = option("inherit", "length debiasing of this method's students: inherit (train.debias) | none | "
+                         "length-covariate | odin | length-balanced",
+                         choices=("inherit", *DEBIAS_KINDS))
 
 
 @dataclass

@@ -305,7 +305,10 @@ class ShiftRun:
         labels = np.ones(len(self.data.w2s)) if gold else self.method_labels(method, teacher_labels)
         pairs = [p.with_label(float(q)) for p, q in zip(self.data.w2s, labels, strict=True)]
         t0 = time.perf_counter()
-        model, tokenizer, result = self._train(self.config.student, self.config.train, pairs, seed, folder,
+        train_cfg = self.config.train
+        if method.debias != "inherit":
+            train_cfg = replace(train_cfg, debias=replace(train_cfg.debias, kind=method.debias))
+        model, tokenizer, result = self._train(self.config.student, train_cfg, pairs, seed, folder,
                                                lambda m, tok, enc: self._objective(method, m, tok, enc))
         margins = self._score(model, tokenizer, self.config.student)
         _save_npz(path, margins)

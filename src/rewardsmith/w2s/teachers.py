@@ -38,7 +38,8 @@ def _texts(pairs: Sequence[PreferencePair]) -> tuple[list[str], list[str]]:
 
 
 class TfidfTeacher:
-    """Logistic regression on [tfidf(chosen) - tfidf(rejected), log len(chosen) - log len(rejected)].
+    """Logistic regression on [tfidf(chosen) - tfidf(rejected), log len(chosen) - log len(rejected)] (the length
+    term only with settings.length_feature).
 
     fit(pairs) -> self; margins(pairs) -> (N,) decision values (positive: chosen preferred). Learned state:
     vectorizer_, model_.
@@ -50,6 +51,8 @@ class TfidfTeacher:
     def _features(self, pairs: Sequence[PreferencePair]) -> csr_matrix:
         chosen, rejected = _texts(pairs)
         diff = self.vectorizer_.transform(chosen) - self.vectorizer_.transform(rejected)
+        if not self.settings.length_feature:
+            return csr_matrix(diff)
         length = np.log1p([len(c) for c in chosen]) - np.log1p([len(r) for r in rejected])
         return hstack([diff, csr_matrix(length[:, None])]).tocsr()
 
