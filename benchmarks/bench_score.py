@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -30,6 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
 BATCH = 64
@@ -103,7 +105,6 @@ def _child(tool: str, model_dir: Path, rows: Path, precision: str) -> dict[str, 
 
 
 def drive(args: argparse.Namespace) -> None:
-    import torch
 
     rows_out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,19 +122,13 @@ def drive(args: argparse.Namespace) -> None:
                     "max_length": max_length, "precision": precision, "runs": runs,
                     "median_pairs_per_s": {t: statistics.median(x["pairs_per_s"] for x in runs[t]) for t in runs},
                     "median_load_seconds": statistics.median(x["load_seconds"] for x in runs["score"]),
-                    "fraction_of_bare": {"median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
-                                         "max": round(max(ratios), 3), "per_round": [round(x, 3) for x in ratios]}})
+                    "fraction_of_bare": spread(ratios)})
     out = {"benchmark": "score", "model": "minilm (embedded), seeded head", "pairs": args.pairs, "batch_size": BATCH,
            "rounds": args.rounds, "results": rows_out,
            "command": f".venv/bin/python benchmarks/bench_score.py --pairs {args.pairs} --max-length "
                       f"{' '.join(map(str, args.max_length))} --precision {' '.join(args.precision)} "
-                      f"--rounds {args.rounds}",
-           "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(),
-                       "torch_threads": torch.get_num_threads()}}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
-    print(table(out))
-    print(f"written {RESULTS}")
+                      f"--rounds {args.rounds}"}
+    write_results(RESULTS, out, table(out))
 
 
 def table(out: dict[str, Any]) -> str:

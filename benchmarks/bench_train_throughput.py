@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
@@ -36,6 +35,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train_throughput.json"
 TOOLS = ("rewardsmith", "trl", "bare")
@@ -180,13 +182,7 @@ def _child(tool: str, args: argparse.Namespace, precision: str) -> dict[str, Any
     return record
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3), "max": round(max(values), 3),
-            "per_round": [round(v, 3) for v in values]}
-
-
 def drive(args: argparse.Namespace) -> None:
-    import torch
 
     rows = []
     for precision in args.precision:
@@ -201,11 +197,11 @@ def drive(args: argparse.Namespace) -> None:
         ours, trl, bare = runs["rewardsmith"], runs["trl"], runs["bare"]
         rows.append({
             "precision": precision, "runs": runs,
-            "ratio_vs_trl_pairs_per_s": _spread([o["pairs_per_s"] / t["pairs_per_s"]
+            "ratio_vs_trl_pairs_per_s": spread([o["pairs_per_s"] / t["pairs_per_s"]
                                                  for o, t in zip(ours, trl, strict=True)]),
-            "fraction_of_bare_tokens_per_s": _spread([o["tokens_per_s"] / b["tokens_per_s"]
+            "fraction_of_bare_tokens_per_s": spread([o["tokens_per_s"] / b["tokens_per_s"]
                                                       for o, b in zip(ours, bare, strict=True)]),
-            "second_over_first_training": _spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
+            "second_over_first_training": spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
             "median": {t: {k: statistics.median(x[k] for x in runs[t])
                            for k in ("pairs_per_s", "tokens_per_s", "padding_fraction", "seconds", "cpu_seconds")}
                        for t in TOOLS},
@@ -214,13 +210,8 @@ def drive(args: argparse.Namespace) -> None:
     out = {"benchmark": "train_throughput", "backbone": "minilm (embedded), dropout 0", "max_length": args.max_length,
            "batch_size": BATCH, "pairs": args.pairs, "rounds": args.rounds, "results": rows,
            "command": f".venv/bin/python benchmarks/bench_train_throughput.py --pairs {args.pairs} --max-length "
-                      f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}",
-           "machine": {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(),
-                       "torch_threads": torch.get_num_threads()}}
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
-    print(table(out))
-    print(f"written {RESULTS}")
+                      f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}"}
+    write_results(RESULTS, out, table(out))
 
 
 def table(out: dict[str, Any]) -> str:

@@ -329,9 +329,112 @@ def block_anchor_speed() -> str:
 BLOCKS["anchor-speed"] = block_anchor_speed
 
 
+def _mci(rec: Any, decimals: int = 1) -> str:
+    """A {"mean", "ci"} (or {"mean", "min", "max"}) record as text."""
+    if not rec:
+        return "n/a"
+    if "ci" in rec:
+        return _ci(rec["mean"], rec["ci"], decimals)
+    return _ci(rec["mean"], [rec.get("min"), rec.get("max")], decimals) + " (min-max over seeds)"
+
+
+def block_icrm_claims() -> str:
+    d = load("icrm")
+    rows = []
+    for c in d["claims"]:
+        if "mean" in c:
+            estimate = _mci(c, 3 if abs(c["mean"]) < 1 else 1)
+        elif "proxy" in c:
+            estimate = f"not measured; proxy ({c['proxy']['measure']}): {_mci(c['proxy'])}"
+        else:
+            estimate = c.get("evidence") or c.get("reason", "")
+        rows.append([c["claim"], c.get("measure", ""), estimate, f"**{c['verdict']}**"])
+    seeds = ", ".join(map(str, d["seeds"]))
+    return (f"Seeds {seeds}; trained on {', '.join(d['training_sources'])} only. Intervals: 95% hierarchical "
+            "bootstrap over seeds, then pairs within seed (paired for differences), unless marked min-max; held: "
+            "above 0; not held: below 0; inconclusive: covers 0.\n\n"
+            + _table(["claim", "measure", "estimate", "verdict"], rows) + "\n\n" + _source("icrm"))
+
+
+def block_icrm_results() -> str:
+    d = load("icrm")
+    p = d["protocols"]
+    parts = []
+    if "steerability" in p:
+        st = p["steerability"]
+        ns = sorted({n for v in st["accuracy"].values() for n in v["icrm"]}, key=int)
+        rows = [[std, *[_mci(v["icrm"].get(n)) for n in ns], _mci(v.get("bt")), _mci(v.get(f"icrm_n{ns[-1]}_minus_bt"))]
+                for std, v in st["accuracy"].items()]
+        parts.append(f"**Steerability** (pku-saferlhf held-out test part, {st['test_pairs']} pairs; accuracy % "
+                     "against each standard):\n\n"
+                     + _table(["standard", *[f"N={n}" for n in ns], "BT", f"ICRM N={ns[-1]} - BT"], rows))
+    if "calibration" in p:
+        ca = p["calibration"]
+        rows = [[n, _mci(v["ece"], 3), _mci(v["mean_abs_error"], 3)] for n, v in sorted(ca["by_n"].items(),
+                                                                                          key=lambda x: int(x[0]))]
+        rows.append(["BT", _mci(ca["bt"]["ece"], 3), _mci(ca["bt"]["mean_abs_error"], 3)])
+        parts.append(f"**Calibration to demonstrated mixtures** (moralchoice/low, unseen, {ca['test_pairs']} pairs; "
+                     "ECE of mu and its mean absolute error against 1 - p):\n\n"
+                     + _table(["N", "ECE", "MAE"], rows))
+    if "rmbench" in p:
+        rb = p["rmbench"]
+        rows = []
+        for subset, v in rb["accuracy"].items():
+            for n, r in sorted(v["icrm"].items(), key=lambda x: int(x[0])):
+                rows.append([subset, f"ICRM N={n}", *[_mci(r[k]) for k in ("easy", "normal", "hard", "avg")]])
+            bt = v.get("bt")
+            if bt:
+                rows.append([subset, "BT", *[_mci(bt[k]) for k in ("easy", "normal", "hard", "avg")]])
+        parts.append("**RM-Bench** (unseen; prompts per subset: " + ", ".join(f"{k} {v}" for k, v in
+                                                                          rb["prompts"].items()) + "):\n\n"
+                     + _table(["subset", "model", "easy", "normal", "hard", "average"], rows))
+    if "pareto" in p:
+        pa = p["pareto"]
+        rows = [[n, _mci(v, 3)] for n, v in sorted(pa["hypervolume"].items(), key=lambda x: int(x[0]))]
+        rows.append(["BT", _mci(pa["bt_hypervolume"], 3)])
+        parts.append("**Pareto frontier** (rm-bench safety-response / safety-refuse, unseen; hypervolume):\n\n"
+                     + _table(["N", "hypervolume"], rows))
+    if "math500" in p:
+        ma = p["math500"]
+        rows = [[n, _mci(v)] for n, v in sorted(ma["accuracy"].items(), key=lambda x: int(x[0]))]
+        rows.append(["BT", _mci(ma["bt"])])
+        parts.append(f"**MATH-500 verifier proxy** ({ma['test_pairs']} pairs; accuracy %):\n\n"
+                     + _table(["N", "accuracy"], rows))
+    removed = {proto: {k: v for k, v in t.get("overlap_removed", {}).items() if v} for proto, t in d["targets"].items()}
+    note = "; ".join(f"{proto}: " + ", ".join(f"{k} {v}" for k, v in r.items()) for proto, r in removed.items() if r)
+    parts.append("Target pairs dropped for sharing a conversation with a training pair: " + (note or "none") + ".")
+    return "\n\n".join(parts) + "\n\n" + _source("icrm")
+
+
+def block_icrm_speed() -> str:
+    b = json.loads((BENCH / "icrm.json").read_text(encoding="utf-8"))
+    rows = [[label, f"{b['best_cpu_seconds'][k]:.1f}", f"{b['best_wall_seconds'][k]:.1f}",
+             f"{b['pairs_per_cpu_s'][k]:.1f}"]
+            for k, label in (("none", "no demonstrations"),
+                             ("demos", f"N = {b['demos']} demonstrations (cached per standard)"))]
+    passes = b["backbone_passes"]
+    return (f"Scoring {b['pairs']:,} held-out {b['source']} pairs under one standard (set mode, MiniLM, "
+            f"{b['max_length']} tokens, {b['precision']}, batch {b['batch_size']}, {b['torch_threads']} thread, best "
+            f"of {b['repeats']}):\n\n"
+            + _table(["condition", "CPU s", "wall s", "pairs per CPU s"], rows)
+            + f"\n\nRatio {b['ratio']:.3f} on CPU time (expected from the backbone passes: "
+              f"{passes['demos_cached']:,} / {passes['none']:,} = {passes['demos_cached'] / passes['none']:.3f}); "
+              f"without the cache every pair would re-encode its demonstrations ({passes['demos_uncached']:,} "
+              "passes). Source: `benchmarks/results/icrm.json`; command: `OMP_NUM_THREADS=1 .venv/bin/python "
+              "benchmarks/bench_icrm.py --pairs 1000 --demos 64 --repeats 2`.")
+
+
+BLOCKS["icrm-speed"] = block_icrm_speed
+BLOCKS["icrm-claims"] = block_icrm_claims
+BLOCKS["icrm-results"] = block_icrm_results
+
+
 def render_block(name: str) -> str:
     if name in BLOCKS:
-        return BLOCKS[name]()
+        try:
+            return BLOCKS[name]()
+        except FileNotFoundError as missing:
+            return f"Not run yet: no `{Path(missing.filename).relative_to(ROOT)}`."
     if name.startswith("shift-"):
         if not (RESULTS / f"{name}.json").exists():
             return f"Not run yet: no `docs/results/{name}.json`."
