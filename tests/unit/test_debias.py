@@ -106,6 +106,9 @@ def test_odin_regulariser_pushes_each_head_its_way() -> None:
     assert pearson(q2, length) < pearson(quality, length)
     assert abs(pearson(l2, length)) > abs(pearson(length_score, length))  # either direction explains length
     assert abs(float(pearson(torch.ones(5), torch.arange(5.0)))) < 1e-6  # constant: no correlation, no NaN
+    zero = torch.zeros(5, requires_grad=True)  # a zero-initialised length head: a finite gradient to start from
+    pearson(zero, torch.arange(5.0)).backward()
+    assert zero.grad is not None and bool(torch.isfinite(zero.grad).all())
 
 
 def test_length_correlation_matches_scipy_with_a_ci() -> None:

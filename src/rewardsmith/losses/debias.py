@@ -10,7 +10,8 @@ from rewardsmith.losses.base import LossResult
 def pearson(x: torch.Tensor, y: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """Pearson correlation of two (N,) tensors (differentiable; 0 when either is constant)."""
     xc, yc = x.float() - x.float().mean(), y.float() - y.float().mean()
-    return (xc * yc).sum() / (xc.pow(2).sum().sqrt() * yc.pow(2).sum().sqrt() + eps)
+    # eps inside the square root keeps the gradient finite where one side is constant (a zero-initialised head)
+    return (xc * yc).sum() / (xc.pow(2).sum() * yc.pow(2).sum() + eps).sqrt()
 
 
 def odin_regulariser(quality: torch.Tensor, length_score: torch.Tensor, log_length: torch.Tensor,

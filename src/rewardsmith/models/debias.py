@@ -50,14 +50,14 @@ class LengthCovariate(nn.Module):
 
 
 class LengthHead(nn.Module):
-    """ODIN's length head: a bias-free linear map of the pooled representation."""
+    """ODIN's length head: a bias-free linear map of the pooled representation. It starts at zero, so the
+    labels, not a random start, decide which way it follows length (longer or shorter preferred); the
+    correlation term then makes it explain length in that direction."""
 
-    def __init__(self, hidden_size: int, seed: int = 0):
+    def __init__(self, hidden_size: int):
         super().__init__()
         self.weight_layer = nn.Linear(hidden_size, 1, bias=False)
-        generator = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            self.weight_layer.weight.copy_(torch.randn(1, hidden_size, generator=generator) / hidden_size**0.5)
+        nn.init.zeros_(self.weight_layer.weight)
 
     def forward(self, pooled: torch.Tensor, log_length: torch.Tensor) -> torch.Tensor:
         return self.weight_layer(pooled.float()).squeeze(-1)
@@ -82,23 +82,23 @@ def prefit_covariate(head: LengthCovariate, chosen_log_length: torch.Tensor, rej
     return float(loss.detach())
 
 
-def debias_head(kind: str, hidden_size: int, seed: int = 0) -> nn.Module | None:
+def debias_head(kind: str, hidden_size: int) -> nn.Module | None:
     """The training head of a debias kind (None for kinds that need none)."""
     if kind == "length-covariate":
         return LengthCovariate()
     if kind == "odin":
-        return LengthHead(hidden_size, seed)
+        return LengthHead(hidden_size)
     return None
 
 
-def attach_debias(model: Any, kind: str, seed: int = 0) -> bool:
+def attach_debias(model: Any, kind: str) -> bool:
     """Attaches the training head of `kind` to a RewardModel (`model.debias`); returns whether one was attached.
     A model without a `debias` slot (the ICRM) takes none: asking for one there is a ConfigError."""
     if kind not in ("length-covariate", "odin"):
         return False
     if not hasattr(model, "last_debias"):
         raise ConfigError(f"debias {kind!r} needs a pairwise reward model, not {type(model).__name__}")
-    head = debias_head(kind, int(model.hidden_size), seed)
+    head = debias_head(kind, int(model.hidden_size))
     if head is None:
         return False
     model.debias = head.to(next(model.parameters()).device)

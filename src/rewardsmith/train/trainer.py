@@ -346,7 +346,7 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
     weights = length_balance_weights(encoded) if kind == "length-balanced" else None
     plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs,
                          weights)
-    if attach_debias(model, kind, cfg.seed) and kind == "length-covariate":
+    if attach_debias(model, kind) and kind == "length-covariate":
         lengths = torch.log1p(torch.tensor([response_tokens(p) for p in encoded], dtype=torch.float32))
         with torch.random.fork_rng():
             prefit_covariate(model.debias, lengths[:, 0], lengths[:, 1],
