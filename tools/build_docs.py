@@ -428,6 +428,11 @@ BLOCKS["icrm-speed"] = block_icrm_speed
 BLOCKS["icrm-claims"] = block_icrm_claims
 BLOCKS["icrm-results"] = block_icrm_results
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blocks_calibration import BLOCKS as CALIBRATION_BLOCKS  # noqa: E402  (tools/ is not a package)
+
+BLOCKS.update(CALIBRATION_BLOCKS)
+
 
 def render_block(name: str) -> str:
     if name in BLOCKS:

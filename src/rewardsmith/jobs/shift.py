@@ -10,7 +10,7 @@ from typing import Any
 from rewardsmith.config import from_dict, to_dict, volatile_keys
 from rewardsmith.errors import RewardsmithError
 from rewardsmith.io.environment import environment_info
-from rewardsmith.io.runfolder import differing_keys
+from rewardsmith.io.runfolder import differing_keys, flatten, unflatten
 from rewardsmith.jobs.common import JobResult, open_run, written_line
 from rewardsmith.report.render import with_interval
 from rewardsmith.report.w2s import shift_report
@@ -27,8 +27,9 @@ def shift_compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     method that keeps its name must keep its settings (its trained students would be stale otherwise)."""
     with contextlib.suppress(RewardsmithError, TypeError, ValueError):
         # Settings added to the config since the folder was written read as their defaults, so they do not
-        # count as a change.
-        old = to_dict(from_dict(ShiftConfig, dict(old)))
+        # count as a change (RunFolder hands the configs over flattened).
+        old = flatten(to_dict(from_dict(ShiftConfig, unflatten(old))))
+    new = flatten(unflatten(new))
     volatile = [*volatile_keys(ShiftConfig), *_EXTENDABLE, *[k for k in set(old) | set(new) if k.startswith("eval.")]]
     diff = differing_keys(old, new, volatile)
     old_methods = {m["name"]: m for m in old.get("methods", [])}
