@@ -86,6 +86,8 @@ def block_train() -> str:
     rows = []
     names = [n for n in ("train-harmless", "train-helpful", "train-harmless-debiased", "train-helpful-debiased")
              if (RESULTS / f"{n}.json").exists()]
+    if not names:
+        return "Not run yet: no `docs/results/train-harmless.json`."
     for name in names:
         m = load(name)
         kind = m["config"]["train"].get("debias", {}).get("kind", "none")
