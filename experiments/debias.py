@@ -1,8 +1,9 @@
-"""Does a length-debiasing objective make the MiniLM reward models transfer better? (issue: reward models that
-learn more than length.)
+"""Does a length-debiasing objective make the MiniLM reward models transfer better?
 
     .venv/bin/python experiments/debias.py run [--seeds 0 1 2] [--jobs 2]   # trains every (source, kind, seed)
     .venv/bin/python experiments/debias.py summarise                        # writes docs/results/debias.json
+    .venv/bin/python experiments/debias.py summarise --seeds 0 1 2 --choice-seeds 0   # choose on seed 0's
+                                                   # validation split, then the kept kind vs none over 3 seeds
 
 `run` calls `rewardsmith train --config configs/train-<source>.yaml --debias <kind> --seed <seed>` into
 runs/debias/<source>-<kind>-s<seed> (a finished run is reused). `summarise` reads every run's scores.json and
@@ -177,7 +178,7 @@ def choose(by_source: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
 
 
 def verdict(by_source: dict[str, Any], kept: str) -> dict[str, Any]:
-    """The issue's three conditions for the kept kind, per source and pooled over the sources."""
+    """The three shipping conditions for the kept kind, per source and pooled over the sources."""
     if kept == "none":
         return {"kept": "none", "held": False, "reason": "no kind gained on validation"}
     out: dict[str, Any] = {"kept": kept}
@@ -201,18 +202,30 @@ def verdict(by_source: dict[str, Any], kept: str) -> dict[str, Any]:
     return out
 
 
-def summarise(seeds: list[int], kinds: list[str], sources: list[str], n_boot: int) -> None:
-    by_source = {s: summarise_source(s, seeds, kinds, n_boot) for s in sources}
-    chosen = choose(by_source, kinds)
-    result = {"command": "python experiments/debias.py run --seeds " + " ".join(map(str, seeds))
-                         + " && python experiments/debias.py summarise",
-              "runs": {f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
-                       for s in sources for k in kinds for sd in seeds},
-              "seeds": seeds, "kinds": kinds, "n_boot": n_boot, "sources": by_source, "choice": chosen,
-              "verdict": verdict(by_source, chosen["kept"])}
+def summarise(seeds: list[int], kinds: list[str], sources: list[str], n_boot: int,
+              choice_seeds: list[int] | None = None) -> None:
+    """The choice among `kinds` on the validation split over `choice_seeds` (default: `seeds`), then the kept kind
+    against plain BT over `seeds` (a screening seed first, more seeds for the kept kind only)."""
+    choice_seeds = choice_seeds or seeds
+    screen = {s: summarise_source(s, choice_seeds, kinds, n_boot) for s in sources}
+    chosen = choose(screen, kinds)
+    kept = chosen["kept"]
+    final_kinds = kinds if choice_seeds == seeds or kept == "none" else ["none", kept]
+    by_source = screen if final_kinds == kinds else {s: summarise_source(s, seeds, final_kinds, n_boot)
+                                                     for s in sources}
+    runs = {f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
+            for s in sources for k in kinds for sd in choice_seeds}
+    runs.update({f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
+                 for s in sources for k in final_kinds for sd in seeds})
+    flags = f" --choice-seeds {' '.join(map(str, choice_seeds))}" if choice_seeds != seeds else ""
+    result = {"command": f"python experiments/debias.py summarise --seeds {' '.join(map(str, seeds))}{flags}",
+              "runs": runs, "seeds": seeds, "choice_seeds": choice_seeds, "kinds": final_kinds, "n_boot": n_boot,
+              "sources": by_source, "choice": chosen, "verdict": verdict(by_source, kept)}
+    if by_source is not screen:
+        result["screening"] = {"kinds": kinds, "sources": screen}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)}; kept: {chosen['kept']}; held: {result['verdict']['held']}")
+    print(f"wrote {OUT.relative_to(ROOT)}; kept: {kept}; held: {result['verdict']['held']}")
 
 
 def main() -> None:
@@ -223,11 +236,14 @@ def main() -> None:
     parser.add_argument("--sources", nargs="+", default=list(SOURCES))
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (each on one thread when > 1)")
     parser.add_argument("--n-boot", type=int, default=N_BOOT)
+    parser.add_argument("--choice-seeds", type=int, nargs="+", default=None,
+                        help="summarise: seeds of the validation choice among every kind (default: --seeds); the "
+                             "kept kind is then compared with plain BT over --seeds")
     args = parser.parse_args()
     if args.action == "run":
         run_all(args.seeds, args.kinds, args.sources, args.jobs)
     else:
-        summarise(args.seeds, args.kinds, args.sources, args.n_boot)
+        summarise(args.seeds, args.kinds, args.sources, args.n_boot, args.choice_seeds)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
 """Do the in-context reward model's (ICRM's) claims hold when it is evaluated only on data no training saw?
-(issue 10, item 6.)
 
     .venv/bin/python experiments/icrm.py run [--seeds 0 1 2] [--jobs 1]   # trains and evaluates every seed
     .venv/bin/python experiments/icrm.py summarise                        # writes docs/results/icrm.json

@@ -38,7 +38,7 @@ PROBE_TRAIN = TrainConfig(epochs=4, batch_size=16, lr=1e-2, head_lr=1e-2, checkp
 
 
 def candidates() -> dict[str, tuple[TeacherConfig, int | None]]:
-    """(teacher, gold pairs or None for the config's) of the families the issue names: TF-IDF logistic models on
+    """(teacher, gold pairs or None for the config's) of the families screened: TF-IDF logistic models on
     more or fewer gold pairs, frozen MiniLM probes, a fine-tuned 1-layer MiniLM."""
     tfidf = TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=1.0))
     return {

@@ -29,7 +29,7 @@ VARIANT_LABELS = {"pebs-uncentred": "uncentred (METHODS.md)", "pebs-centred": "c
 DESIGN_LABELS = {"balanced": "synthetic, balanced design",
                  "unbalanced": "synthetic, raters' model-score means differ"}
 PAPER_GAIN_PLURIHARMS = 9.66  # METHODS.md section 3: "-9.66% [RMSE vs pooled] on PluriHarms"
-ISSUE_BAR_PCT = 8.0  # the issue that asked for PEBS: at least 8 % lower RMSE than pooled on PluriHarms
+TARGET_GAIN_PCT = 8.0  # the target set for PEBS: at least 8 % lower RMSE than pooled on PluriHarms
 PEBS_BENCH_COMMAND = "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pebs.py"
 
 
@@ -179,8 +179,8 @@ def block_claims() -> str:
             rows.append([title, f"PEBS beats per-rater OLS ({setting} fit ratings / rater)", gain_text, verdict])
         if corpus == "pluriharms":
             gain, ci = m["gain_vs_pooled_pct.pebs"], m["gain_vs_pooled_ci.pebs"]
-            rows.append([title, f"PEBS gains at least {ISSUE_BAR_PCT:g} % over pooled (the issue's bar; all fit "
-                                "ratings)", _ci(gain, ci), _verdict(ci, ISSUE_BAR_PCT)])
+            rows.append([title, f"PEBS gains at least {TARGET_GAIN_PCT:g} % over pooled (the target; all fit "
+                                "ratings)", _ci(gain, ci), _verdict(ci, TARGET_GAIN_PCT)])
             inside = ci[0] <= PAPER_GAIN_PLURIHARMS <= ci[1]
             rows.append([title, f"the paper's {PAPER_GAIN_PLURIHARMS:g} % lies inside the CI of our gain",
                          _ci(gain, ci), "yes" if inside else "no"])

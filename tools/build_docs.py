@@ -120,30 +120,10 @@ def _debias_summary(d: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
              "held-out accuracy change (points)"], rows)
 
 
-def block_debias() -> str:
-    d = load("debias")
-    seeds = ", ".join(map(str, d["seeds"]))
-    choice = d["choice"]
-    cand = [[k, f"{c['validation_lc_gain']:+.1f}", f"{c['validation_accuracy_change']:+.1f}",
-             "kept" if k == choice["kept"] else ""] for k, c in choice["candidates"].items()]
-    parts = [f"Seeds {seeds}; every CI is a 95% hierarchical bootstrap over seeds, then pairs within seed.",
-             f"**Choice, on the validation split only** ({choice['rule']}):",
-             _table(["objective", "validation length-controlled gain", "validation accuracy change", ""], cand)]
-    v = d["verdict"]
-    if choice["kept"] != "none":
-        header, rows = _debias_summary(d)
-        parts += ["**The kept objective against plain Bradley-Terry on the reported sets:**", _table(header, rows)]
-        cond = v["conditions"]
-        parts.append("Conditions of the issue: length-controlled gain >= 3 points with CI above 0 on each source: "
-                     f"{'met' if cond['lc_gain_at_least_3_with_ci_above_0'] else 'not met'}; mean |corr| halved: "
-                     f"{'met' if cond['abs_corr_halved'] else 'not met'}; at most 1 point of held-out accuracy "
-                     f"lost: {'met' if cond['held_out_cost_at_most_1'] else 'not met'}. Verdict: "
-                     f"**{'held' if v['held'] else 'not held'}**.")
-    else:
-        parts.append(f"No objective gained on validation: **none kept** ({v.get('reason', '')}).")
+def _debias_per_set(sources: dict[str, Any], kinds: list[str]) -> str:
     per_set = []
-    for source, src in d["sources"].items():
-        for k in d["kinds"]:
+    for source, src in sources.items():
+        for k in kinds:
             if k == "none":
                 continue
             c, raw = src["controlled_vs_none"][k], src["raw_vs_none"][k]
@@ -152,15 +132,42 @@ def block_debias() -> str:
                             _ci(raw["d.cross-domain"], raw["d.cross-domain_ci"]),
                             f"{src['correlation'][k]['mean_abs_corr']:.2f} vs "
                             f"{src['correlation']['none']['mean_abs_corr']:.2f}"])
-            for split in [src["sets"]["held_out"], *src["sets"]["cross_domain"]]:
+            for split in [src["sets"]["validation"], src["sets"]["held_out"], *src["sets"]["cross_domain"]]:
                 lv, base = src["levels"][k][split], src["levels"]["none"][split]
                 per_set.append([source, k, split, _ci(c[f"d.{split}"], c[f"d.{split}_ci"]),
                                 _ci(raw[f"d.{split}"], raw[f"d.{split}_ci"]),
                                 f"{lv['length_correlation']:.2f} vs {base['length_correlation']:.2f}"])
-    parts += ["**Every objective on every set** (difference to plain BT, points; corr: mean over seeds, this "
-              "objective vs plain BT):",
-              _table(["source", "objective", "set", "length-controlled", "accuracy", "corr(reward, length)"],
-                     per_set)]
+    return _table(["source", "objective", "set", "length-controlled", "accuracy", "corr(reward, length)"], per_set)
+
+
+def block_debias() -> str:
+    d = load("debias")
+    seeds = ", ".join(map(str, d["seeds"]))
+    choice = d["choice"]
+    cand = [[k, f"{c['validation_lc_gain']:+.1f}", f"{c['validation_accuracy_change']:+.1f}",
+             "kept" if k == choice["kept"] else ""] for k, c in choice["candidates"].items()]
+    choice_seeds = ", ".join(map(str, d.get("choice_seeds", d["seeds"])))
+    parts = [f"Seeds {seeds}; every CI is a 95% hierarchical bootstrap over seeds, then pairs within seed.",
+             f"**Choice, on the validation split only** (seeds {choice_seeds}; {choice['rule']}):",
+             _table(["objective", "validation length-controlled gain", "validation accuracy change", ""], cand)]
+    v = d["verdict"]
+    if choice["kept"] != "none":
+        header, rows = _debias_summary(d)
+        parts += ["**The kept objective against plain Bradley-Terry on the reported sets:**", _table(header, rows)]
+        cond = v["conditions"]
+        parts.append("Shipping bar: length-controlled gain >= 3 points with CI above 0 on each source: "
+                     f"{'met' if cond['lc_gain_at_least_3_with_ci_above_0'] else 'not met'}; mean |corr| halved: "
+                     f"{'met' if cond['abs_corr_halved'] else 'not met'}; at most 1 point of held-out accuracy "
+                     f"lost: {'met' if cond['held_out_cost_at_most_1'] else 'not met'}. Verdict: "
+                     f"**{'held' if v['held'] else 'not held'}**.")
+    else:
+        parts.append(f"No objective gained on validation: **none kept** ({v.get('reason', '')}).")
+    parts += [f"**Every objective on every set** (seeds {seeds}; difference to plain BT, points; corr: mean over "
+              "seeds, this objective vs plain BT):", _debias_per_set(d["sources"], d["kinds"])]
+    if "screening" in d:
+        screen_seeds = ", ".join(map(str, d["choice_seeds"]))
+        parts += [f"**Screening of every objective** (seeds {screen_seeds}, the runs the choice was made on; CIs over "
+                  "pairs only when one seed):", _debias_per_set(d["screening"]["sources"], d["screening"]["kinds"])]
     return "\n\n".join(parts) + "\n\n" + _source("debias")
 
 
@@ -264,7 +271,7 @@ def block_debias_summary() -> str:
     header, rows = _debias_summary(d)
     v = d["verdict"]
     return (f"Kept on the validation split: `{kept}`; against plain Bradley-Terry over seeds "
-            f"{', '.join(map(str, d['seeds']))} (95% hierarchical bootstrap CIs over seeds and pairs), the issue's "
+            f"{', '.join(map(str, d['seeds']))} (95% hierarchical bootstrap CIs over seeds and pairs), the shipping "
             f"bar (length-controlled gain >= 3 points with CI above 0, |corr| halved, <= 1 point of held-out "
             f"accuracy lost) is **{'met' if v['held'] else 'not met'}**:\n\n" + _table(header, rows)
             + "\n\n" + _source("debias"))
