@@ -216,6 +216,8 @@ def block_w2s_claims() -> str:
     """Each paper claim, per source, as held / not held / inconclusive by its hierarchical CI."""
     rows = []
     names = [n for n in ("shift-harmless", "shift-helpful") if (RESULTS / f"{n}.json").exists()]
+    if not names:
+        return "Not run yet: no `docs/results/shift-harmless.json`."
     for name in names:
         m = load(name)
         source = m["name"]
