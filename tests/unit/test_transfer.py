@@ -99,6 +99,8 @@ def test_pgr_guard_on_tiny_gap(correct: dict[str, dict[str, np.ndarray]]) -> Non
     assert s["pgr.t1_undefined"] is False
     assert math.isnan(performance_gap_recovered(70.0, 60.0, 60.5))
     assert performance_gap_recovered(70.0, 60.0, 60.5, min_gap=0.1) == pytest.approx(20.0)
+    # A ceiling below the teacher leaves no gap to recover, whatever its size.
+    assert math.isnan(performance_gap_recovered(50.0, 60.0, 55.0))
 
 
 def test_scalar_functions_broadcast() -> None:

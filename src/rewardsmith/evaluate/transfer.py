@@ -55,10 +55,11 @@ def net_transfer_score(student_target: FloatOrArray, teacher_target: FloatOrArra
 
 def performance_gap_recovered(student: FloatOrArray, teacher: FloatOrArray, ceiling: FloatOrArray,
                               min_gap: float = DEFAULT_MIN_PGR_GAP) -> FloatOrArray:
-    """PGR = (student - teacher) / (ceiling - teacher), NaN where |ceiling - teacher| < min_gap (same units as
-    the accuracies): the ratio is then dominated by noise. Scalars or arrays."""
+    """PGR = (student - teacher) / (ceiling - teacher), NaN unless the ceiling beats the teacher by at least
+    min_gap (same units as the accuracies): with a smaller gap the ratio is dominated by noise, and with the
+    ceiling below the teacher there is no gap to recover. Scalars or arrays."""
     gap = np.subtract(ceiling, teacher)
-    safe = np.abs(gap) >= min_gap
+    safe = gap >= min_gap
     with np.errstate(invalid="ignore", divide="ignore"):
         ratio = np.where(safe, np.subtract(student, teacher) / np.where(safe, gap, 1.0), np.nan)
     return ratio if np.ndim(ratio) else float(ratio)
@@ -162,7 +163,7 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
     lengths: {split: (chosen_len (N,), rejected_len (N,))} computes everything on length-controlled accuracy.
     Returns {model: flat dict}: `id_acc`, `ood_acc.<target>`, `n.<split>`, `n_seeds`; for every model but the
     teacher also `wrg`, `aog.<target>`, `nts.<target>` and, with a ceiling, `pgr.<split>` plus a bool
-    `pgr.<split>_undefined` when |ceiling - teacher| < min_pgr_gap. Each number has `<key>_ci` and, with
+    `pgr.<split>_undefined` when ceiling - teacher < min_pgr_gap. Each number has `<key>_ci` and, with
     several seeds, `<key>_seed_std` (standard deviation of the per-seed values).
     """
     if teacher not in correct:
@@ -214,7 +215,7 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
                 c_slots = np.stack([_slot(c_r, k) for k in range(slots)], axis=1)
                 c_aligned = np.array([c_p[k % c_p.size] for k in range(s_p.size)])
                 per_seed = np.asarray(performance_gap_recovered(s_p, t_point[split], c_aligned, min_pgr_gap))
-                undefined = bool(abs(float(c_p.mean()) - t_point[split]) < min_pgr_gap)
+                undefined = bool(float(c_p.mean()) - t_point[split] < min_pgr_gap)
                 point = float("nan") if undefined or np.all(np.isnan(per_seed)) else float(np.nanmean(per_seed))
                 rep_seed = np.asarray(performance_gap_recovered(s_r, t_r, c_slots, min_pgr_gap))
                 with warnings.catch_warnings():

@@ -252,5 +252,8 @@ def plot_grouped_bars(groups: Sequence[str], series: Sequence[Series], path: str
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"chance ({reference:g})")
     _finish(axes, title, "", ylabel)
-    axes.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(4, len(series) + 1))
+    # A figure legend "outside" gets its own row under the tick labels from the constrained layout (an axes
+    # legend anchored below the axes collides with multi-line group names).
+    handles, labels = axes.get_legend_handles_labels()
+    figure.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=min(4, len(series) + 1))
     return _save(figure, path)

@@ -20,7 +20,7 @@ def _cell(rec: Mapping[str, Any], key: str, decimals: int) -> str:
         return ""
     text = with_interval(rec[key], rec.get(f"{key}_ci"), decimals)
     if rec.get(f"{key}_undefined"):
-        return "undefined (gap too small)"
+        return "undefined (no gap)"
     std = rec.get(f"{key}_seed_std")
     if isinstance(std, float) and math.isfinite(std):
         text += f" ±{std:.{decimals}f}"
@@ -144,7 +144,7 @@ def shift_sections(config: Any, metrics: Mapping[str, Any], title: str | None = 
     if CEILING in methods:
         pgr_cols = [("PGR ID", "pgr.id"), *[(f"PGR {t}", f"pgr.{t}") for t in targets]]
         report.add("PGR (fraction of the teacher-to-ceiling gap)",
-                   "Undefined where the ceiling is within 2 points of the teacher.\n\n"
+                   "Undefined unless the ceiling beats the teacher by at least 2 points.\n\n"
                    + transfer_table(methods, pgr_cols, order, digits=2))
     lc = metrics["length_controlled"]
     report.add("Length-controlled accuracy (%)", transfer_table(lc, acc_cols, order))
