@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -50,6 +50,12 @@ def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
     figure = Figure(figsize=(width, height), dpi=120, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
+
+
+def _null_formatter() -> Any:
+    from matplotlib.ticker import NullFormatter
+
+    return NullFormatter()
 
 
 def _save(figure: Figure, path: str | Path) -> Path:
@@ -108,6 +114,11 @@ def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: st
                 axes.set_xticks(xs, [f"{v:g}" for v in xs])
     elif xscale != "linear":
         axes.set_xscale(xscale)
+        xs = np.unique(np.concatenate([_floats(item.x) for item in series] or [np.empty(0)]))
+        xs = xs[np.isfinite(xs)]
+        if 0 < xs.size <= 12:  # label the measured x values plainly, not as powers of ten
+            axes.set_xticks(xs, [f"{v:.0f}" if v >= 10 else f"{v:g}" for v in xs])
+            axes.xaxis.set_minor_formatter(_null_formatter())
     _finish(axes, title, xlabel, ylabel)
     if any(item.label for item in series):
         axes.legend(fontsize="small")
@@ -193,20 +204,23 @@ def plot_id_vs_ood(labels: Sequence[str], id_acc: Values, ood_acc: Values, path:
 
 def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
               ci: Intervals | None = None, ylabel: str = "", title: str = "",
-              reference: float | None = None) -> Path:
+              reference: float | None = None, reference_label: str = "chance") -> Path:
     """Bar chart, one bar per label, with CI error bars where `ci` gives [low, high] intervals and an
-    optional dashed horizontal reference line. Returns the PNG path."""
+    optional dashed horizontal reference line (named in a legend). Returns the PNG path."""
     heights = _floats(values)
     if len(labels) != len(heights):
         raise ValueError("labels and values must have the same length")
     figure = _new_figure(max(4.0, 0.6 * len(labels) + 2.0), 4.0)
     axes = figure.add_subplot()
     positions = np.arange(len(labels))
-    axes.bar(positions, np.nan_to_num(heights), yerr=_errors(heights, ci), capsize=3, alpha=0.8)
+    axes.bar(positions, np.nan_to_num(heights), yerr=_errors(heights, ci), capsize=3, alpha=0.8,
+             label="estimate" + (" (95% CI)" if ci is not None else ""))
     axes.set_xticks(positions, list(labels), rotation=30 if len(labels) > 4 else 0, ha="right"
                     if len(labels) > 4 else "center")
     if reference is not None:
-        axes.axhline(reference, color="grey", linestyle="--", linewidth=1)
+        axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"{reference_label} ({reference:g})")
+        handles, names = axes.get_legend_handles_labels()
+        figure.legend(handles, names, fontsize="small", loc="outside lower center", ncol=2)
     _finish(axes, title, "", ylabel)
     return _save(figure, path)
 
