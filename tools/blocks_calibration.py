@@ -7,21 +7,18 @@
 - docs/results/calibration-variants.json: experiments/calibration_variants.py (synthetic designs);
 - benchmarks/results/pebs.json: benchmarks/bench_pebs.py.
 
-tools/build_docs.py merges BLOCKS into its own registry. This module does not import build_docs: build_docs runs
-as __main__, so importing it from here would load a second copy that imports this module again (a cycle); the
-few helpers below are the same few lines.
+tools/build_docs.py merges BLOCKS into its own registry; the helpers both use are in tools/blocks_common.py.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
-BENCH = ROOT / "benchmarks" / "results"
+from blocks_common import BENCH, ci_text, load, table
+from blocks_common import source as _source
+
 CORPORA = {"pluriharms": ("calibrate-pluriharms", "PluriHarms"), "dices": ("calibrate-dices", "DICES-350")}
 PEBS_VARIANTS = ("pebs-uncentred", "pebs-centred", "pebs")
 VARIANT_LABELS = {"pebs-uncentred": "uncentred (METHODS.md)", "pebs-centred": "centred", "pebs": "joint (kept)",
@@ -37,28 +34,8 @@ PEBS_BENCH_COMMAND = "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pebs.p
 # Helpers (the build_docs conventions)
 
 
-def _load(name: str) -> dict[str, Any]:
-    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
-
-
 def _ci(value: Any, ci: Any, decimals: int = 2) -> str:
-    if value is None:
-        return "n/a"
-    text = f"{value:.{decimals}f}"
-    if ci and None not in ci:
-        text += f" [{ci[0]:.{decimals}f}, {ci[1]:.{decimals}f}]"
-    return text
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _source(*names: str) -> str:
-    return "Source: " + ", ".join(f"`docs/results/{n}.json`" for n in names) + "; command: " + "; ".join(
-        f"`{_load(n)['command']}`" for n in names) + "."
+    return ci_text(value, ci, decimals)
 
 
 def _verdict(ci: Any, bar: float = 0.0) -> str:
@@ -116,7 +93,7 @@ def _vs_ols(m: dict[str, Any], prefix: str, method: str) -> tuple[str, str]:
 
 def _results(corpus: str) -> str:
     name, title = CORPORA[corpus]
-    m = _load(name)
+    m = load(name)
     dec = _rmse_decimals(m)
     ev = m["config"]["evaluation"]
     has_ols_ci = any(k.startswith("gain_vs_ols_ci.") or ".gain_vs_ols_ci." in k for k in m)
@@ -150,9 +127,9 @@ def _results(corpus: str) -> str:
                                                for _, p in _settings(m)], f"{m[f'nll.{method}']:.3f}"])
     pair_header = ["method", *[f"pair accuracy, {s} fit ratings" for s, _ in _settings(m)],
                    "Gaussian NLL (all fit ratings)"]
-    return (intro + "\n\n" + _table(header, rows) + "\n\n"
+    return (intro + "\n\n" + table(header, rows) + "\n\n"
             "Within-rater pair accuracy on held-out items (ties count one half) and the Gaussian NLL:\n\n"
-            + _table(pair_header, pair_rows) + "\n\n" + _source(name))
+            + table(pair_header, pair_rows) + "\n\n" + _source(name))
 
 
 def block_pluriharms() -> str:
@@ -168,7 +145,7 @@ def block_claims() -> str:
     rows = []
     for corpus in CORPORA:
         name, title = CORPORA[corpus]
-        m = _load(name)
+        m = load(name)
         for setting, prefix in _settings(m):
             gain, ci = m.get(f"{prefix}gain_vs_pooled_pct.pebs"), m.get(f"{prefix}gain_vs_pooled_ci.pebs")
             rows.append([title, f"PEBS beats pooled ({setting} fit ratings / rater)", _ci(gain, ci), _verdict(ci)])
@@ -186,7 +163,7 @@ def block_claims() -> str:
                          _ci(gain, ci), "yes" if inside else "no"])
     return ("Gains in % of held-out RMSE, 95% CIs over raters; held: the CI lies above the bar (0 unless stated); "
             "not held: below it; inconclusive: it covers it.\n\n"
-            + _table(["corpus", "claim", "estimate [95% CI]", "verdict"], rows) + "\n\n"
+            + table(["corpus", "claim", "estimate [95% CI]", "verdict"], rows) + "\n\n"
             + _source(*(n for n, _ in CORPORA.values())))
 
 
@@ -203,14 +180,14 @@ def block_variants() -> str:
     rows, lowest = [], []
     for corpus in CORPORA:
         name, title = CORPORA[corpus]
-        m = _load(name)
+        m = load(name)
         dec = _rmse_decimals(m)
         for setting, prefix in _settings(m):
             rmse = {v: m[f"{prefix}rmse.{v}"] for v in columns}
             lowest.append(_lowest(rmse, dec))
             rows.append([f"{title}, {setting} fit ratings / rater", *[f"{rmse[v]:.{dec}f}" for v in columns],
                          lowest[-1]])
-    syn = _load("calibration-variants")
+    syn = load("calibration-variants")
     for design, d in syn["designs"].items():
         lowest.append(_lowest(d["rmse"], 4))
         rows.append([DESIGN_LABELS.get(design, design), *[f"{d['rmse'][v]:.4f}" for v in columns], lowest[-1]])
@@ -227,7 +204,7 @@ def block_variants() -> str:
                                 _ci(c["gain_pct"], c["ci"]), _verdict(c["ci"])])
     return ("Held-out RMSE (rating scale of each corpus; the synthetic noise SD is "
             f"{s['noise_sd']:g}):\n\n"
-            + _table(["setting", *[VARIANT_LABELS[v] for v in columns], "lowest PEBS variant"], rows)
+            + table(["setting", *[VARIANT_LABELS[v] for v in columns], "lowest PEBS variant"], rows)
             + f"\n\nJoint shrinkage has the lowest RMSE of the three PEBS variants in {joint_rows} of {len(rows)} rows"
             + (f" ({tied} of them tied at the shown precision)" if tied else "") + ". "
             "The real-corpus metrics hold no paired interval between two PEBS variants; on the synthetic designs "
@@ -236,7 +213,7 @@ def block_variants() -> str:
             f"intercept SD {s['intercept_sd']:g}, correlation {s['correlation']:g}; {s['holdout']:.0%} held out, "
             f"{s['split_seeds']} splits per table) the paired gains are, with 95% hierarchical bootstrap CIs over "
             f"tables, then raters ({s['bootstrap']} resamples):\n\n"
-            + _table(["design", "comparison", "gain % [95% CI]", "verdict"], comparisons)
+            + table(["design", "comparison", "gain % [95% CI]", "verdict"], comparisons)
             + "\n\n" + _source(*(n for n, _ in CORPORA.values()), "calibration-variants"))
 
 
@@ -245,7 +222,7 @@ def block_forecast() -> str:
     inside = below = 0
     for corpus in CORPORA:
         name, title = CORPORA[corpus]
-        m = _load(name)
+        m = load(name)
         for setting, prefix in _settings(m):
             forecast = m.get(f"{prefix}forecast_gain_pct")
             realised, ci = m[f"{prefix}gain_vs_pooled_pct.pebs"], m.get(f"{prefix}gain_vs_pooled_ci.pebs")
@@ -259,11 +236,11 @@ def block_forecast() -> str:
                          "yes" if hit else "no",
                          "n/a" if ols_forecast is None else f"{ols_forecast:.2f}",
                          _ci(m.get(f"{prefix}gain_vs_pooled_pct.ols"), m.get(f"{prefix}gain_vs_pooled_ci.ols"))])
-    pilots = sorted({_load(n)["config"]["evaluation"]["pilot_per_rater"] for n, _ in CORPORA.values()})
+    pilots = sorted({load(n)["config"]["evaluation"]["pilot_per_rater"] for n, _ in CORPORA.values()})
     return (f"Pilot: {', '.join(map(str, pilots))} ratings per rater drawn from each rater's fit part, forecast for "
             "the planned fit size, mean over the hold-out seeds; realised: the held-out gain over pooled with its 95% "
             "CI over raters.\n\n"
-            + _table(["corpus", "fit ratings / rater", "PEBS forecast %", "PEBS realised % [95% CI]",
+            + table(["corpus", "fit ratings / rater", "PEBS forecast %", "PEBS realised % [95% CI]",
                       "forecast - realised", "forecast inside the CI", "OLS forecast %",
                       "OLS realised % [95% CI]"], rows)
             + f"\n\nThe PEBS forecast lies inside the realised gain's CI in {inside} of {len(rows)} rows and below "
@@ -274,7 +251,7 @@ def block_full_fit() -> str:
     rows = []
     for corpus in CORPORA:
         name, title = CORPORA[corpus]
-        f = _load(name)["pebs_full_fit"]
+        f = load(name)["pebs_full_fit"]
         clipped = [p for p in ("slope", "intercept") if f.get(f"tau2_clipped_{p}")]
         ids = f.get("raters_with_nonpositive_shrunk_slope") or []
         negative = "none"
@@ -291,7 +268,7 @@ def block_full_fit() -> str:
                      f"{f['population_slope']:.4g} r {'+' if intercept >= 0 else '-'} {abs(intercept):.4g}",
                      f"{f['n_shrunk']} / {f['n_sparse']}", negative])
     return ("PEBS fitted on all ratings of each corpus (the maps `rewardsmith calibrate` saves):\n\n"
-            + _table(["corpus", "tau^2 slope", "tau^2 intercept (at the centre)", "tau^2 covariance",
+            + table(["corpus", "tau^2 slope", "tau^2 intercept (at the centre)", "tau^2 covariance",
                       "tau^2 clipped", "population map", "raters shrunk / sparse",
                       "non-positive shrunk slopes (rater)"], rows)
             + "\n\n" + _source(*(n for n, _ in CORPORA.values())))
@@ -301,7 +278,7 @@ def block_data() -> str:
     rows, notes = [], []
     for corpus in CORPORA:
         name, title = CORPORA[corpus]
-        m = _load(name)
+        m = load(name)
         d = m["data"]
         dropped = ", ".join(f"{k.removeprefix('dropped_')} {v:,}" for k, v in d.items()
                             if k.startswith("dropped_") and v) or "none"
@@ -312,7 +289,7 @@ def block_data() -> str:
         notes += [f"- {title}, {k.replace('_', ' ')}: {v}" for k, v in m["ratings"].get("notes", {}).items()]
         demo = m["ratings"].get("demographic_columns") or []
         notes.append(f"- {title}, demographic columns: {', '.join(demo) if demo else 'none'}")
-    return (_table(["corpus", "rows read", "ratings kept", "dropped", "raters", "items", "raters with one model score",
+    return (table(["corpus", "rows read", "ratings kept", "dropped", "raters", "items", "raters with one model score",
                     "held-out ratings / rater / seed", "fit ratings / rater (mean)"], rows)
             + "\n\n" + "\n".join(notes) + "\n\n" + _source(*(n for n, _ in CORPORA.values())))
 
@@ -342,7 +319,7 @@ def block_speed() -> str:
             f"{machine['python']}; PEBS includes computing the sufficient statistics from the table), averaged over "
             "the hold-out seeds; RMSE on one 20 % within-rater hold-out per seed. The benchmark records no interval, "
             "so it makes no claim that either method has the lower RMSE.\n\n"
-            + _table(["data", "raters", "ratings", "PEBS fit", "MixedLM fit", "speed-up", "RMSE PEBS",
+            + table(["data", "raters", "ratings", "PEBS fit", "MixedLM fit", "speed-up", "RMSE PEBS",
                       "RMSE MixedLM", "RMSE pooled", "RMSE PEBS / MixedLM", "seeds"], rows)
             + "\n\n" + scale + f"\n\nSource: `benchmarks/results/pebs.json`; command: "
               f"`{b.get('command', PEBS_BENCH_COMMAND)}`.")

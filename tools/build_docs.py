@@ -20,38 +20,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
-BENCH = ROOT / "benchmarks" / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blocks_calibration import BLOCKS as CALIBRATION_BLOCKS
+from blocks_common import BENCH, RESULTS, ROOT, load
+from blocks_common import ci_text as _ci
+from blocks_common import source as _source
+from blocks_common import table as _table
+
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
 # Bulky parts of a run's metrics.json that no document shows.
 _DROP = {"reliability", "curve", "tables", "environment"}
-
-
-def load(name: str) -> dict[str, Any]:
-    path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _ci(value: Any, ci: Any, decimals: int = 1) -> str:
-    if value is None:
-        return "n/a"
-    text = f"{value:.{decimals}f}"
-    if ci and None not in ci:
-        text += f" [{ci[0]:.{decimals}f}, {ci[1]:.{decimals}f}]"
-    return text
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _source(*names: str) -> str:
-    return "Source: " + ", ".join(f"`docs/results/{n}.json`" for n in names) + "; command: " + "; ".join(
-        f"`{load(n)['command']}`" for n in names) + "."
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -438,9 +417,6 @@ def block_icrm_speed() -> str:
 BLOCKS["icrm-speed"] = block_icrm_speed
 BLOCKS["icrm-claims"] = block_icrm_claims
 BLOCKS["icrm-results"] = block_icrm_results
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from blocks_calibration import BLOCKS as CALIBRATION_BLOCKS  # noqa: E402  (tools/ is not a package)
 
 BLOCKS.update(CALIBRATION_BLOCKS)
 

@@ -1,0 +1,38 @@
+"""What every result block shares: where the metrics files lie, loading one, a value with its CI, a Markdown
+table and the source line naming the files and their commands (tools/build_docs.py, tools/blocks_calibration.py).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+BENCH = ROOT / "benchmarks" / "results"
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def ci_text(value: Any, ci: Any, decimals: int = 1) -> str:
+    """"12.3 [10.1, 14.5]"; "n/a" without a value; the value alone without a complete interval."""
+    if value is None:
+        return "n/a"
+    text = f"{value:.{decimals}f}"
+    if ci and None not in ci:
+        text += f" [{ci[0]:.{decimals}f}, {ci[1]:.{decimals}f}]"
+    return text
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def source(*names: str) -> str:
+    return "Source: " + ", ".join(f"`docs/results/{n}.json`" for n in names) + "; command: " + "; ".join(
+        f"`{load(n)['command']}`" for n in names) + "."
