@@ -185,7 +185,7 @@ def block_shift(name: str) -> str:
     return "\n\n".join(parts) + f"\n\nWall time {m['seconds'] / 60:.0f} min. " + _source(name)
 
 
-def _verdict(ci: Any) -> str:
+def _verdict_word(ci: Any) -> str:
     if not ci or None in ci:
         return "n/a"
     return "held" if ci[0] > 0 else "not held" if ci[1] < 0 else "inconclusive"
@@ -197,9 +197,19 @@ def block_w2s_claims() -> str:
     names = [n for n in ("shift-harmless", "shift-helpful") if (RESULTS / f"{n}.json").exists()]
     if not names:
         return "Not run yet: no `docs/results/shift-harmless.json`."
+    notes = []
     for name in names:
         m = load(name)
         source = m["name"]
+        seeds = m["config"]["seeds"]
+        notes.append(f"{source}: seeds {', '.join(map(str, seeds))}")
+
+        def _verdict(ci: Any, n_seeds: int = len(seeds)) -> str:
+            word = _verdict_word(ci)
+            if n_seeds >= 3 or word == "n/a":
+                return word
+            return f"{word} (on {n_seeds} seed{'s' if n_seeds > 1 else ''}: seed variance not in the CI)"
+
         naive = m["methods"].get("naive", {})
         rows.append([source, "weak-to-strong generalisation: the naive student beats its teacher in domain (WRG > 0)",
                      _ci(naive.get("wrg"), naive.get("wrg_ci")), _verdict(naive.get("wrg_ci"))])
@@ -215,11 +225,17 @@ def block_w2s_claims() -> str:
             lc = m["vs_naive_length_controlled"][method]
             rows.append([source, "... the same on length-controlled accuracy",
                          _ci(lc.get("d.targets"), lc.get("d.targets_ci")), _verdict(lc.get("d.targets_ci"))])
+        for method in [k for k in m["vs_naive"] if k.startswith("naive-")]:  # debiased naive students
+            lc = m["vs_naive_length_controlled"][method]
+            rows.append([source, f"the length-debiased student ({method}) beats naive out of distribution, "
+                                 "length-controlled (mean over targets)",
+                         _ci(lc.get("d.targets"), lc.get("d.targets_ci")), _verdict(lc.get("d.targets_ci"))])
         gap = m["gap_ceiling_minus_teacher"].get("id", {})
         rows.append([source, "a gap to recover: ceiling minus teacher in domain (at least 8 points wanted)",
                      _ci(gap.get("value"), gap.get("ci")), _verdict(gap.get("ci"))])
     return ("Differences in points with 95% hierarchical bootstrap CIs (seeds, then pairs); held: the CI is above "
-            "0; not held: below 0; inconclusive: it covers 0.\n\n"
+            "0; not held: below 0; inconclusive: it covers 0. A verdict on fewer than 3 seeds says so: its CI covers "
+            f"the pairs but not the spread between seeds ({'; '.join(notes)}).\n\n"
             + _table(["source", "claim", "estimate", "verdict"], rows) + "\n\n" + _source(*names))
 
 
