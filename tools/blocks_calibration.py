@@ -18,6 +18,7 @@ from typing import Any
 
 from blocks_common import BENCH, ci_text, load, table
 from blocks_common import source as _source
+from blocks_common import verdict as _verdict
 
 CORPORA = {"pluriharms": ("calibrate-pluriharms", "PluriHarms"), "dices": ("calibrate-dices", "DICES-350")}
 PEBS_VARIANTS = ("pebs-uncentred", "pebs-centred", "pebs")
@@ -36,13 +37,6 @@ PEBS_BENCH_COMMAND = "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_pebs.p
 
 def _ci(value: Any, ci: Any, decimals: int = 2) -> str:
     return ci_text(value, ci, decimals)
-
-
-def _verdict(ci: Any, bar: float = 0.0) -> str:
-    """held: the CI lies above `bar`; not held: below it; inconclusive: it covers it."""
-    if not ci or None in ci:
-        return "n/a"
-    return "held" if ci[0] > bar else "not held" if ci[1] < bar else "inconclusive"
 
 
 def _p(value: Any) -> str:

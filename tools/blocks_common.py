@@ -27,6 +27,13 @@ def ci_text(value: Any, ci: Any, decimals: int = 1) -> str:
     return text
 
 
+def verdict(ci: Any, bar: float = 0.0) -> str:
+    """held: the CI lies above `bar`; not held: below it; inconclusive: it covers it; n/a without a CI."""
+    if not ci or None in ci:
+        return "n/a"
+    return "held" if ci[0] > bar else "not held" if ci[1] < bar else "inconclusive"
+
+
 def table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]

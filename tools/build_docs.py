@@ -26,6 +26,7 @@ from blocks_common import BENCH, RESULTS, ROOT, load
 from blocks_common import ci_text as _ci
 from blocks_common import source as _source
 from blocks_common import table as _table
+from blocks_common import verdict as _verdict_word
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)", re.S)
@@ -187,13 +188,6 @@ def block_shift(name: str) -> str:
 
 
 MIN_TEACHER_GAP = 8.0  # points of ID accuracy between the ceiling and the teacher that a W2S run should leave
-
-
-def _verdict_word(ci: Any, bar: float = 0.0) -> str:
-    """held: the CI lies above `bar`; not held: below it; inconclusive: it covers it."""
-    if not ci or None in ci:
-        return "n/a"
-    return "held" if ci[0] > bar else "not held" if ci[1] < bar else "inconclusive"
 
 
 def block_w2s_claims() -> str:
