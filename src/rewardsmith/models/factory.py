@@ -26,6 +26,7 @@ from safetensors.torch import load_file, save_file
 from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, from_dict, to_dict
 from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError
 from rewardsmith.io.atomic import atomic_folder
+from rewardsmith.models.attention import use_rewardsmith_attention
 from rewardsmith.models.backbone import load_backbone, quiet_transformers, strip_pooler
 from rewardsmith.models.beta import BetaRewardModel
 from rewardsmith.models.reward_model import PooledBackbone, RewardModel
@@ -63,6 +64,7 @@ def is_lora(model: PooledBackbone) -> bool:
 
 
 def _assemble(cfg: ModelConfig, backbone: Any, kind: str) -> PooledBackbone:
+    use_rewardsmith_attention(backbone)
     pooling = resolve_pooling(cfg.pooling, kind)
     if isinstance(cfg, ICRMModelConfig):
         return BetaRewardModel(backbone, pooling, kind, cfg.backbone, cfg.mode, cfg.context_dim, cfg.hidden_dim)

@@ -190,7 +190,8 @@ class Trainer:
     # -- optimiser --------------------------------------------------------------------------------------
     def _optimizer(self) -> torch.optim.Optimizer:
         """AdamW with three learning rates: the backbone (lr), the heads (head_lr) and a training-only debias
-        head (debias.lr)."""
+        head (debias.lr). The fused kernel where every parameter's device has one: on CPU it steps MiniLM's 22M
+        parameters several times faster than the default multi-tensor loop (benchmarks/results/kernels.json)."""
         debias = [p for name, p in self.model.named_parameters() if name.startswith("debias.") and p.requires_grad]
         taken = {id(p) for p in debias}
         head = [p for p in self.model.head_parameters() if p.requires_grad and id(p) not in taken]
@@ -200,7 +201,9 @@ class Trainer:
         groups.append({"params": head, "lr": self.cfg.head_lr or self.cfg.lr})
         if debias:
             groups.append({"params": debias, "lr": self.cfg.debias.lr})
-        return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay)
+        params = [p for g in groups for p in g["params"]]
+        fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
+        return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay, fused=fused)
 
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_linear_schedule_with_warmup
