@@ -276,7 +276,7 @@ def block_debias_summary() -> str:
 
 def block_speed() -> str:
     parts = []
-    train_path, score_path = BENCH / "train_throughput.json", BENCH / "score.json"
+    train_path, score_path, kernels_path = (BENCH / f"{n}.json" for n in ("train_throughput", "score", "kernels"))
     if train_path.exists():
         t = json.loads(train_path.read_text(encoding="utf-8"))
         rows = []
@@ -312,7 +312,29 @@ def block_speed() -> str:
                      + _table(["tokens", "precision", "score pairs/s", "bare forward pairs/s", "of the bare limit",
                                "model load s"], rows)
                      + f"\n\nCommand: `{sc['command']}`; results: `benchmarks/results/score.json`.")
+    if kernels_path.exists():
+        parts.append(_kernels_part(json.loads(kernels_path.read_text(encoding="utf-8"))))
     return "\n\n".join(parts) if parts else "Not measured yet."
+
+
+def _kernels_part(k: dict[str, Any]) -> str:
+    """The two CPU kernel choices (models/attention.py, train/trainer.py): speed-up of the fp32 attention core
+    over the bf16 one per shape, pass and length, and fused over multi-tensor AdamW."""
+    lengths = sorted({a["length"] for a in k["attention"]})
+    by_row: dict[tuple[str, str], dict[int, str]] = {}
+    for a in k["attention"]:
+        s = a["speedup_of_fp32_core"]
+        by_row.setdefault((a["shape"], a["mode"]), {})[a["length"]] = f"{s['median']:.2f}x"
+    rows = [[shape, mode] + [cells.get(n, "") for n in lengths] for (shape, mode), cells in by_row.items()]
+    w = k["adamw_minilm"]
+    s = w["speedup_of_fused"]
+    return ("**CPU kernels** (attention under bf16 autocast: time with the bf16 core / time with the core upcast "
+            f"to fp32, median of {k['rounds']} fresh-process rounds; rewardsmith upcasts heads of at most 32 dims, "
+            "`src/rewardsmith/models/attention.py`):\n\n"
+            + _table(["heads", "pass"] + [f"{n} tokens" for n in lengths], rows)
+            + f"\n\nAdamW step over MiniLM's parameters: {w['foreach_ms']:.1f} ms multi-tensor, {w['fused_ms']:.1f} "
+            f"ms fused ({s['median']:.1f}x, {s['min']:.1f}-{s['max']:.1f}); rewardsmith's Trainer uses the fused "
+            f"kernel. Command: `{k['command']}`; results: `benchmarks/results/kernels.json`.")
 
 
 BLOCKS: dict[str, Callable[[], str]] = {"demo": block_demo, "train": block_train, "calibration": block_calibration,

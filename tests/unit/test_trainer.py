@@ -165,3 +165,9 @@ def test_precisions_can_change_between_trainings_in_one_process(tmp_path) -> Non
     _train(tmp_path / "bf16", max_steps=2, bf16=True)
     trainer = _train(tmp_path / "fp32", max_steps=2, bf16=False)
     assert trainer.model.head.weight.dtype == torch.float32
+
+
+def test_cpu_training_steps_with_fused_adamw(tmp_path) -> None:
+    """The fused AdamW kernel (benchmarks/results/kernels.json: several times the multi-tensor loop on CPU)."""
+    trainer = _train(tmp_path, epochs=1)
+    assert trainer._optimizer().defaults["fused"] is True
