@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.report.render import with_interval
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 BENCH = ROOT / "benchmarks" / "results"
@@ -21,10 +23,7 @@ def ci_text(value: Any, ci: Any, decimals: int = 1) -> str:
     """"12.3 [10.1, 14.5]"; "n/a" without a value; the value alone without a complete interval."""
     if value is None:
         return "n/a"
-    text = f"{value:.{decimals}f}"
-    if ci and None not in ci:
-        text += f" [{ci[0]:.{decimals}f}, {ci[1]:.{decimals}f}]"
-    return text
+    return with_interval(float(value), list(ci) if ci and None not in ci else None, decimals)
 
 
 def verdict(ci: Any, bar: float = 0.0) -> str:

@@ -49,6 +49,9 @@ def test_format_value() -> None:
     assert format_value(float("nan")) == "n/a"
     assert format_value(True) == "yes"
     assert format_value([58.0, 64.14]) == "[58.0, 64.1]"
+    assert format_value(-0.03) == "0.0"  # rounding to zero drops the sign
+    assert format_value([-6.21, -0.04]) == "[-6.2, 0.0]"
+    assert format_value(-0.06) == "-0.1"
 
 
 def test_fold_intervals() -> None:

@@ -94,7 +94,10 @@ def format_value(value: Any, decimals: int = 1) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return f"{value:.{decimals}f}" if math.isfinite(value) else "n/a"
+        if not math.isfinite(value):
+            return "n/a"
+        text = f"{value:.{decimals}f}"
+        return text[1:] if text.startswith("-") and float(text) == 0 else text  # -0.03 -> "0.0", not "-0.0"
     if _is_interval(value):
         return f"[{format_value(value[0], decimals)}, {format_value(value[1], decimals)}]"
     if isinstance(value, list | tuple):
