@@ -44,7 +44,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from rewardsmith.evaluate.metrics import expected_calibration_error  # noqa: E402
-from rewardsmith.stats import hierarchical_indices, hierarchical_replicates, percentile_interval  # noqa: E402
+from rewardsmith.stats import (  # noqa: E402
+    hierarchical_indices,
+    hierarchical_replicates,
+    interval_verdict,
+    percentile_interval,
+)
 
 CONFIG = "configs/icrm-minilm.yaml"
 RUNS = ROOT / "runs" / "icrm"
@@ -104,9 +109,7 @@ def run_all(seeds: list[int], config: str, runs: Path, steps: int | None, jobs: 
 
 def verdict(low: float | None, high: float | None) -> str:
     """held when the interval of a claim's difference lies above 0, not held below 0, else inconclusive."""
-    if low is None or high is None or not np.isfinite(low) or not np.isfinite(high):
-        return "inconclusive"
-    return "held" if low > 0 else "not held" if high < 0 else "inconclusive"
+    return interval_verdict(low, high) or "inconclusive"
 
 
 def _r(x: float, digits: int = 4) -> float | None:

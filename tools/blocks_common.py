@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.report.render import with_interval
+from rewardsmith.stats import interval_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -28,9 +29,7 @@ def ci_text(value: Any, ci: Any, decimals: int = 1) -> str:
 
 def verdict(ci: Any, bar: float = 0.0) -> str:
     """held: the CI lies above `bar`; not held: below it; inconclusive: it covers it; n/a without a CI."""
-    if not ci or None in ci:
-        return "n/a"
-    return "held" if ci[0] > bar else "not held" if ci[1] < bar else "inconclusive"
+    return (interval_verdict(ci[0], ci[1], bar) if ci else None) or "n/a"
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:

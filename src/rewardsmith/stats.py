@@ -1,6 +1,6 @@
 """Small statistics shared by every capability, each defined once: a stable logistic sigmoid, bootstrap
-resampling (over units, paired, and hierarchical over seeds then units), percentile intervals, rank
-correlation and the length-controlled accuracy. numpy only."""
+resampling (over units, paired, and hierarchical over seeds then units), percentile intervals and the verdict
+an interval gives a claim, rank correlation and the length-controlled accuracy. numpy only."""
 
 from __future__ import annotations
 
@@ -44,6 +44,14 @@ def percentile_interval(replicates: ArrayLike, confidence: float = 0.95) -> tupl
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(reps, [alpha, 1.0 - alpha])
     return float(low), float(high)
+
+
+def interval_verdict(low: float | None, high: float | None, bar: float = 0.0) -> str | None:
+    """A claim's verdict from the interval of its estimate: "held" when the interval lies above `bar`, "not
+    held" below it, "inconclusive" when it covers it; None when an end is missing or not finite."""
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return None
+    return "held" if low > bar else "not held" if high < bar else "inconclusive"
 
 
 def hierarchical_indices(n_seeds: int, n_units: int, n_boot: int,

@@ -23,7 +23,7 @@ from rewardsmith.evaluate.metrics import (
     soft_label_accuracy,
 )
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
-from rewardsmith.stats import sigmoid
+from rewardsmith.stats import interval_verdict, sigmoid
 
 # ---------------------------------------------------------------------------------------------- accuracy
 
@@ -243,3 +243,12 @@ def test_rmbench_ties() -> None:
     same = np.ones((4, 3))
     assert rmbench_accuracy(same, same, n_boot=0)["avg"] == 0.0
     assert rmbench_accuracy(same, same, n_boot=0, tie_credit=0.5)["avg"] == 50.0
+
+
+def test_interval_verdict() -> None:
+    assert interval_verdict(0.1, 2.0) == "held"
+    assert interval_verdict(-2.0, -0.1) == "not held"
+    assert interval_verdict(-1.0, 1.0) == "inconclusive"
+    assert interval_verdict(2.8, 6.9, bar=8.0) == "not held"  # a stated bar instead of 0
+    assert interval_verdict(None, 1.0) is None
+    assert interval_verdict(float("nan"), 1.0) is None

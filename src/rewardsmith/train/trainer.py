@@ -201,8 +201,7 @@ class Trainer:
         groups.append({"params": head, "lr": self.cfg.head_lr or self.cfg.lr})
         if debias:
             groups.append({"params": debias, "lr": self.cfg.debias.lr})
-        params = [p for g in groups for p in g["params"]]
-        fused = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
+        fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
         return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay, fused=fused)
 
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
