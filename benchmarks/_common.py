@@ -1,11 +1,17 @@
-"""What the fresh-process benchmarks share: the machine they ran on and how a result file is written."""
+"""What the fresh-process benchmarks share: running one measured worker process, the rotating order of a round,
+the machine they ran on and how a result file is written."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import resource
 import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +21,28 @@ def machine() -> dict[str, Any]:
 
     return {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+
+
+def run_worker(script: str, args: Sequence[str], label: str) -> dict[str, Any]:
+    """Runs `python script *args` in a fresh process (offline) and returns the JSON its last stdout line holds,
+    plus process_seconds and process_cpu_seconds measured from outside. Exits naming `label` if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, check=False,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
+    record: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return {**record, "process_seconds": round(wall, 2), "process_cpu_seconds": round(cpu, 2)}
+
+
+def rotated(items: Sequence[str], round_index: int) -> list[str]:
+    """The round's running order: who goes first rotates, so load drift hits every variant alike."""
+    k = round_index % len(items)
+    return [*items[k:], *items[:k]]
 
 
 def spread(values: list[float]) -> dict[str, Any]:

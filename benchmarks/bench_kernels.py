@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_results
+from _common import rotated, run_worker, spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 VARIANTS = ("bf16-core", "fp32-core", "foreach", "fused")
@@ -101,20 +99,12 @@ MEASURES: dict[str, Callable[[], dict[str, float]]] = {
     "foreach": lambda: measure_adamw(False), "fused": lambda: measure_adamw(True)}
 
 
-def _child(variant: str) -> dict[str, float]:
-    cmd = [sys.executable, __file__, "--worker", variant]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if done.returncode != 0:
-        raise SystemExit(f"{variant} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def drive(rounds: int) -> None:
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
     for r in range(rounds):
-        order = VARIANTS[r % len(VARIANTS):] + VARIANTS[: r % len(VARIANTS)]
-        for variant in order:
-            runs[variant].append(_child(variant))
+        for variant in rotated(VARIANTS, r):
+            record = run_worker(__file__, ["--worker", variant], variant)
+            runs[variant].append({k: v for k, v in record.items() if not k.startswith("process_")})
             print(f"round {r + 1} {variant} done", file=sys.stderr, flush=True)
     attention = []
     for key in runs["bf16-core"][0]:

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_results
+from _common import rotated, run_worker, spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
 BATCH = 64
@@ -94,16 +92,6 @@ def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
 MEASURES = {"score": measure_score, "bare": measure_bare}
 
 
-def _child(tool: str, model_dir: Path, rows: Path, precision: str) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--worker", tool, "--model-dir", str(model_dir), "--rows", str(rows),
-           "--precision", precision]
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    if done.returncode != 0:
-        raise SystemExit(f"{tool} ({precision}) failed:\n{done.stderr[-3000:]}")
-    return {**json.loads(done.stdout.strip().splitlines()[-1]), "process_seconds": round(time.perf_counter() - t0, 2)}
-
-
 def drive(args: argparse.Namespace) -> None:
 
     rows_out = []
@@ -113,8 +101,10 @@ def drive(args: argparse.Namespace) -> None:
             for precision in args.precision:
                 runs: dict[str, list[dict[str, Any]]] = {"score": [], "bare": []}
                 for r in range(args.rounds):
-                    for tool in ("score", "bare") if r % 2 == 0 else ("bare", "score"):
-                        runs[tool].append(_child(tool, model_dir, rows, precision))
+                    for tool in rotated(("score", "bare"), r):
+                        args_ = ["--worker", tool, "--model-dir", str(model_dir), "--rows", str(rows),
+                                 "--precision", precision]
+                        runs[tool].append(run_worker(__file__, args_, f"{tool} ({precision})"))
                         print(f"{max_length} {precision} round {r + 1} {tool}: {runs[tool][-1]['pairs_per_s']:.1f} "
                               "pairs/s", file=sys.stderr, flush=True)
                 ratios = [s["pairs_per_s"] / b["pairs_per_s"] for s, b in zip(runs["score"], runs["bare"], strict=True)]

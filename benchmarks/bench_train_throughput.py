@@ -27,10 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import spread, write_results
+from _common import rotated, run_worker, spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train_throughput.json"
 TOOLS = ("rewardsmith", "trl", "bare")
@@ -166,21 +163,10 @@ MEASURES = {"rewardsmith": measure_rewardsmith, "trl": measure_trl, "bare": meas
 
 
 def _child(tool: str, args: argparse.Namespace, precision: str) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--worker", tool, "--pairs", str(args.pairs), "--max-length",
-           str(args.max_length), "--precision", precision]
+    cmd = ["--worker", tool, "--pairs", str(args.pairs), "--max-length", str(args.max_length), "--precision", precision]
     if args.data_dir:
         cmd += ["--data-dir", args.data_dir]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{tool} ({precision}) failed:\n{done.stderr[-3000:]}")
-    record = json.loads(done.stdout.strip().splitlines()[-1])
-    record["process_seconds"] = round(wall, 2)
-    record["process_cpu_seconds"] = round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2)
-    return record
+    return run_worker(__file__, cmd, f"{tool} ({precision})")
 
 
 def drive(args: argparse.Namespace) -> None:
@@ -189,8 +175,7 @@ def drive(args: argparse.Namespace) -> None:
     for precision in args.precision:
         runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
         for r in range(args.rounds):
-            order = TOOLS[r % 3:] + TOOLS[: r % 3]  # rotate who goes first: load drift hits every tool alike
-            for tool in order:
+            for tool in rotated(TOOLS, r):
                 runs[tool].append(_child(tool, args, precision))
                 last = runs[tool][-1]
                 print(f"{precision} round {r + 1} {tool}: {last['pairs_per_s']:.2f} pairs/s, "
