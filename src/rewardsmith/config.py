@@ -114,6 +114,7 @@ class ICRMModelConfig(ModelConfig):
 
 
 DEBIAS_KINDS = ("none", "length-covariate", "odin", "length-balanced")
+REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "trackio")
 
 
 @dataclass
@@ -154,6 +155,9 @@ class TrainConfig:
                                    "starts again)", min=0, volatile=True)
     progress: bool = option(True, "show progress (a bar in a terminal, a line every few percent in a log)",
                             volatile=True)
+    report_to: str = option("none", "experiment tracker that follows the run live, beside log.jsonl (through "
+                            "Accelerate's trackers; offline: TensorBoard event files and W&B/MLflow/Trackio "
+                            "files in the run folder)", choices=REPORT_TO, volatile=True)
     debias: DebiasSettings = field(default_factory=DebiasSettings)
 
 
