@@ -1,0 +1,444 @@
+"""The report card of `rewardsmith bench`: from the metrics dict of rewardsmith.bench.runner.bench_metrics to
+report.md, report.html and plots/*.png. Layout only: every number arrives computed.
+
+Contents: a summary table (each suite's overall scores, one column per model), then per suite its main table
+(score with 95% CI, the length rule, the length-controlled accuracy and the reward-length correlation), its
+secondary metrics (RM-Bench's easy / normal / hard and style gap, PPE's best-of-K and ROC AUC), a forest plot of
+its scores, suite figures (PPE's best-of-K curves, RM-Bench's difficulty bars), then the paired differences
+between models with their verdicts, the suites that did not run and what to put where, and the texts scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rewardsmith.report.plots import Series, _new_figure, _save, plot_grouped_bars
+from rewardsmith.report.render import Figure, Report, figure_markdown, markdown_table, with_interval, write_report
+
+Writer = Callable[[str, str], Path]
+
+INTRO = ("Scores in % (ROC AUC and correlations as fractions) with 95% bootstrap CIs over the benchmark's units "
+         "(rows, or prompts where a prompt holds several rows). Each score is defined as its benchmark's official "
+         "harness defines it (docs/benchmarks.md). **Length rule**: the same metric with the response length as the "
+         "reward (\"the longer response wins\"); a model near its length rule may be scoring length. "
+         "**Length-controlled**: the mean of the accuracies on pairs whose preferred response is longer and on those "
+         "whose preferred response is shorter (50 for a pure length scorer), where the metric is pairwise. "
+         "**corr(reward, length)**: Spearman correlation of reward and response length over every response.")
+VERDICT_COLOURS = {"better": "#2a9d45", "worse": "#c23b22", "inconclusive": "#7f7f7f", None: "#bbbbbb"}
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+
+
+def _fmt(record: Mapping[str, Any], key: str, decimals: int) -> str:
+    return with_interval(record.get(key), record.get(f"{key}_ci"), decimals)
+
+
+def _decimals(record: Mapping[str, Any]) -> int:
+    return 3 if record.get("unit") == "" else 1
+
+
+def _suite_names(metrics: Mapping[str, Any]) -> list[str]:
+    names: list[str] = []
+    for result in metrics["results"].values():
+        names += [s for s in result["suites"] if s not in names]
+    return names
+
+
+def _suite(metrics: Mapping[str, Any], suite: str) -> Mapping[str, Any]:
+    """The suite's metrics from the first model that ran it (title, summary and layout are model-independent)."""
+    return next(r["suites"][suite] for r in metrics["results"].values() if suite in r["suites"])
+
+
+def _by_key(metrics: Mapping[str, Any], model: str, suite: str) -> dict[tuple[str, str], Mapping[str, Any]]:
+    result = metrics["results"][model]["suites"].get(suite)
+    return {} if result is None else {(m["subset"], m["metric"]): m for m in result["measures"]}
+
+
+def _label(record: Mapping[str, Any], metrics_shown: set[str]) -> str:
+    """"<subset> (n=N)", or "<subset>: <metric> (n=N)" when the rows show several metrics."""
+    name = record["subset"] if len(metrics_shown) <= 1 else f"{record['subset']}: {record['metric']}"
+    return f"{name} (n={record['n']})"
+
+
+# ---------------------------------------------------------------------------------------------------- tables
+
+def drop_empty_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows without the columns that are "n/a" in every row (e.g. a length-controlled accuracy where no
+    measure of the suite is pairwise)."""
+    if not rows:
+        return rows
+    keep = [k for k in rows[0] if any(row.get(k) != "n/a" for row in rows)]
+    return [{k: row[k] for k in keep} for row in rows]
+
+
+def summary_rows(metrics: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per suite headline (its primary "overall" measures, else its first measure): suite, measure, n,
+    chance, length rule and one score column per model."""
+    rows = []
+    for suite in _suite_names(metrics):
+        layout = _suite(metrics, suite)
+        heads = [m for m in layout["measures"] if m["level"] == "overall" and m["primary"]] or layout["measures"][:1]
+        for head in heads:
+            dec = _decimals(head)
+            row = {"suite": layout["title"], "measure": f"{head['subset']}: {head['metric']}", "n": str(head["n"]),
+                   "chance": with_interval(head.get("chance"), None, dec),
+                   "length rule": _fmt(head, "length_rule", dec)}
+            for model in metrics["models"]:
+                record = _by_key(metrics, model, suite).get((head["subset"], head["metric"]))
+                row[model] = _fmt(record, "score", dec) if record else "not run"
+            rows.append(row)
+    return rows
+
+
+def main_rows(metrics: Mapping[str, Any], suite: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(scores table, diagnostics table) of a suite's primary measures. With one model the scores table also
+    holds its length-controlled accuracy and correlation and the diagnostics table is empty; with several, the
+    diagnostics table leaves out rows without any value."""
+    models = metrics["models"]
+    layout = [m for m in _suite(metrics, suite)["measures"] if m["primary"]]
+    single = len(models) == 1
+    scores, diagnostics = [], []
+    for head in layout:
+        dec = _decimals(head)
+        base = {"subset": head["subset"], "metric": head["metric"], "n": str(head["n"]),
+                "chance": with_interval(head.get("chance"), None, dec), "length rule": _fmt(head, "length_rule", dec)}
+        diag = {"subset": head["subset"], "metric": head["metric"]}
+        for model in models:
+            record = _by_key(metrics, model, suite).get((head["subset"], head["metric"])) or {}
+            prefix = "" if single else f"{model}: "
+            base["score" if single else model] = _fmt(record, "score", dec) if record else "not run"
+            target = base if single else diag
+            target[f"{prefix}length-controlled"] = _fmt(record, "length_controlled", 1)
+            target[f"{prefix}corr(reward, length)"] = _fmt(record, "length_correlation", 2)
+        scores.append(base)
+        if any(v != "n/a" for k, v in diag.items() if k not in ("subset", "metric")):
+            diagnostics.append(diag)
+    return drop_empty_columns(scores), ([] if single else drop_empty_columns(diagnostics))
+
+
+def secondary_rows(metrics: Mapping[str, Any], suite: str) -> list[dict[str, str]]:
+    """The suite's secondary measures as subset x metric: one row per (subset, model) and per subset the length
+    rule's values; [] when the suite has none."""
+    layout = [m for m in _suite(metrics, suite)["measures"] if not m["primary"]]
+    if not layout:
+        return []
+    columns = list(dict.fromkeys(m["metric"] for m in layout))
+    subsets = list(dict.fromkeys(m["subset"] for m in layout))
+    rows = []
+    every = {(m["subset"], m["metric"]): m for m in _suite(metrics, suite)["measures"]}  # the length rule's
+    for subset in subsets:
+        for source in [*metrics["models"], "length rule"]:
+            found = every if source == "length rule" else _by_key(metrics, source, suite)
+            row = {"subset": subset, "scored by": source}
+            for metric in columns:
+                record = found.get((subset, metric))
+                key = "length_rule" if source == "length rule" else "score"
+                row[metric] = _fmt(record, key, _decimals(record)) if record else "n/a"
+            rows.append(row)
+    return rows
+
+
+def comparison_rows(records: Sequence[Mapping[str, Any]], titles: Mapping[str, str] | None = None,
+                    ) -> list[dict[str, str]]:
+    """One row per compared measure: suite (its title), subset, metric, n, difference [CI], verdict."""
+    names = titles or {}
+    return [{"suite": names.get(r["suite"], r["suite"]), "subset": r["subset"], "metric": r["metric"], "n": str(r["n"]),
+             "difference": with_interval(r.get("difference"), r.get("difference_ci"), 3 if r.get("unit") == "" else 1),
+             "verdict": r.get("verdict") or "n/a"} for r in records]
+
+
+# ---------------------------------------------------------------------------------------------------- figures
+
+def _xerr(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Asymmetric error bar lengths (2, K); a missing bound draws no whisker on its side."""
+    return np.vstack([np.nan_to_num(v - lo, nan=0.0).clip(min=0), np.nan_to_num(hi - v, nan=0.0).clip(min=0)])
+
+
+def _floats(values: Sequence[Any]) -> np.ndarray:
+    return np.array([np.nan if v is None else v for v in values], dtype=float)
+
+
+def _separators(axes: Any, y: np.ndarray, groups: Sequence[str]) -> None:
+    """A thin line between consecutive rows of different groups (e.g. overall / sections / subsets)."""
+    for i in range(1, len(groups)):
+        if groups[i] != groups[i - 1]:
+            axes.axhline((y[i - 1] + y[i]) / 2, color="#cccccc", linewidth=0.8)
+
+
+def plot_forest(rows: Sequence[Mapping[str, Any]], path: Path, *, title: str, xlabel: str) -> Path:
+    """Horizontal dot-and-whisker chart: one line per row (top to bottom), each model's score with its CI, the
+    length rule (x) and chance (|), thin lines between groups of rows. rows: {"label", "group", "chance",
+    "length_rule", "models": {name: (value, low, high)}}."""
+    models = list(dict.fromkeys(m for row in rows for m in row["models"]))
+    figure = _new_figure(7.5, 1.5 + 0.3 * len(rows) * (1.0 if len(models) < 3 else 1.5))
+    axes = figure.add_subplot()
+    y = np.arange(len(rows))[::-1].astype(float)
+    offsets = (np.arange(len(models)) - (len(models) - 1) / 2) * (0.5 / max(len(models), 1))
+    for k, model in enumerate(models):
+        vals = [row["models"].get(model, (None, None, None)) for row in rows]
+        v, lo, hi = (_floats([x[i] for x in vals]) for i in range(3))
+        axes.errorbar(v, y - offsets[k], xerr=_xerr(v, lo, hi), fmt="o", color=f"C{k % 10}", capsize=2.5,
+                      markersize=5, label=f"{model} (95% CI)")
+    axes.scatter(_floats([r.get("length_rule") for r in rows]), y, marker="x", color="#444444", s=30, zorder=3,
+                 label="length rule")
+    axes.scatter(_floats([r.get("chance") for r in rows]), y, marker="|", color="#999999", s=160, zorder=2,
+                 label="chance")
+    _separators(axes, y, [str(r.get("group", "")) for r in rows])
+    axes.set_yticks(y, [row["label"] for row in rows])
+    axes.set_ylim(-0.7, len(rows) - 0.3)
+    low_x, high_x = axes.get_xlim()
+    axes.set_xlim(low_x, high_x + 0.02 * (high_x - low_x))  # markers at 100% stay whole
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.grid(True, axis="x", alpha=0.3)
+    handles, labels = axes.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i] in ("length rule", "chance"))  # models first
+    figure.legend([handles[i] for i in order], [labels[i] for i in order], fontsize="small",
+                  loc="outside lower center", ncol=min(4, len(labels)))
+    return _save(figure, path)
+
+
+def _forest_rows(metrics: Mapping[str, Any], suite: str) -> list[dict[str, Any]]:
+    layout = [m for m in _suite(metrics, suite)["measures"] if m["primary"] and m.get("unit") == "%"]
+    shown = {m["metric"] for m in layout}
+    rows = []
+    for head in layout:
+        per_model = {}
+        for model in metrics["models"]:
+            record = _by_key(metrics, model, suite).get((head["subset"], head["metric"]))
+            if record and record.get("score") is not None:
+                low, high = record.get("score_ci") or [None, None]
+                per_model[model] = (record["score"], low, high)
+        rows.append({"label": _label(head, shown), "group": head["level"],
+                     "chance": head.get("chance"), "length_rule": head.get("length_rule"), "models": per_model})
+    return rows
+
+
+def plot_best_of_k(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], rule: Mapping[str, Mapping[str, Any]],
+                   path: Path, *, title: str) -> Path:
+    """Small multiples, one panel per set: each model's best-of-K curve with its 95% band, the length rule's curve,
+    the oracle (some correct response among K) and a random pick. curves: model -> set -> extras curve."""
+    sets = list(dict.fromkeys(s for per in curves.values() for s in per))
+    columns = min(3, len(sets))
+    rows_n = int(np.ceil(len(sets) / columns))
+    figure = _new_figure(3.4 * columns + 0.6, 2.9 * rows_n + 0.9)
+    panels = np.atleast_1d(figure.subplots(rows_n, columns, squeeze=False)).ravel()
+    for axes, set_name in zip(panels, sets, strict=False):
+        for k, (model, per_set) in enumerate(curves.items()):
+            curve = per_set.get(set_name)
+            if not curve:
+                continue
+            x = np.asarray(curve["k"], dtype=float)
+            (line,) = axes.plot(x, curve["curve"], color=f"C{k % 10}", label=f"{model} (95% band)")
+            low = np.array([np.nan if v is None else v for v in curve["low"]], dtype=float)
+            high = np.array([np.nan if v is None else v for v in curve["high"]], dtype=float)
+            axes.fill_between(x, low, high, color=line.get_color(), alpha=0.2, linewidth=0)
+        first = next(per[set_name] for per in curves.values() if set_name in per)
+        x = np.asarray(first["k"], dtype=float)
+        if set_name in rule:
+            axes.plot(x, rule[set_name]["curve"], color="#444444", linestyle="--", label="length rule")
+        axes.plot(x, first["oracle"], color="black", linestyle=":", label="oracle (any correct)")
+        axes.axhline(first["random"], color="#999999", linewidth=1, label="random pick")
+        axes.set_xscale("log", base=2)
+        ticks = [v for v in (1, 2, 4, 8, 16, 32, 64) if v <= x.max()]
+        axes.set_xticks(ticks, [str(v) for v in ticks])
+        axes.set_title(set_name, fontsize="medium")
+        axes.set_xlabel("K (responses drawn)")
+        axes.set_ylabel("picked correct (%)")
+        axes.grid(True, alpha=0.3)
+    for axes in panels[len(sets):]:
+        axes.set_visible(False)
+    handles, labels = panels[0].get_legend_handles_labels()
+    figure.suptitle(title)
+    figure.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=min(5, len(labels)))
+    return _save(figure, path)
+
+
+def plot_differences(records: Sequence[Mapping[str, Any]], path: Path, *, title: str,
+                     titles: Mapping[str, str] | None = None) -> Path:
+    """Paired differences (candidate - baseline) with 95% CIs, one line per measure grouped by suite (thin lines
+    between suites, each row labelled "<suite>: <subset>"), coloured by verdict, with the zero line."""
+    figure = _new_figure(7.5, 1.6 + 0.3 * len(records))
+    axes = figure.add_subplot()
+    y = np.arange(len(records))[::-1].astype(float)
+    for verdict, colour in VERDICT_COLOURS.items():
+        chosen = [i for i, r in enumerate(records) if r.get("verdict") == verdict]
+        if not chosen:
+            continue
+        v = _floats([records[i].get("difference") for i in chosen])
+        ci = [records[i].get("difference_ci") or [None, None] for i in chosen]
+        lo, hi = _floats([c[0] for c in ci]), _floats([c[1] for c in ci])
+        axes.errorbar(v, y[chosen], xerr=_xerr(v, lo, hi), fmt="o", color=colour, capsize=2.5, markersize=5,
+                      label=verdict or "no CI")
+    axes.axvline(0.0, color="black", linewidth=1)
+    _separators(axes, y, [r["suite"] for r in records])
+    names = titles or {}
+    axes.set_yticks(y, [f"{names.get(r['suite'], r['suite'])}: {r['subset']}" for r in records])
+    axes.set_ylim(-0.7, len(records) - 0.3)
+    axes.set_title(title)
+    axes.set_xlabel("difference (percentage points)")
+    axes.grid(True, axis="x", alpha=0.3)
+    handles, labels = axes.get_legend_handles_labels()
+    figure.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=3)
+    return _save(figure, path)
+
+
+def _plotted_differences(metrics: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
+                         max_subsets: int = 8) -> list[Mapping[str, Any]]:
+    """The differences worth a figure: each suite's primary % measures at overall and section level, and its
+    subsets when it has at most `max_subsets` of them (the tables list every measure)."""
+    primary = [r for r in records if _is_primary(metrics, r)]
+    count: dict[str, int] = {}
+    for r in primary:
+        if r["level"] == "subset":
+            count[r["suite"]] = count.get(r["suite"], 0) + 1
+    return [r for r in primary if r["level"] in ("overall", "section")
+            or (r["level"] == "subset" and count[r["suite"]] <= max_subsets)]
+
+
+def _difficulty_figure(metrics: Mapping[str, Any], suite: str, out: Path) -> list[Figure]:
+    """RM-Bench: easy / normal / hard per domain, one figure per model (existing grouped-bar plot)."""
+    figures = []
+    layout = _suite(metrics, suite)["measures"]
+    subsets = list(dict.fromkeys(m["subset"] for m in layout if m["metric"] == "hard"))
+    for model in metrics["models"]:
+        found = _by_key(metrics, model, suite)
+        if not found:
+            continue
+        series = []
+        for difficulty in ("easy", "normal", "hard"):
+            records = [found.get((s, difficulty)) or {} for s in subsets]
+            cis = [r.get("score_ci") or [None, None] for r in records]
+            series.append(Series(difficulty, subsets, [r.get("score") for r in records], [c[0] for c in cis],
+                                 [c[1] for c in cis]))
+        path = plot_grouped_bars(subsets, series, out / f"{_slug(suite)}_{_slug(model)}_difficulty.png",
+                                 ylabel="accuracy (%)", title=f"{_suite(metrics, suite)['title']}: {model}",
+                                 reference=50.0)
+        figures.append(Figure(path, f"{_suite(metrics, suite)['title']}, {model}: easy / normal / hard accuracy "
+                                    "per domain (%, 95% CIs over prompts); hard pits a concise correct response "
+                                    "against a more styled wrong one"))
+    return figures
+
+
+# ---------------------------------------------------------------------------------------------------- document
+
+def _summary_line(layout: Mapping[str, Any]) -> str:
+    summary = layout["summary"]
+    parts = [f"{summary['rows']} rows used of {summary['read']} read"]
+    dropped = {k: v for k, v in (summary.get("dropped") or {}).items() if v}
+    if dropped:
+        parts.append("dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
+    text = "; ".join(parts) + f". Source: {layout['release']}. Definitions follow {layout['source']}."
+    notes = summary.get("notes") or []
+    return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
+
+
+def _extras_markdown(metrics: Mapping[str, Any], suite: str) -> str:
+    """RewardBench 2's Ties components (one column per model) and RM-Bench's style matrix of every prompt (one
+    table per model)."""
+    blocks = []
+    extras = {m: metrics["results"][m]["suites"].get(suite, {}).get("extras", {}) for m in metrics["models"]}
+    ties = {m: e["ties_components"] for m, e in extras.items() if e.get("ties_components")}
+    if ties:
+        names = list(next(iter(ties.values())))
+        rows = [{"component": name, **{m: with_interval(None if c.get(name) is None else
+                                                        c[name] if name == "margin score" else 100 * c[name],
+                                                        None, 3 if name == "margin score" else 1)
+                                       for m, c in ties.items()}} for name in names]
+        blocks.append("Ties score components (%; the margin score, a tanh, lies in (-1, 1)):\n\n"
+                      + markdown_table(rows))
+    for model, e in extras.items():
+        matrix = (e.get("matrices") or {}).get("overall")
+        if not matrix:
+            continue
+        styles = e.get("styles") or [str(i) for i in range(len(matrix["matrix"]))]
+        rows = [{"chosen \\ rejected": s, **{t: f"{v:.1f}" for t, v in zip(styles, row, strict=True)}}
+                for s, row in zip(styles, matrix["matrix"], strict=True)]
+        blocks.append(f"Style matrix, every prompt ({model}; % of prompts whose chosen response in the row's style "
+                      "beats the rejected one in the column's; hard = above the diagonal):\n\n" + markdown_table(rows))
+    return "\n\n".join(blocks)
+
+
+def bench_report(metrics: Mapping[str, Any], out_dir: str | Path, write: Writer | None = None,
+                 title: str | None = None) -> tuple[Path, Path]:
+    """Writes out_dir/report.md, out_dir/report.html and out_dir/plots/*.png from bench_metrics' dict; each figure
+    sits in the section it belongs to.
+
+    write(name, text) -> Path writes a text file (a run folder's write_text; default: atomic writes). Returns the
+    (report.md, report.html) paths.
+    """
+    out = Path(out_dir)
+    plots = out / "plots"
+    models = metrics["models"]
+    report = Report(title or f"rewardsmith bench: {', '.join(models)}", INTRO)
+    suites = _suite_names(metrics)
+    titles = {s: _suite(metrics, s)["title"] for s in suites}
+
+    def figure(path: Path, caption: str) -> str:
+        return figure_markdown(path, caption, out)
+
+    if suites:
+        report.add("Summary", markdown_table(summary_rows(metrics)))
+    for suite in suites:
+        layout = _suite(metrics, suite)
+        body = [_summary_line(layout)]
+        scores, diagnostics = main_rows(metrics, suite)
+        body.append(markdown_table(scores))
+        if diagnostics:
+            body.append("Length diagnostics per model:\n\n" + markdown_table(diagnostics))
+        forest = _forest_rows(metrics, suite)
+        if forest:
+            path = plot_forest(forest, plots / f"{_slug(suite)}_scores.png", title=layout["title"],
+                               xlabel="score (%)")
+            body.append(figure(path, f"{layout['title']}: score per subset with 95% CI per model, the length rule "
+                                     "(x) and chance (|)"))
+        secondary = secondary_rows(metrics, suite)
+        if secondary:
+            body.append("Further metrics:\n\n" + markdown_table(secondary))
+        extras = _extras_markdown(metrics, suite)
+        if extras:
+            body.append(extras)
+        curves = {m: metrics["results"][m]["suites"][suite]["extras"]["curves"] for m in models
+                  if "curves" in metrics["results"][m]["suites"].get(suite, {}).get("extras", {})}
+        if curves:
+            rule = layout["extras"].get("length_rule", {}).get("curves", {})
+            path = plot_best_of_k(curves, rule, plots / f"{_slug(suite)}_best_of_k.png",
+                                  title="PPE correctness: best-of-K curves")
+            body.append(figure(path, "Best-of-K: expected correctness of the highest-reward response among K drawn "
+                                     "from a prompt's responses, per model (95% band over prompts), with the length "
+                                     "rule, the oracle and a random pick"))
+        if any(m["metric"] == "hard" for m in layout["measures"]):
+            body += [figure(f.path, f.caption) for f in _difficulty_figure(metrics, suite, plots)]
+        report.add(layout["title"], "\n\n".join(body))
+    for name, records in (metrics.get("comparisons") or {}).items():
+        if not records:
+            continue
+        body = ["Difference of the first model minus the second on the units both were scored on, with a paired "
+                "bootstrap 95% CI; **better** / **worse** when the CI excludes 0, else **inconclusive**."]
+        plotted = _plotted_differences(metrics, records)
+        if plotted:
+            path = plot_differences(plotted, plots / f"differences_{_slug(name)}.png", title=name, titles=titles)
+            body.append(figure(path, f"Paired differences {name} of each suite's headline scores (percentage points, "
+                                     "paired bootstrap 95% CIs), coloured by verdict; the table lists every measure"))
+        body.append(markdown_table(comparison_rows(records, titles)))
+        report.add(f"Paired differences: {name}", "\n\n".join(body))
+    missing = metrics.get("missing") or []
+    if missing:
+        report.add("Not run", "\n".join(f"- **{m['suite']}**: {m['message']}" for m in missing))
+    texts = [{"model": m, **{k: str(v) for k, v in metrics["results"][m].get("texts", {}).items()}} for m in models]
+    if texts:
+        report.add("Texts scored", "Each distinct (prompt, response) is scored once across suites; *reused* counts "
+                   "the texts requested again.\n\n" + markdown_table(texts))
+    return write_report(report, out, write)
+
+
+def _is_primary(metrics: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
+    layout = _suite(metrics, record["suite"])["measures"] if record["suite"] in _suite_names(metrics) else []
+    return any(m["subset"] == record["subset"] and m["metric"] == record["metric"] and m["primary"]
+               and m.get("unit") == "%" for m in layout)
