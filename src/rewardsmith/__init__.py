@@ -1,3 +1,8 @@
-"""rewardsmith: train, stress-test, steer and calibrate reward models for RLHF."""
+"""rewardsmith: train, stress-test, steer, calibrate and serve reward models for RLHF."""
 
-__version__ = "0.1.0"
+from importlib import metadata as _metadata
+
+try:
+    __version__ = _metadata.version("rewardsmith")  # one version: the package metadata (pyproject.toml)
+except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"

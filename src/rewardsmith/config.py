@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 
 import yaml
 
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, first_line
 
 T = TypeVar("T")
 
 _MISSING = object()
+MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit; one bound for every seed option
 
 
 def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
@@ -60,7 +61,8 @@ class DatasetConfig:
 @dataclass
 class DataConfig:
     train: DatasetConfig = field(default_factory=DatasetConfig)
-    eval: list[DatasetConfig] = field(default_factory=list)
+    eval: list[DatasetConfig] = option([], "more evaluation datasets (a list of mappings with the keys of data.train); "
+                                        "their conversations seen in training are removed")
     data_dir: str | None = option(None, "folder with the real datasets (else $REWARDSMITH_DATA_DIR, "
                                   "../shared/data)", volatile=True)
     train_fraction: float = option(0.8, "fraction of the training source used for training; the rest (split "
@@ -81,9 +83,17 @@ class LoraSettings:
     target_modules: list[str] = option([], "module names to adapt; empty = peft's default for the architecture")
 
 
+TEMPLATES = ("auto", "chat", "plain", "hh")
+
+
 @dataclass
 class ModelConfig:
     backbone: str = option("minilm", "minilm | smollm2 | tiny-bert | tiny-llama | a local folder | a hub id")
+    template: str = option("auto", "how a conversation becomes tokens: chat (the tokenizer's chat template, as TRL "
+                           "tokenises conversational pairs) | plain (prompt + response + EOS as one text, as TRL "
+                           "tokenises standard pairs) | hh (HH framing in the tokenizer's pair template, as "
+                           "rewardsmith's MiniLM models were trained) | auto (chat when the tokenizer has a chat "
+                           "template, else plain); a saved model records the one it used", choices=TEMPLATES)
     pooling: str = option("auto", "mean (over response tokens) | last | cls | auto (mean for encoders, "
                           "last for decoders)", choices=("auto", "mean", "last", "cls"))
     max_length: int = option(256, "tokens per (prompt, response) sequence", min=16)
@@ -150,14 +160,15 @@ class TrainConfig:
     swap_pairs: bool = option(True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per "
                               "pair and epoch")
     bf16: bool = option(False, "bf16 autocast for the backbone (pooling and heads stay fp32)")
-    seed: int = option(0, "seed for initialisation, data order and swaps", min=0)
+    seed: int = option(0, "seed for initialisation, data order and swaps", min=0, max=MAX_SEED)
     checkpoint_every: int = option(50, "optimiser steps between atomic checkpoints (0 = none: a killed run "
                                    "starts again)", min=0, volatile=True)
     progress: bool = option(True, "show progress (a bar in a terminal, a line every few percent in a log)",
                             volatile=True)
     report_to: str = option("none", "experiment tracker that follows the run live, beside log.jsonl (through "
-                            "Accelerate's trackers; offline: TensorBoard event files and W&B/MLflow/Trackio "
-                            "files in the run folder)", choices=REPORT_TO, volatile=True)
+                            "Accelerate's trackers; offline: TensorBoard event files, W&B offline files and an "
+                            "MLflow file store in the run folder's tracking/; trackio: its local store)",
+                            choices=REPORT_TO, volatile=True)
     debias: DebiasSettings = field(default_factory=DebiasSettings)
 
 
@@ -277,10 +288,14 @@ def _check_range(f: dataclasses.Field[Any], value: Any, key: str) -> None:
         if not isinstance(v, int | float) or isinstance(v, bool):
             continue
         if lo is not None and (v < lo or (meta.get("min_exclusive") and v == lo)):
-            bound = f"above {lo:g}" if meta.get("min_exclusive") else f"at least {lo:g}"
+            bound = f"above {_bound(lo)}" if meta.get("min_exclusive") else f"at least {_bound(lo)}"
             raise ConfigError(f"config key {key!r} must be {bound}, got {_show(v)}")
         if hi is not None and v > hi:
-            raise ConfigError(f"config key {key!r} must be at most {hi:g}, got {_show(v)}")
+            raise ConfigError(f"config key {key!r} must be at most {_bound(hi)}, got {_show(v)}")
+
+
+def _bound(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def validate(obj: Any, where: str = "") -> None:
@@ -308,7 +323,7 @@ def load_yaml(cls: type[T], path: str | Path) -> T:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid YAML ({str(exc).splitlines()[0]})") from None
+        raise ConfigError(f"{path}: invalid YAML ({first_line(exc)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     try:
@@ -323,18 +338,60 @@ def dump_yaml(obj: Any) -> str:
 
 def apply_overrides(obj: Any, overrides: dict[str, Any]) -> None:
     """Sets dotted keys (`train.lr`, `model.backbone`) on a nested config (None values are ignored), then
-    checks the whole config as on load."""
+    checks the whole config as on load. A section (a nested config, or a list of them) may be given as the
+    mapping or list of mappings YAML would hold."""
     for dotted, value in overrides.items():
         if value is None:
             continue
         target = obj
         *parents, leaf = dotted.split(".")
         for name in parents:
-            target = getattr(target, name)
-        if not hasattr(target, leaf):
-            raise ConfigError(f"unknown config key {dotted!r}")
+            target = getattr(target, name, None)
+            if not dataclasses.is_dataclass(target):
+                raise ConfigError(f"unknown config key {dotted!r}")
+        if not any(f.name == leaf for f in dataclasses.fields(target)):
+            known = ", ".join(f.name for f in dataclasses.fields(target))
+            raise ConfigError(f"unknown config key {dotted!r}; known under {'.'.join(parents) or 'the top'}: {known}")
+        hint = typing.get_type_hints(type(target))[leaf]
+        if isinstance(value, dict | list) and _holds_dataclass(hint):
+            value = _convert(hint, value, dotted, getattr(target, leaf))
         setattr(target, leaf, value)
     validate(obj)
+
+
+def _holds_dataclass(tp: Any) -> bool:
+    """True for a dataclass type, or a list / optional of one."""
+    if dataclasses.is_dataclass(tp):
+        return True
+    return any(_holds_dataclass(arg) for arg in typing.get_args(tp))
+
+
+def config_keys(cls: type, prefix: str = "") -> list[tuple[str, str, Any]]:
+    """(dotted YAML key, help, default) of every field of a nested config class, sections flattened."""
+    out: list[tuple[str, str, Any]] = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
+        if dataclasses.is_dataclass(tp):
+            out += config_keys(tp, f"{prefix}{f.name}.")  # type: ignore[arg-type]
+        else:
+            out.append((f"{prefix}{f.name}", str(f.metadata.get("help", "")), _field_default(f)))
+    return out
+
+
+def parse_set_options(values: Sequence[str] | None) -> dict[str, Any]:
+    """`--set KEY=VALUE` options as {dotted key: value}, each value read as YAML (4, 0.1, true, [a, b],
+    {name: x}); a ConfigError names an option without "=" or a value that is not valid YAML."""
+    out: dict[str, Any] = {}
+    for item in values or []:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set takes KEY=VALUE (e.g. --set train.grad_accum=4), got {item!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--set {key.strip()}: invalid value {text!r} ({first_line(exc)})") from None
+    return out
 
 
 def volatile_keys(cls: type, prefix: str = "") -> list[str]:

@@ -5,6 +5,21 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def one_line(text: str, max_chars: int = 200) -> str:
+    """Collapses whitespace so a message stays on one line, cut at `max_chars`."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= max_chars else flat[: max_chars - 3] + "..."
+
+
+def first_line(exc: BaseException, with_type: bool = False) -> str:
+    """The first line of an exception's message (its type name when it has none); with_type: "Type: line"."""
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    if not line:
+        return type(exc).__name__
+    return f"{type(exc).__name__}: {line}" if with_type else line
+
+
 class RewardsmithError(Exception):
     """Base class: a problem with the user's input, config or environment (not a bug)."""
 

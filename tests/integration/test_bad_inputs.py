@@ -381,20 +381,374 @@ def _c39(w, m, i):
     return ["train", "--trian", "synthetic/source", "--out", w / "r"], ["No such option"], w / "r"
 
 
+# ---------------------------------------------------------------------------------------------------------
+# The second trust pass: files the tool must not replace, pickles it must not open, degenerate data, options.
+
+RATINGS_HEADER = "rater_id,item_id,score,model_score\n"
+
+
+def _ratings(w: Path, name: str, rows: list[str]) -> Path:
+    return write(w / name, RATINGS_HEADER + "".join(r + "\n" for r in rows))
+
+
+def _varied_ratings(w: Path) -> Path:
+    return _ratings(w, "r.csv", [f"{r},{k},{(k * 7 + ord(r)) % 10},{k / 10}" for r in "abcdefgh" for k in range(12)])
+
+
+class _WritesMarker:
+    """Unpickling this object opens (creates) a marker file: a test that sees the marker knows a pickle was
+    loaded."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def _pickle_only_backbone(w: Path, m: Path) -> Path:
+    import pickle
+
+    folder = w / "their-backbone"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(m / "model" / name, folder / name)
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_WritesMarker(w / "UNPICKLED")))
+    return folder
+
+
+@case("train: backbone folder with pickle weights only")
+def _c40(w, m, i):
+    folder = _pickle_only_backbone(w, m)
+    return (["train", "--train", "synthetic/source", *TINY[2:], "--backbone", folder, "--out", w / "r"],
+            ["pickle", "safetensors", "save_pretrained"], w / "r")
+
+
+@case("score: model folder with pickle weights only (marker)")
+def _c41(w, m, i):
+    import pickle
+
+    model = _broken_model(w, m, "pickle-weights")
+    (model / "pytorch_model.bin").write_bytes(pickle.dumps(_WritesMarker(w / "UNPICKLED")))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"], ["pickle", "safetensors"], None
+
+
+@case("score: --out is the model's own weights")
+def _c42(w, m, i):
+    model = w / "model"
+    shutil.copytree(m / "model", model)
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (["score", "--model", model, "--input", inp, "--out", model / "model.safetensors"],
+            ["model.safetensors", "not written by rewardsmith"], None)
+
+
+@case("score: --out is a run manifest")
+def _c43(w, m, i):
+    run = w / "run"
+    shutil.copytree(m, run)
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (["score", "--model", run / "model", "--input", inp, "--out", run / "manifest.json"],
+            ["manifest.json", "not written by rewardsmith"], None)
+
+
+@case("score: --out written by an earlier score, no --overwrite")
+def _c44(w, m, i):
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    first = rk("score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "-q")
+    assert first.exit_code == 0, first.output
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
+            ["o.jsonl", "--overwrite"], None)
+
+
+@case("score: --out edited since rewardsmith wrote it, with --overwrite")
+def _c45(w, m, i):
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    first = rk("score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "-q")
+    assert first.exit_code == 0, first.output
+    with open(w / "o.jsonl", "a", encoding="utf-8") as fh:
+        fh.write('{"my": "own row"}\n')
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--overwrite"],
+            ["o.jsonl", "changed since rewardsmith wrote it"], None)
+
+
+@case("score: --out is a folder")
+def _c46(w, m, i):
+    (w / "somewhere").mkdir()
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return ["score", "--model", m / "model", "--input", inp, "--out", w / "somewhere"], ["is a folder"], None
+
+
+@case("calibrate fit: --out is a run manifest")
+def _c47(w, m, i):
+    run = w / "run"
+    shutil.copytree(m, run)
+    return (["calibrate", "fit", "--ratings", _varied_ratings(w), "--out", run / "manifest.json"],
+            ["manifest.json", "not written by rewardsmith"], None)
+
+
+@case("calibrate fit: --out written before, no --overwrite")
+def _c48(w, m, i):
+    ratings = _varied_ratings(w)
+    first = rk("calibrate", "fit", "--ratings", ratings, "--out", w / "maps.json")
+    assert first.exit_code == 0, first.output
+    return ["calibrate", "fit", "--ratings", ratings, "--out", w / "maps.json"], ["maps.json", "--overwrite"], None
+
+
+@case("train: --max-length beyond the backbone's positions")
+def _c49(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--max-length", "1024", "--out", w / "r"],
+            ["1024", "512"], w / "r")
+
+
+@case("train: --seed 2^64+1")
+def _c50(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--seed", str(2**64 + 1), "--out", w / "r"],
+            ["train.seed", "4294967295"], w / "r")
+
+
+@case("shift: --seeds 2^40")
+def _c51(w, m, i):
+    cfg = write(w / "s.yaml", "name: x\n")
+    return ["shift", "--config", cfg, "--out", w / "s", "--seeds", str(2**40)], ["--seeds", "4294967295"], w / "s"
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@case("train: deeply nested JSON row")
+def _c52(w, m, i):
+    rows = "".join(json.dumps(r) + "\n" for r in GOOD_ROWS[:3])
+    data = write(w / "pairs.jsonl", rows + '{"prompt": ' + _nested(100_000) + "}\n")
+    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+            ["pairs.jsonl", "row 4", "nested too deeply"], w / "r")
+
+
+@case("score: deeply nested JSON row")
+def _c53(w, m, i):
+    inp = write(w / "in.jsonl", '{"prompt": "q", "response": ' + _nested(100_000) + "}\n")
+    return ["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"], ["in.jsonl", "row 1"], None
+
+
+@case("train: deeply nested JSON array file")
+def _c54(w, m, i):
+    data = write(w / "pairs.json", _nested(100_000))
+    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+            ["pairs.json", "nested too deeply"], w / "r")
+
+
+@case("score: config.json hidden_size does not match the weights")
+def _c55(w, m, i):
+    model = w / "model"
+    shutil.copytree(m / "model", model)
+    config = json.loads((model / "config.json").read_text())
+    config["hidden_size"] = 64
+    write(model / "config.json", json.dumps(config))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"], [str(model)], None
+
+
+@case("score: heads of the wrong shape")
+def _c56(w, m, i):
+    import torch
+    from safetensors.torch import save_file
+
+    model = w / "model"
+    shutil.copytree(m / "model", model)
+    save_file({"head.weight": torch.zeros(1, 7)}, str(model / "heads.safetensors"))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"], ["heads"], None
+
+
+@case("score: a named backbone that is not here (no hub)")
+def _c57(w, m, i):
+    model = w / "model"
+    shutil.copytree(m / "model", model)
+    meta = json.loads((model / "rewardsmith.json").read_text())
+    meta["backbone_storage"] = "named"
+    meta["model_config"]["backbone"] = "someone/not-on-this-machine"
+    write(model / "rewardsmith.json", json.dumps(meta))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"],
+            ["someone/not-on-this-machine", "hub is not asked"], None)
+
+
+@case("calibrate: every score identical")
+def _c58(w, m, i):
+    ratings = _ratings(w, "same.csv", [f"{r},{k},5,{k / 10}" for r in "abcdefgh" for k in range(12)])
+    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+            ["same score", "nothing to"], w / "c")
+
+
+@case("calibrate: one rating per rater")
+def _c59(w, m, i):
+    ratings = _ratings(w, "one.csv", [f"r{k},{k},{k % 7},{k / 10}" for k in range(16)])
+    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+            ["single rating"], w / "c")
+
+
+@case("calibrate: score column of text")
+def _c60(w, m, i):
+    ratings = _ratings(w, "text.csv", [f"{r},{k},x{k},{k / 10}" for r in "abcdefgh" for k in range(12)])
+    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+            ["96 rows read", "nonfinite score 96", "must hold numbers"], w / "c")
+
+
+@case("calibrate: header only")
+def _c61(w, m, i):
+    ratings = _ratings(w, "empty.csv", [])
+    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+            ["no rows", "header only"], w / "c")
+
+
+@case("calibrate: --score-min above --score-max")
+def _c62(w, m, i):
+    return (["calibrate", "--ratings", _varied_ratings(w), "--out", w / "c", "--score-min", "10", "--score-max",
+             "0"], ["score_min", "score_max"], w / "c")
+
+
+@case("calibrate: --bootstrap 0")
+def _c63(w, m, i):
+    return ["calibrate", "--ratings", _varied_ratings(w), "--out", w / "c", "--bootstrap", "0"], ["bootstrap"], w / "c"
+
+
+@case("calibrate: --methods ''")
+def _c64(w, m, i):
+    return ["calibrate", "--ratings", _varied_ratings(w), "--out", w / "c", "--methods", ""], ["--methods"], w / "c"
+
+
+@case("shift: --seeds ''")
+def _c65(w, m, i):
+    cfg = write(w / "s.yaml", "name: x\n")
+    return ["shift", "--config", cfg, "--out", w / "s", "--seeds", ""], ["--seeds", "empty"], w / "s"
+
+
+@case("eval: --batch-size 0")
+def _c66(w, m, i):
+    return (["eval", "--model", m / "model", "--dataset", "synthetic/target-clean", "--batch-size", "0", "--out",
+             w / "e"], ["--batch-size"], w / "e")
+
+
+@case("score: --batch-size 0")
+def _c67(w, m, i):
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--batch-size", "0"],
+            ["--batch-size"], None)
+
+
+@case("train: every row identical")
+def _c68(w, m, i):
+    data = jsonl(w / "same.jsonl", [{"prompt": f"q{k}", "chosen": "same", "rejected": "same"} for k in range(40)])
+    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+            ["40 rows read", "0 pairs kept", "identical 40"], w / "r")
+
+
+@case("eval: no usable pairs")
+def _c69(w, m, i):
+    data = jsonl(w / "same.jsonl", [{"prompt": f"q{k}", "chosen": "same", "rejected": "same"} for k in range(40)])
+    return (["eval", "--model", m / "model", "--dataset", "file", "--path", data, "--out", w / "e"],
+            ["no pairs to evaluate", "identical 40"], w / "e")
+
+
+@case("score: input of an unsupported type")
+def _c70(w, m, i):
+    inp = write(w / "in.txt", "just some text\n")
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
+            ["in.txt", "unsupported file type"], None)
+
+
+@case("score: Parquet input that is not Parquet")
+def _c71(w, m, i):
+    inp = write(w / "in.parquet", "not parquet at all\n")
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
+            ["in.parquet", "Parquet"], None)
+
+
+@case("train: --set without '='")
+def _c72(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum", "--out", w / "r"],
+            ["KEY=VALUE"], w / "r")
+
+
+@case("train: --set unknown key")
+def _c73(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.gradient_accumulation=4", "--out",
+             w / "r"], ["train.gradient_accumulation", "grad_accum"], w / "r")
+
+
+@case("train: --set value of the wrong type")
+def _c74(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum=lots", "--out", w / "r"],
+            ["train.grad_accum", "integer"], w / "r")
+
+
+@case("train: --report-to unknown tracker")
+def _c75(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--report-to", "comet", "--out", w / "r"],
+            ["report_to", "tensorboard"], w / "r")
+
+
+@case("train: --lora-r -1")
+def _c76(w, m, i):
+    return ["train", "--train", "synthetic/source", *TINY, "--lora-r", "-1", "--out", w / "r"], ["lora.r"], w / "r"
+
+
+@case("train: --batch-size 0")
+def _c77(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY, "--batch-size", "0", "--out", w / "r"],
+            ["batch_size"], w / "r")
+
+
+@case("examples: --out holds someone else's files")
+def _c78(w, m, i):
+    write(w / "ex" / "pairs.jsonl", "my own pairs\n")
+    return ["examples", "--out", w / "ex"], ["not empty"], None
+
+
+@case("examples: --overwrite beside someone else's file of the same name")
+def _c79(w, m, i):
+    write(w / "ex" / "pairs.jsonl", "my own pairs\n")
+    return ["examples", "--out", w / "ex", "--overwrite"], ["pairs.jsonl", "not written by rewardsmith"], w / "ex"
+
+
+@case("calibrate fit: --out is a folder")
+def _c80(w, m, i):
+    (w / "maps.json").mkdir()
+    return ["calibrate", "fit", "--ratings", _varied_ratings(w), "--out", w / "maps.json"], ["is a folder"], None
+
+
+@case("train: hub backbone while offline")
+def _c81(w, m, i):
+    return (["train", "--train", "synthetic/source", *TINY[2:], "--backbone", "someone/not-a-model", "--out",
+             w / "r"], ["someone/not-a-model"], w / "r")
+
+
+@case("score: --rater without --calibration")
+def _c82(w, m, i):
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--rater", "a"],
+            ["go together"], None)
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(name: str, tmp_path: Path, trained: Path,
                                                            icrm_model: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
+    # A sentinel folder beside the run: its bytes (checksums) must survive every case.
+    write(work / "sentinel" / "notes.txt", "someone's notes\n")
+    (work / "sentinel" / "deep").mkdir()
+    (work / "sentinel" / "deep" / "weights.bin").write_bytes(bytes(range(256)) * 8)
     args, needles, run_folder = CASES[name](work, trained, icrm_model)
-    before = snapshot(work)
+    before = snapshot(work, skip=run_folder)
     result = rk(*args)
     assert_one_line_error(result, *needles)
     assert snapshot(work, skip=run_folder) == before
 
 
-def test_there_are_at_least_30_cases() -> None:
-    assert len(CASES) >= 30
+def test_there_are_at_least_80_cases() -> None:
+    assert len(CASES) >= 80
 
 
 @pytest.mark.parametrize("command", ["train", "calibrate", "score"])

@@ -227,7 +227,7 @@ def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path)
     slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
     assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
     result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
-                "--calibration", str(maps), "--rater", "nobody")
+                "--calibration", str(maps), "--rater", "nobody", "--overwrite")
     assert result.exit_code == 0 and "population map" in result.stdout
 
 

@@ -171,6 +171,7 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     from trl import GRPOConfig, GRPOTrainer
 
     from rewardsmith.config import ICRMModelConfig
+    from rewardsmith.data.collate import PairEncoder
     from rewardsmith.data.schema import PreferencePair, user_prompt
     from rewardsmith.icrm.reward import ICRMReward
     from rewardsmith.icrm.scoring import ICRMScorer
@@ -181,7 +182,7 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     rm, rm_tok = build_model(ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16, context_dim=8,
                                              hidden_dim=16))
     demos = [PreferencePair(user_prompt("say hi"), "hello there", "go away")]
-    reward = ICRMReward(ICRMScorer(rm, rm_tok, 48, 16), demos)
+    reward = ICRMReward(ICRMScorer(rm, PairEncoder(rm_tok, 48, 16)), demos)
 
     tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
     tok.eos_token = tok.sep_token

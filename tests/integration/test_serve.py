@@ -71,7 +71,7 @@ def rewardsmith_score(model: Path, rows: list[dict[str, Any]], tmp: Path, *extra
     """The rows scored by `rewardsmith score` (in-process CLI)."""
     inp, out = tmp / f"in-{os.getpid()}-{id(rows)}.jsonl", tmp / f"out-{os.getpid()}-{id(rows)}.jsonl"
     inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = rk("score", "--model", model, "--input", inp, "--output", out, "--quiet", *extra)
+    result = rk("score", "--model", model, "--input", inp, "--output", out, "--quiet", "--overwrite", *extra)
     assert result.exit_code == 0, result.output
     return [json.loads(line) for line in out.read_text().splitlines()]
 
@@ -185,7 +185,9 @@ def test_verl_classify_body_and_vllm_shapes(bt_url: str) -> None:
     # verl/experimental/reward_loop/reward_loop.py compute_score_disrm, engine vllm.
     body = {"model": "/models/reward-model", "input": text, "activation": False}
     out = httpx.post(f"{bt_url}/classify", json=body, timeout=60).json()
-    assert set(out) == {"id", "object", "created", "model", "data", "usage"}
+    assert set(out) - {"rewardsmith"} == {"id", "object", "created", "model", "data", "usage"}
+    # This model reads HH framing: a chat-templated string cannot be split into its turns, and the answer says so.
+    assert out["rewardsmith"]["unsplit"] == [0] and "cut from its start" in out["rewardsmith"]["note"]
     assert out["object"] == "list" and out["id"].startswith("classify-")
     entry = out["data"][-1]
     assert set(entry) == {"index", "label", "probs", "num_classes"} and entry["num_classes"] == 1

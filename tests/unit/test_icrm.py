@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from rewardsmith.config import ICRMModelConfig
+from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.icrm.config import EpisodeConfig
 from rewardsmith.icrm.episodes import EpisodeSampler, PairPool, Standard, draw_demos, split_pool, target_episode
@@ -92,14 +93,14 @@ def test_no_demos_gives_zero_context() -> None:
 def test_scorer_cache_reuse_gives_identical_scores(tiny_set) -> None:
     model, tok = tiny_set
     demos, targets = _pairs(5, "demo"), _pairs(7, "target")
-    scorer = ICRMScorer(model, tok, max_length=32, min_prompt_tokens=8, batch_size=4)
+    scorer = ICRMScorer(model, PairEncoder(tok, 32, 8), batch_size=4)
     first = scorer.score_pairs(targets, demos)
     assert scorer.cache.misses == 1 and scorer.cache.hits == 0
     second = scorer.score_pairs(targets, list(reversed(demos)))  # same standard, other order: a cache hit
     assert scorer.cache.hits == 1
     np.testing.assert_array_equal(first.u_chosen, second.u_chosen)
     np.testing.assert_array_equal(first.s_rejected, second.s_rejected)
-    fresh = ICRMScorer(model, tok, max_length=32, min_prompt_tokens=8, batch_size=3, cache=DemoCache())
+    fresh = ICRMScorer(model, PairEncoder(tok, 32, 8), batch_size=3, cache=DemoCache())
     np.testing.assert_allclose(fresh.score_pairs(targets, demos).mu, first.mu, atol=1e-5)
     assert demo_key(demos) == demo_key(list(reversed(demos))) != demo_key(demos[:4])
 
@@ -159,8 +160,8 @@ def test_save_load_round_trip(tiny_set, tmp_path) -> None:
     loaded, tok2, meta = load_model(tmp_path / "m")
     assert meta["model_config"] == cfg
     demos, targets = _pairs(3, "d"), _pairs(4, "t")
-    a = ICRMScorer(model, tok, 32, 8).score_pairs(targets, demos)
-    b = ICRMScorer(loaded, tok2, 32, 8).score_pairs(targets, demos)
+    a = ICRMScorer(model, PairEncoder(tok, 32, 8)).score_pairs(targets, demos)
+    b = ICRMScorer(loaded, PairEncoder(tok2, 32, 8)).score_pairs(targets, demos)
     np.testing.assert_allclose(a.mu, b.mu, atol=1e-6)
     np.testing.assert_allclose(a.tau, b.tau, atol=1e-5)
 
@@ -169,7 +170,7 @@ def test_concat_mode_scores_and_demos_change_them() -> None:
     cfg = ICRMModelConfig(backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32,
                           freeze_backbone=False)
     model, tok = build_model(cfg, seed=0)
-    scorer = ICRMScorer(model, tok, 96, 32)
+    scorer = ICRMScorer(model, PairEncoder(tok, 96, 32))
     targets = _pairs(3, "t")
     plain = scorer.score_pairs(targets)
     steered = scorer.score_pairs(targets, _pairs(2, "d"))
@@ -189,7 +190,7 @@ def test_directional_reward() -> None:
 
 def test_grpo_reward_signature(tiny_set) -> None:
     model, tok = tiny_set
-    reward = ICRMReward(ICRMScorer(model, tok, 32, 8), _pairs(2, "d"))
+    reward = ICRMReward(ICRMScorer(model, PairEncoder(tok, 32, 8)), _pairs(2, "d"))
     out = reward(
         prompts=["hello", "hello", "bye", "bye"],
         completions=["a", "b", "c", "d"],
@@ -222,5 +223,5 @@ def test_scorer_matches_episode_path(tiny_set) -> None:
     episodes = [Episode(Standard("d"), i, True, 1.0, tuple(Demo(k, f) for k, f in enumerate(flips))) for i in range(5)]
     with torch.no_grad():
         via_episodes = to_numpy(model(set_episode_tensors(episodes, tables, demo_tables)))["mu"]
-    via_scorer = ICRMScorer(model, tok, 32, 8).score_pairs(targets.pairs, shown).mu
+    via_scorer = ICRMScorer(model, PairEncoder(tok, 32, 8)).score_pairs(targets.pairs, shown).mu
     np.testing.assert_allclose(via_scorer, via_episodes, atol=1e-5)

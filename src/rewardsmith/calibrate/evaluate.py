@@ -28,7 +28,7 @@ from rewardsmith.calibrate.estimators import (
     shared_params,
 )
 from rewardsmith.calibrate.forecast import forecast_gain
-from rewardsmith.data.ratings import RatingTable, cap_per_rater
+from rewardsmith.data.ratings import RatingTable, cap_per_rater, require_ratings
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.stats import bootstrap_indices, percentile_interval
 
@@ -97,6 +97,8 @@ def _pair_concordance(
     """
     concordant = np.zeros(n_raters)
     pairs = np.zeros(n_raters)
+    if len(codes) == 0:
+        return concordant, pairs
     order = np.argsort(codes, kind="stable")
     codes, score, pred = codes[order], score[order], pred[order]
     bounds = np.flatnonzero(np.diff(codes)) + 1
@@ -116,8 +118,11 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None) -> Ho
     config = config or EvalConfig()
     config.validate()
     frame = table.frame.reset_index(drop=True)
-    if len(frame) == 0:
-        raise DataError("no ratings to evaluate")
+    require_ratings(table, "evaluate")
+    sizes = frame.groupby("rater_id").size()
+    if not (sizes >= 2).any():
+        raise DataError(f"every one of the {len(sizes)} raters has a single rating: the within-rater hold-out needs "
+                        "raters with 2 or more (fit them with `rewardsmith calibrate fit`, which needs no hold-out)")
     group_column = config.group_column or (
         table.demographic_columns[0] if table.demographic_columns else None
     )

@@ -156,6 +156,9 @@ def forecast_gain(
     else:
         planned = np.broadcast_to(np.asarray(planned_n, dtype=np.float64), (stats.n_raters,)).copy()
     mse = forecast_mse(noise, tau2, planned, r_mean - centre_value, r_var, n_min, joint, moderated)
+    if not mse["pooled"] > 0:
+        raise DataError("a forecast needs ratings that vary: the pilot's pooled map already fits every rating "
+                        "exactly (all scores the same, or no residual spread)")
     gain = 100 * (1 - np.sqrt(mse["pebs"] / mse["pooled"]))
     gain_ols = 100 * (1 - np.sqrt(mse["ols"] / mse["pooled"]))
     return Forecast(

@@ -117,6 +117,21 @@ class CalibrationMaps:
         known = bool(self.index_of([str(rater_id)])[0] >= 0)
         return self.predict(np.full(len(scores), str(rater_id)), scores), known
 
+    def range_note(self, model_scores: np.ndarray) -> str | None:
+        """A warning when scores lie mostly outside the model-score range the maps were fitted on (maps fitted on
+        one model's scale and applied to another's); None when they fit, or when the range was not recorded."""
+        fitted = self.info.get("model_score_range")
+        scores = np.asarray(model_scores, dtype=np.float64)
+        if not (isinstance(fitted, list | tuple) and len(fitted) == 2 and scores.size):
+            return None
+        low, high = float(fitted[0]), float(fitted[1])
+        margin = 0.25 * max(high - low, 1e-12)
+        outside = float(np.mean((scores < low - margin) | (scores > high + margin)))
+        if outside <= 0.5:
+            return None
+        return (f"warning: {100 * outside:.0f}% of the rewards lie outside the model-score range the calibration was "
+                f"fitted on [{low:.3g}, {high:.3g}]: the maps may belong to another model's scale")
+
     def predict_var(
         self,
         rater_ids: Sequence[str] | np.ndarray,

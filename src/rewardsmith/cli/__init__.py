@@ -50,6 +50,20 @@ app = typer.Typer(name="rewardsmith", cls=OneLineErrors, no_args_is_help=True, a
                   pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Train, stress-test, steer, calibrate and serve reward models for RLHF.")
 
+def _version(value: bool) -> None:
+    if value:
+        from rewardsmith import __version__
+
+        echo(f"rewardsmith {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", help="print the version and exit", is_eager=True,
+                                       callback=_version, metavar="")) -> None:
+    """Train, stress-test, steer, calibrate and serve reward models for RLHF."""
+
+
 for _module in (core, shift, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)

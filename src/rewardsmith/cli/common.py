@@ -34,6 +34,27 @@ def handle_errors() -> Iterator[None]:
         raise typer.Exit(code=130) from None
 
 
+def int_list(text: str | None, option: str, minimum: int | None = None, maximum: int | None = None,
+             allow_empty: bool = False) -> list[int] | None:
+    """A comma-separated option ("0,1,2") as integers; None when not given. ConfigError (one line) for a value that
+    is not an integer or out of range, and for an empty list unless allow_empty."""
+    from rewardsmith.errors import ConfigError
+
+    if text is None:
+        return None
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{option} must be comma-separated integers, got {text!r}") from None
+    if not values and not allow_empty:
+        raise ConfigError(f"{option} is empty; give at least one value, e.g. {option} 0")
+    for v in values:
+        if (minimum is not None and v < minimum) or (maximum is not None and v > maximum):
+            bounds = f"in {minimum}..{maximum}" if maximum is not None else f"at least {minimum}"
+            raise ConfigError(f"{option} values must be {bounds}, got {v}")
+    return values
+
+
 def _shown(value: Any) -> str:
     if value is None:
         return "none"
@@ -53,7 +74,11 @@ def config_option(owner: Any, name: str, *flags: str, help: str | None = None, *
     else:
         default = default_of(owner, name)
         text = help or help_of(owner, name)
-    return typer.Option(*flags, help=f"{text}  [default: {_shown(default)}]", show_default=False, **kwargs)
+    shown = _shown(default)
+    pair = next((f for f in flags if "/" in f), None)
+    if isinstance(default, bool) and pair is not None:  # a --on/--off pair shows the flag that is the default
+        shown = pair.split("/")[0 if default else 1]
+    return typer.Option(*flags, help=f"{text}  [default: {shown}]", show_default=False, **kwargs)
 
 
 def flag(*names: str, help: str) -> Any:
@@ -70,9 +95,44 @@ ConfigFile = Annotated[Path | None, typer.Option(
 DataDir = Annotated[Path | None, typer.Option(
     "--data-dir", help="folder with the real datasets  [default: $REWARDSMITH_DATA_DIR, else ../shared/data]")]
 Quiet = Annotated[bool, flag("--quiet", "-q", help="no progress output")]
+InferenceBf16 = Annotated[bool | None, typer.Option(
+    "--bf16/--fp32", help="bf16 autocast of the backbone (pooling and heads stay fp32)  [default: as the model was "
+                          "trained]", show_default=False)]
+BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="texts per inference batch  [default: 64]",
+                                        show_default=False)]
 Overwrite = Annotated[bool, flag("--overwrite", help="start the run in --out again (deleting only the files an "
                                                      "earlier rewardsmith run wrote there), or write beside "
                                                      "foreign files, which are never replaced")]
+
+
+ModelPath = Annotated[str, typer.Option(
+    "--model", "-m", help="the reward model: a rewardsmith model folder, a Hugging Face *ForSequenceClassification "
+                          "folder (TRL, LLaMA-Factory, ...), an OpenRLHF reward checkpoint, a LoRA adapter folder "
+                          "over one of those, or a hub id where the network allows")]
+TemplateOpt = Annotated[str, typer.Option(
+    "--template", help="how texts become tokens: auto (what the model was trained with when its folder says so, "
+                       "else chat when its tokenizer has a chat template, else plain) | chat | plain | hh  "
+                       "[default: auto]", show_default=False)]
+MaxLengthOpt = Annotated[int | None, typer.Option(
+    "--max-length", min=16, help="tokens per text  [default: the model's own; 1024 capped at its positions for a "
+                                 "model from elsewhere]", show_default=False)]
+TrustRemoteCodeOpt = Annotated[bool, flag("--trust-remote-code", help="run the model's own code (auto_map in its "
+                                                                      "config); only for models you trust")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="KEY=VALUE", help="set any config key by its YAML name (repeatable), e.g. --set "
+                                       "train.grad_accum=4; the keys are listed below  [default: none]",
+    show_default=False)]
+
+
+def keys_epilog(cls: type) -> str:
+    """The --help section listing every config key of `cls` by its YAML name, with its help and default (click
+    keeps the lines of a paragraph that starts with a backspace as they are)."""
+    from rewardsmith.config import config_keys
+
+    lines = ["Config keys (YAML names, for --config FILE or --set KEY=VALUE):"]
+    for key, text, default in config_keys(cls):
+        lines.append(f"  {key}: {text}  [default: {_shown(default)}]")
+    return "\b\n" + "\n".join(lines)
 
 
 def print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:

@@ -14,9 +14,11 @@ from rewardsmith.cli.common import (
     OutDir,
     Overwrite,
     Quiet,
+    SetOption,
     config_option,
     flag,
     handle_errors,
+    keys_epilog,
     print_result,
 )
 from rewardsmith.config import ICRMModelConfig, help_of
@@ -28,15 +30,15 @@ app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
 _M, _E, _V, _T = ICRMModelConfig, EpisodeConfig, ICRMEvalConfig, icrm_train_defaults()
 
 
-def _config(config: Path | None, overrides: dict[str, object]) -> ICRMRunConfig:
-    from rewardsmith.config import apply_overrides, load_yaml
+def _config(config: Path | None, overrides: dict[str, object], set_keys: list[str] | None) -> ICRMRunConfig:
+    from rewardsmith.config import apply_overrides, load_yaml, parse_set_options
 
     cfg = load_yaml(ICRMRunConfig, config) if config else ICRMRunConfig()
-    apply_overrides(cfg, overrides)
+    apply_overrides(cfg, {**overrides, **parse_set_options(set_keys)})
     return cfg
 
 
-@app.command()
+@app.command(epilog=keys_epilog(ICRMRunConfig))
 def train(
     out: OutDir,
     config: ConfigFile = None,
@@ -55,9 +57,11 @@ def train(
                                           "training pairs instead")] = False,
     bt_pairs: Annotated[int, typer.Option(help="--bt: at most this many training pairs", min=1)] = 2400,
     seed: Annotated[int | None, config_option(_T, "seed", "--seed")] = None,
+    report_to: Annotated[str | None, config_option(_T, "report_to", "--report-to")] = None,
     data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
+    set_keys: SetOption = None,
 ) -> None:
     """Train an ICRM on episodes (or, with --bt, its BT baseline). Rerun the same command to resume."""
     from rewardsmith.jobs.icrm import run_bt_baseline, run_icrm_train
@@ -68,15 +72,16 @@ def train(
             "episodes.sources": list(sources) if sources else None, "train.max_steps": steps,
             "train.batch_size": batch_size, "train.head_lr": head_lr, "elbo.kl_schedule": kl_schedule,
             "train.bf16": bf16, "train.seed": seed, "train.progress": False if quiet else None,
+            "train.report_to": report_to,
             "data_dir": str(data_dir) if data_dir else None,
-        })
+        }, set_keys)
         if bt:
             print_result(run_bt_baseline(cfg, out, max_pairs=bt_pairs, overwrite=overwrite))
         else:
             print_result(run_icrm_train(cfg, out, overwrite))
 
 
-@app.command("eval")
+@app.command("eval", epilog=keys_epilog(ICRMRunConfig))
 def eval_cmd(
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="steerability | calibration | rmbench | pareto "
                                                                    "| math500 | all")],
@@ -89,6 +94,7 @@ def eval_cmd(
     data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
+    set_keys: SetOption = None,
 ) -> None:
     """Run an evaluation protocol: writes <out>/<protocol>/metrics.json, report.md/html and plots."""
     from rewardsmith.jobs.icrm import run_icrm_eval
@@ -97,5 +103,5 @@ def eval_cmd(
         cfg = _config(config, {"eval.bt_model": str(bt_model) if bt_model else None,
                                "eval.max_test_pairs": max_test_pairs, "eval.seed": seed,
                                "train.progress": False if quiet else None,
-                               "data_dir": str(data_dir) if data_dir else None})
+                               "data_dir": str(data_dir) if data_dir else None}, set_keys)
         print_result(run_icrm_eval(protocol, model, out, cfg, overwrite))

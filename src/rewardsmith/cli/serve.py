@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from rewardsmith.cli.common import config_option, handle_errors
+from rewardsmith.cli.common import ModelPath, TrustRemoteCodeOpt, config_option, handle_errors
 from rewardsmith.config import apply_overrides
 from rewardsmith.serve.config import ServeConfig
 
@@ -22,8 +22,7 @@ _S = ServeConfig
 
 @app.command()
 def serve(
-    model: Annotated[Path, typer.Option("--model", "-m", help="a model folder written by rewardsmith train or "
-                                                              "rewardsmith icrm train (scalar or in-context)")],
+    model: ModelPath,
     calibration: Annotated[Path | None, typer.Option(
         help="per-rater maps from `rewardsmith calibrate fit`: /v1/score then takes a `rater`  [default: none]",
         show_default=False)] = None,
@@ -41,6 +40,9 @@ def serve(
     precision: Annotated[str | None, config_option(_S, "precision", "--precision")] = None,
     api_key_file: Annotated[Path | None, config_option(_S, "api_key_file", "--api-key-file")] = None,
     max_standards: Annotated[int | None, config_option(_S, "max_standards", "--max-standards")] = None,
+    template: Annotated[str | None, config_option(_S, "template", "--template")] = None,
+    max_length: Annotated[int | None, config_option(_S, "max_length", "--max-length")] = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Serve a reward model over HTTP with dynamic batching (OpenRLHF, vLLM, TEI and native endpoints)."""
     from rewardsmith.serve.app import run_server
@@ -53,7 +55,8 @@ def serve(
             "max_body_bytes": max_body_bytes, "request_timeout_s": request_timeout_s,
             "shutdown_timeout_s": shutdown_timeout_s,
             "precision": precision, "api_key_file": str(api_key_file) if api_key_file else None,
-            "max_standards": max_standards})
+            "max_standards": max_standards, "template": template, "max_length": max_length,
+            "trust_remote_code": trust_remote_code or None})
 
         def ready(url: str) -> None:
             typer.echo(f"serving {model} on {url} (Ctrl-C or SIGTERM stops it after the requests in flight)")

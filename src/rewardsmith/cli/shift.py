@@ -7,12 +7,25 @@ from typing import Annotated
 
 import typer
 
-from rewardsmith.cli.common import DataDir, OutDir, Overwrite, Quiet, flag, handle_errors, print_result
+from rewardsmith.cli.common import (
+    DataDir,
+    OutDir,
+    Overwrite,
+    Quiet,
+    SetOption,
+    flag,
+    handle_errors,
+    int_list,
+    keys_epilog,
+    print_result,
+)
+from rewardsmith.config import MAX_SEED
+from rewardsmith.w2s.config import ShiftConfig
 
 app = typer.Typer()
 
 
-@app.command("shift")
+@app.command("shift", epilog=keys_epilog(ShiftConfig))
 def shift(
     config: Annotated[Path, typer.Option("--config", "-c", help="shift config YAML (see configs/shift-*.yaml)")],
     out: OutDir,
@@ -26,24 +39,18 @@ def shift(
                                                       "nothing")] = False,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
+    set_keys: SetOption = None,
 ) -> None:
     """Weak teacher, students per method and ceiling; ID and per-target transfer metrics and a report."""
     with handle_errors():
-        from rewardsmith.config import load_yaml
+        from rewardsmith.config import apply_overrides, load_yaml, parse_set_options
         from rewardsmith.errors import ConfigError
         from rewardsmith.jobs.shift import run_shift_job
-        from rewardsmith.w2s.config import ShiftConfig
         from rewardsmith.w2s.pipeline import torch_threads
 
         cfg = load_yaml(ShiftConfig, config)
-        seed_list = None
-        if seeds:
-            try:
-                seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-            except ValueError:
-                raise ConfigError(f"--seeds must be comma-separated integers, got {seeds!r}") from None
-            if any(s < 0 for s in seed_list):
-                raise ConfigError(f"--seeds must be non-negative, got {seeds!r}")
+        apply_overrides(cfg, parse_set_options(set_keys))
+        seed_list = int_list(seeds, "--seeds", 0, MAX_SEED)
         if threads is not None and threads < 1:
             raise ConfigError(f"--threads must be at least 1, got {threads}")
         torch_threads(threads)

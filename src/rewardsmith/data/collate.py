@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
-from rewardsmith.data.schema import PreferencePair
+from rewardsmith.data.schema import PreferencePair, Turn, render_turns
 
 
 @dataclass(frozen=True)
@@ -64,13 +64,17 @@ def _find(seq: list[int], sub: list[int], start: int) -> int:
 
 @dataclass(frozen=True)
 class EncodedText:
-    """One encoded (prompt, response) sequence: token ids, token types and which tokens are response."""
+    """One encoded (prompt, response) sequence: token ids, token types and which tokens are response.
+
+    unsplit: the text arrived as one string that could not be read back into turns, so it was tokenised whole
+    (prompt_truncated then means its start was cut)."""
 
     input_ids: list[int]
     token_type_ids: list[int]
     response_mask: list[int]
     prompt_truncated: bool
     response_truncated: bool
+    unsplit: bool = False
 
 
 class PairEncoder:
@@ -96,7 +100,10 @@ class PairEncoder:
     def _tokens(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def encode(self, prompt: str, response: str) -> EncodedText:
+    def encode(self, prompt: str | Sequence[Turn], response: str) -> EncodedText:
+        """prompt: the prompt text in HH framing (or a context built around it), or turns (rendered so)."""
+        if not isinstance(prompt, str):
+            prompt = render_turns(tuple(prompt))
         t = self.template
         prompt_ids = self._prompt_cache.get(prompt)
         if prompt_ids is None:
@@ -142,14 +149,19 @@ class EncodedPair:
         return max(len(self.chosen.input_ids), len(self.rejected.input_ids))
 
 
-def encode_pairs(encoder: PairEncoder, pairs: Sequence[PreferencePair]) -> list[EncodedPair]:
+class Encoder(Protocol):
+    """What encodes a (prompt, response): rewardsmith.data.templates' encoders (the prompt as turns, or a
+    prompt string), and PairEncoder (a prompt string in HH framing)."""
+
+    counts: dict[str, int]
+
+    def encode(self, prompt: Any, response: str) -> EncodedText: ...
+
+
+def encode_pairs(encoder: Encoder, pairs: Sequence[PreferencePair]) -> list[EncodedPair]:
     """Tokenises every pair once (the trainer and evaluators reuse the result across epochs)."""
-    out = []
-    for i, p in enumerate(pairs):
-        prompt = p.prompt_text()
-        out.append(EncodedPair(encoder.encode(prompt, p.chosen), encoder.encode(prompt, p.rejected),
-                               float(p.label), i))
-    return out
+    return [EncodedPair(encoder.encode(p.prompt, p.chosen), encoder.encode(p.prompt, p.rejected), float(p.label), i)
+            for i, p in enumerate(pairs)]
 
 
 def pad_texts(texts: Sequence[EncodedText], pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:

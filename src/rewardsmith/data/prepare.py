@@ -33,8 +33,8 @@ def prepare_data(cfg: DataConfig) -> PreparedData:
     parts = split_pairs(source.pairs, {"train": cfg.train_fraction, "validation": cfg.val_fraction, "heldout": rest})
     train = parts["train"][: cfg.train_pairs] if cfg.train_pairs else parts["train"]
     if not train:
-        raise ConfigError(f"no training pairs left from {cfg.train.label} ({len(source.pairs)} read, "
-                          f"{len(parts['train'])} after the split)")
+        raise ConfigError(f"no training pairs left from {cfg.train.label}: {source.account()}, "
+                          f"{len(parts['train'])} in the training split")
     train_keys = {p.group_key() for p in parts["train"]}
     eval_sets: dict[str, list[PreferencePair]] = {}
     summaries: dict[str, Any] = {"train": {**source.summary(), "label": cfg.train.label, "used": len(train)}}

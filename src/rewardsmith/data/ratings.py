@@ -90,6 +90,33 @@ class RatingTable:
         }
 
 
+def require_ratings(table: RatingTable, what: str = "calibrate") -> None:
+    """DataError (one line) saying why when `table` holds nothing to `what` on: no rows read (a header only), every
+    row dropped (by reason, with the first reason explained), or every score the same value."""
+    if table.n_ratings > 0:
+        scores = table.frame["score"].to_numpy(np.float64)
+        if np.all(scores == scores[0]):
+            raise DataError(f"all {table.n_ratings} ratings of {table.name} have the same score ({scores[0]:g}): "
+                            f"there is nothing to {what}", path=table.source or None)
+        return
+    if table.n_rows == 0:
+        raise DataError(f"no ratings to {what}: the file holds no rows (a header only?)", path=table.source or None)
+    reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(table.dropped.items()) if v)
+    hint = _DROP_HINTS.get(max(table.dropped, key=lambda k: table.dropped[k]), "") if table.dropped else ""
+    raise DataError(f"no ratings to {what}: {table.n_rows} rows read, all dropped ({reasons or 'no reason'})"
+                    + (f"; {hint}" if hint else ""), path=table.source or None)
+
+
+_DROP_HINTS = {
+    "nonfinite_score": "the score column must hold numbers",
+    "nonfinite_model_score": "the model_score column must hold numbers (or give --model-scores FILE)",
+    "score_out_of_range": "check --score-min / --score-max against the scale of the scores",
+    "missing_rater_id": "every row needs a rater_id",
+    "missing_item_id": "every row needs an item_id",
+    "item_without_model_score": "the --model-scores file has no score for these items",
+}
+
+
 def clean_ratings(
     frame: pd.DataFrame,
     *,

@@ -55,6 +55,11 @@ class PairDataset:
     def repair(self, what: str, count: int = 1) -> None:
         self.repaired[what] = self.repaired.get(what, 0) + count
 
+    def account(self) -> str:
+        """What was read and kept, for messages: "40 rows read, 0 pairs kept (dropped: identical 40)"."""
+        drops = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(self.dropped.items()) if v)
+        return f"{self.n_rows} rows read, {len(self.pairs)} pairs kept" + (f" (dropped: {drops})" if drops else "")
+
     def summary(self) -> dict[str, object]:
         return {"name": self.name, "source": self.source, "rows": self.n_rows, "pairs": len(self.pairs),
                 "dropped": dict(self.dropped), "repaired": dict(self.repaired)}

@@ -8,12 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.evaluate.metrics import evaluate_margins, json_float, length_correlation, reliability_curve
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
-from rewardsmith.evaluate.scoring import encode_pair_texts, score_encoded, score_pairs
-from rewardsmith.models.reward_model import RewardModel
+from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.stats import sigmoid
 
 
@@ -44,17 +42,16 @@ def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], n_boot:
     return block
 
 
-def evaluate_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                   min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False, n_boot: int = 1000,
+def evaluate_pairs(scorer: RewardScorer, pairs: Sequence[PreferencePair], n_boot: int = 1000,
                    progress: str | None = None) -> tuple[dict[str, Any], np.ndarray]:
-    """Scores pairs and returns (the accuracy block with a `truncated` count of texts cut to max_length,
-    scores (2N,): chosen and rejected interleaved)."""
-    encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
-    scores = score_encoded(model, encode_pair_texts(encoder, pairs), int(tokenizer.pad_token_id), batch_size, bf16,
-                           progress=progress)
-    margins = scores[0::2] - scores[1::2]
-    block = accuracy_block(margins, pairs, n_boot, scores=scores)
-    block["truncated"] = dict(encoder.counts)
+    """Scores pairs and returns (the accuracy block with a `truncated` count of this set's texts cut to the
+    budget, scores (2N,): chosen and rejected interleaved)."""
+    before = dict(scorer.counts)
+    chosen, rejected = scorer.score_pairs(pairs, progress)
+    scores = np.empty(2 * len(pairs))
+    scores[0::2], scores[1::2] = chosen, rejected
+    block = accuracy_block(chosen - rejected, pairs, n_boot, scores=scores)
+    block["truncated"] = {k: v - before.get(k, 0) for k, v in scorer.counts.items()}
     return block, scores
 
 
@@ -63,13 +60,12 @@ def has_rmbench_variants(pairs: Sequence[PreferencePair]) -> bool:
                                for p in pairs)
 
 
-def evaluate_rmbench(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                     min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False) -> dict[str, Any]:
+def evaluate_rmbench(scorer: RewardScorer, pairs: Sequence[PreferencePair]) -> dict[str, Any]:
     """RM-Bench easy / normal / hard accuracy from the 3x3 matrix of style variants of each row."""
     texts: list[PreferencePair] = []
     for p in pairs:
         for c, r in zip(p.metadata["chosen_variants"], p.metadata["rejected_variants"], strict=True):
             texts.append(PreferencePair(p.prompt, c, r, 1.0, p.domain))
-    chosen, rejected = score_pairs(model, tokenizer, texts, max_length, min_prompt_tokens, batch_size, bf16)
+    chosen, rejected = scorer.score_pairs(texts)
     n_styles = len(pairs[0].metadata["chosen_variants"])
     return rmbench_accuracy(chosen.reshape(-1, n_styles), rejected.reshape(-1, n_styles))

@@ -1,6 +1,7 @@
-"""The one batched inference loop: texts sorted by length, padded per batch, run under inference mode (bf16
-autocast on request, heads in fp32), results returned in input order. Reward scoring, ICRM embeddings and the
-server all go through `batched_forward`."""
+"""The one batched inference loop and the scalar scorer on it: texts sorted by length, padded per batch, run under
+inference mode (bf16 autocast on request, heads in fp32), results returned in input order. Reward scoring
+(RewardScorer: score, eval, serve, demo, the W2S teacher and students, the ICRM protocols' BT baseline), ICRM
+embeddings and the server all go through `batched_forward`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardsmith.data.collate import EncodedText, PairEncoder, pad_texts, sorted_batches
+from rewardsmith.data.collate import EncodedText, Encoder, pad_texts, sorted_batches
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.io.progress import Progress
-from rewardsmith.models.reward_model import PooledBackbone, RewardModel
+from rewardsmith.models.reward_model import PooledBackbone
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
@@ -56,10 +57,11 @@ def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], 
     return out
 
 
-def score_encoded(model: RewardModel, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
+def score_encoded(model: torch.nn.Module, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
                   bf16: bool = False, padding_side: str = "right", progress: str | None = None,
                   max_tokens: int | None = None, max_padding: float | None = None) -> np.ndarray:
-    """Rewards (N,) float64 of encoded texts, in input order (max_tokens, max_padding: as in batched_forward)."""
+    """Rewards (N,) float64 of encoded texts, in input order: `model(batch).rewards` of every batch_forward batch
+    (any kind of loaded model; max_tokens, max_padding: as in batched_forward)."""
     model.eval()
     rewards = batched_forward(lambda b: model(b).rewards, texts, pad_id, model_device(model), batch_size, bf16,
                               padding_side, progress, max_tokens, max_padding)
@@ -74,20 +76,70 @@ def embed_encoded(model: PooledBackbone, texts: Sequence[EncodedText], pad_id: i
     return out if len(texts) else torch.zeros(0, model.hidden_size)
 
 
-def encode_pair_texts(encoder: PairEncoder, pairs: Sequence[PreferencePair]) -> list[EncodedText]:
+def encode_pair_texts(encoder: Encoder, pairs: Sequence[PreferencePair]) -> list[EncodedText]:
     """[chosen_0, rejected_0, chosen_1, ...]: both sides of every pair, encoded."""
     texts: list[EncodedText] = []
     for p in pairs:
-        prompt = p.prompt_text()
-        texts.append(encoder.encode(prompt, p.chosen))
-        texts.append(encoder.encode(prompt, p.rejected))
+        texts.append(encoder.encode(p.prompt, p.chosen))
+        texts.append(encoder.encode(p.prompt, p.rejected))
     return texts
 
 
-def score_pairs(model: RewardModel, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False,
-                padding_side: str = "right", progress: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Rewards of the chosen (N,) and rejected (N,) responses of each pair."""
-    texts = encode_pair_texts(PairEncoder(tokenizer, max_length, min_prompt_tokens), pairs)
-    scores = score_encoded(model, texts, int(tokenizer.pad_token_id), batch_size, bf16, padding_side, progress)
-    return scores[0::2], scores[1::2]
+class RewardScorer:
+    """The one way a scalar reward model (any kind: models.loading) scores text: conversations are encoded in
+    the model's template, batched by length, run under inference mode (bf16 autocast on request), and returned
+    in input order as float64. counts: the encoder's truncation counts so far.
+
+    max_tokens, max_padding: cap each forward pass's padded tokens and its share of padding (the server's
+    rounds); padding_side only matters to tests (scores do not depend on it)."""
+
+    def __init__(self, model: torch.nn.Module, encoder: Encoder, pad_id: int, batch_size: int = 64,
+                 bf16: bool = False, padding_side: str = "right", max_tokens: int | None = None,
+                 max_padding: float | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.model = model.eval()
+        self.encoder = encoder
+        self.pad_id = int(pad_id)
+        self.batch_size = batch_size
+        self.bf16 = bf16
+        self.padding_side = padding_side
+        self.max_tokens = max_tokens
+        self.max_padding = max_padding
+
+    @classmethod
+    def for_model(cls, model: torch.nn.Module, tokenizer: Any, model_cfg: Any, batch_size: int = 64,
+                  bf16: bool = False) -> RewardScorer:
+        """The scorer of a rewardsmith model held in memory, in its ModelConfig's template and budget."""
+        from rewardsmith.data.templates import encoder_for
+
+        return cls(model, encoder_for(tokenizer, model_cfg), int(tokenizer.pad_token_id), batch_size, bf16)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.encoder.counts
+
+    def score_encoded(self, texts: Sequence[EncodedText], progress: str | None = None) -> np.ndarray:
+        """Rewards (N,) float64 of encoded texts, in input order."""
+        return score_encoded(self.model, texts, self.pad_id, self.batch_size, self.bf16, self.padding_side, progress,
+                             self.max_tokens, self.max_padding)
+
+    def score_texts(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
+        """Rewards (M,) of (prompt, response) items; a prompt is turns or a prompt string."""
+        return self.score_encoded([self.encoder.encode(prompt, response) for prompt, response in items], progress)
+
+    def score_pairs(self, pairs: Sequence[PreferencePair], progress: str | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rewards of the chosen (N,) and rejected (N,) responses of each pair."""
+        scores = self.score_encoded(encode_pair_texts(self.encoder, pairs), progress)
+        return scores[0::2], scores[1::2]
+
+
+def score_pairs(model: torch.nn.Module, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
+                min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False, padding_side: str = "right",
+                template: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """RewardScorer(...).score_pairs(pairs) for a model held in memory under a tokenizer, template and budget."""
+    from rewardsmith.data.templates import make_encoder
+
+    encoder = make_encoder(tokenizer, template, max_length, min_prompt_tokens)
+    return RewardScorer(model, encoder, int(tokenizer.pad_token_id), batch_size, bf16, padding_side).score_pairs(pairs)

@@ -28,7 +28,7 @@ def bt_model_config(cfg: ICRMRunConfig) -> ModelConfig:
 def bt_train_config(cfg: ICRMRunConfig) -> TrainConfig:
     """One epoch of 16-pair steps at lr 3e-5, in the ICRM's precision and seed."""
     return TrainConfig(epochs=1.0, batch_size=16, lr=3e-5, bf16=cfg.train.bf16, seed=cfg.train.seed,
-                       progress=cfg.train.progress)
+                       progress=cfg.train.progress, report_to=cfg.train.report_to)
 
 
 def baseline_pairs(pools: dict[str, dict[str, PairPool]], max_pairs: int | None, seed: int) -> list[PreferencePair]:

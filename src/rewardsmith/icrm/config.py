@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rewardsmith.config import ICRMModelConfig, TrainConfig, option
+from rewardsmith.config import MAX_SEED, ICRMModelConfig, TrainConfig, option
 
 
 @dataclass
@@ -89,7 +89,7 @@ class ICRMEvalConfig:
     )
     n_boot: int = option(1000, "bootstrap resamples for CIs", min=0)
     bt_model: str | None = option(None, "saved BT model folder (same backbone) for baseline rows")
-    seed: int = option(1234, "seed of demonstration draws", min=0)
+    seed: int = option(1234, "seed of demonstration draws", min=0, max=MAX_SEED)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -12,8 +13,8 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save
 
 from rewardsmith.config import ICRMModelConfig
-from rewardsmith.data.collate import PairEncoder, pad_texts
-from rewardsmith.data.schema import stable_hash
+from rewardsmith.data.collate import Encoder, pad_texts
+from rewardsmith.data.schema import render_turns, stable_hash
 from rewardsmith.evaluate.scoring import embed_encoded
 from rewardsmith.icrm.episodes import Episode, PairPool
 from rewardsmith.io.atomic import atomic_write_bytes
@@ -23,11 +24,16 @@ from rewardsmith.models.beta import BetaRewardModel, BetaScores
 CONCAT_HEADER = "Examples of the preferred standard."
 
 
-def embed_texts(model: BetaRewardModel, encoder: PairEncoder, items: Sequence[tuple[str, str]], batch_size: int = 64,
+def embed_texts(model: BetaRewardModel, encoder: Encoder, items: Sequence[tuple[Any, str]], batch_size: int = 64,
                 bf16: bool = False, progress: str | None = None) -> torch.Tensor:
-    """Pooled embeddings (N, H) float32 of (prompt, response) texts, in input order."""
+    """Pooled embeddings (N, H) float32 of (prompt, response) texts (a prompt as turns or a prompt string), in
+    input order."""
     texts = [encoder.encode(prompt, response) for prompt, response in items]
-    return embed_encoded(model, texts, int(encoder.tokenizer.pad_token_id), batch_size, bf16, progress)
+    return embed_encoded(model, texts, _pad_id(encoder), batch_size, bf16, progress)
+
+
+def _pad_id(encoder: Encoder) -> int:
+    return int(encoder.tokenizer.pad_token_id)  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -41,7 +47,8 @@ class PoolEmbeddings:
 def embedding_settings(model_cfg: ICRMModelConfig, bf16: bool) -> str:
     """Everything an embedding depends on besides the texts (part of the cache fingerprint)."""
     m = model_cfg
-    return f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{bf16}"
+    template = "" if m.template == "hh" else f"|{m.template}"  # older caches (all HH) keep their fingerprints
+    return f"{m.backbone}|{m.pooling}|{m.max_length}|{m.min_prompt_tokens}|{m.num_layers}|{bf16}{template}"
 
 
 def pool_fingerprint(pool: PairPool, settings: str) -> str:
@@ -51,7 +58,7 @@ def pool_fingerprint(pool: PairPool, settings: str) -> str:
     return stable_hash(f"{settings}::{len(pool)}::{texts}")
 
 
-def embed_pool(model: BetaRewardModel, encoder: PairEncoder, pool: PairPool, batch_size: int = 64,
+def embed_pool(model: BetaRewardModel, encoder: Encoder, pool: PairPool, batch_size: int = 64,
                bf16: bool = False, progress: bool = False, cache_dir: str | Path | None = None,
                settings: str = "") -> PoolEmbeddings:
     """Embeds every pair of `pool` once; with cache_dir, reads/writes `<fingerprint>.safetensors` there
@@ -65,10 +72,9 @@ def embed_pool(model: BetaRewardModel, encoder: PairEncoder, pool: PairPool, bat
                 return PoolEmbeddings(state["chosen"], state["rejected"])
             except (SafetensorError, OSError, KeyError):
                 path.unlink(missing_ok=True)  # a torn or foreign cache file: recompute it
-    items: list[tuple[str, str]] = []
+    items: list[tuple[Any, str]] = []
     for p in pool.pairs:
-        prompt = p.prompt_text()
-        items += [(prompt, p.chosen), (prompt, p.rejected)]
+        items += [(p.prompt, p.chosen), (p.prompt, p.rejected)]
     emb = embed_texts(model, encoder, items, batch_size, bf16, f"embed {pool.name}" if progress else None)
     out = PoolEmbeddings(emb[0::2].contiguous(), emb[1::2].contiguous())
     if path is not None:
@@ -139,7 +145,7 @@ def concat_prompt(demos: Sequence[tuple[str, str, str]], target_prompt: str) -> 
 def concat_episode_batch(
     episodes: Sequence[Episode],
     pools: dict[str, PairPool],
-    encoder: PairEncoder,
+    encoder: Encoder,
     demo_pools: dict[str, PairPool] | None = None,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Concat-mode batch: rows 0..B-1 are the first responses, B..2B-1 the second ones, each after the
@@ -153,12 +159,12 @@ def concat_episode_batch(
         for d in e.demos:
             dp = demo_pairs[d.index]
             w, lo = (dp.chosen, dp.rejected) if d.chosen_wins else (dp.rejected, dp.chosen)
-            demos.append((dp.prompt_text(), w, lo))
-        prompt = concat_prompt(demos, pair.prompt_text())
+            demos.append((render_turns(dp.prompt), w, lo))
+        prompt = concat_prompt(demos, render_turns(pair.prompt))
         a, b = (pair.chosen, pair.rejected) if e.first_is_chosen else (pair.rejected, pair.chosen)
         firsts.append(encoder.encode(prompt, a))
         seconds.append(encoder.encode(prompt, b))
-    batch = pad_texts(firsts + seconds, int(encoder.tokenizer.pad_token_id))
+    batch = pad_texts(firsts + seconds, _pad_id(encoder))
     labels = torch.tensor([e.label for e in episodes], dtype=torch.float32)
     return batch, labels
 

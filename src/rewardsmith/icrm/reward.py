@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from rewardsmith.data.adapters._common import chat_turns
+from rewardsmith.data.adapters.generic import parse_prompt
 from rewardsmith.data.schema import PreferencePair, message_text
-from rewardsmith.icrm.scoring import ICRMScorer, user_prompt_text
+from rewardsmith.icrm.scoring import ICRMScorer
 
 BASELINES = ("group", "zero")
 
@@ -51,10 +53,11 @@ class ICRMReward:
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         prompt_texts = [message_text(p) for p in prompts]
-        items = [
-            (p if p.startswith("\n\nHuman:") else user_prompt_text(p), message_text(c))
-            for p, c in zip(prompt_texts, completions, strict=True)
-        ]
+        # A conversational prompt (a message list) keeps its turns; a text prompt is read as the model's template
+        # reads one (a chat-templated string, an HH transcript, or one user message).
+        read = getattr(self.scorer.encoder, "parse_prompt", None) or (lambda text: parse_prompt(text, "prompt"))
+        items = [(chat_turns(p) if isinstance(p, list) else read(str(p)), message_text(c))
+                 for p, c in zip(prompts, completions, strict=True)]
         u, s = self.scorer.score_texts(items, self.demos)
         base = np.zeros_like(u)
         if self.baseline == "group":

@@ -15,15 +15,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardsmith.data.collate import PairEncoder
+from rewardsmith.data.collate import Encoder
 from rewardsmith.data.registry import load_dataset
-from rewardsmith.data.schema import PreferencePair, stable_hash, user_prompt
-from rewardsmith.errors import ConfigError
-from rewardsmith.evaluate.scoring import batched_forward, default_device
+from rewardsmith.data.schema import PreferencePair, render_turns, stable_hash
+from rewardsmith.evaluate.scoring import batched_forward
 from rewardsmith.icrm.features import concat_prompt, embed_texts
 from rewardsmith.losses.beta_elbo import beta_posterior
 from rewardsmith.models.beta import BetaRewardModel
-from rewardsmith.models.factory import load_model
 
 
 def demo_key(demos: Sequence[PreferencePair]) -> str:
@@ -73,18 +71,10 @@ class PairScores:
 class ICRMScorer:
     """Scores texts and pairs with a BetaRewardModel under demonstrations."""
 
-    def __init__(
-        self,
-        model: BetaRewardModel,
-        tokenizer: Any,
-        max_length: int = 192,
-        min_prompt_tokens: int = 48,
-        batch_size: int = 64,
-        bf16: bool = False,
-        cache: DemoCache | None = None,
-    ):
+    def __init__(self, model: BetaRewardModel, encoder: Encoder, batch_size: int = 64, bf16: bool = False,
+                 cache: DemoCache | None = None):
         self.model = model.eval()
-        self.encoder = PairEncoder(tokenizer, max_length, min_prompt_tokens)
+        self.encoder = encoder
         self.batch_size = batch_size
         self.bf16 = bf16
         self.cache = cache if cache is not None else DemoCache()
@@ -103,10 +93,9 @@ class ICRMScorer:
         if not demos:
             context, n = torch.zeros(self.model.context_dim), torch.tensor(0.0)
         else:
-            items = []
+            items: list[tuple[Any, str]] = []
             for d in demos:
-                prompt = d.prompt_text()
-                items += [(prompt, d.chosen), (prompt, d.rejected)]
+                items += [(d.prompt, d.chosen), (d.prompt, d.rejected)]
             emb = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
             mask = torch.ones(1, len(demos), dtype=torch.bool, device=self.device)
             context, n = self.model.context(emb[0::2].unsqueeze(0), emb[1::2].unsqueeze(0), mask)
@@ -116,29 +105,31 @@ class ICRMScorer:
 
     @torch.inference_mode()
     def score_texts(
-        self, items: Sequence[tuple[str, str]], demos: Sequence[PreferencePair] = ()
+        self, items: Sequence[tuple[Any, str]], demos: Sequence[PreferencePair] = ()
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Utility u (M,) and confidence s (M,) of (prompt text, response) items under the demonstrations."""
+        """Utility u (M,) and confidence s (M,) of (prompt, response) items (a prompt as turns or, in concat
+        mode, a rendered prompt string) under the demonstrations."""
         if self.model.mode == "set":
             context, n = self.context(demos)
             h = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
             u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
             return u.double().cpu().numpy(), s.double().cpu().numpy()
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
-        texts = [(concat_prompt(demo_triples, prompt), response) for prompt, response in items]
+        texts = [(concat_prompt(demo_triples, prompt if isinstance(prompt, str) else render_turns(tuple(prompt))),
+                  response) for prompt, response in items]
         encoded = [self.encoder.encode(p, r) for p, r in texts]
         out = batched_forward(lambda b: torch.stack(self.model.concat_heads(b), dim=-1), encoded,
-                              int(self.encoder.tokenizer.pad_token_id), self.device, self.batch_size, self.bf16)
+                              int(self.encoder.tokenizer.pad_token_id), self.device,  # type: ignore[attr-defined]
+                              self.batch_size, self.bf16)
         return out[:, 0].double().numpy(), out[:, 1].double().numpy()
 
     def score_pairs(
         self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()
     ) -> PairScores:
         """PairScores of each pair under the demonstrations."""
-        items: list[tuple[str, str]] = []
+        items: list[tuple[Any, str]] = []
         for p in pairs:
-            prompt = p.prompt_text()
-            items += [(prompt, p.chosen), (prompt, p.rejected)]
+            items += [(p.prompt, p.chosen), (p.prompt, p.rejected)]
         u, s = self.score_texts(items, demos)
         return pair_scores(u[0::2], u[1::2], s[0::2], s[1::2])
 
@@ -157,20 +148,3 @@ def read_demos(path: str | Path) -> list[PreferencePair]:
     """Demonstrations from a preference file: any format the `file` dataset reads (JSONL / JSON / Parquet /
     CSV rows with prompt, chosen, rejected; HH transcripts; chat lists), malformed rows an error."""
     return load_dataset("file", path=path).pairs
-
-
-def load_scorer(model_dir: str | Path, batch_size: int = 64, bf16: bool | None = None) -> ICRMScorer:
-    """An ICRMScorer of a saved ICRM on the first CUDA device (else the CPU). bf16: autocast the backbone;
-    None = as the model was trained, so scores match training."""
-    model, tokenizer, meta = load_model(model_dir)
-    if meta["model_type"] != "icrm":
-        raise ConfigError(f"{model_dir}: a scalar reward model, not an in-context (ICRM) model")
-    cfg = meta["model_config"]
-    model.to(default_device())
-    use_bf16 = bool(meta.get("bf16", False)) if bf16 is None else bf16
-    return ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch_size, use_bf16)
-
-
-def user_prompt_text(message: str) -> str:
-    """A plain user message in the HH framing the models were trained on."""
-    return PreferencePair(user_prompt(message), "", "").prompt_text()

@@ -7,8 +7,12 @@
 - A non-empty folder without a manifest is refused unless `overwrite`; even then no file the tool did not
   write is ever replaced or deleted (claiming such a path is an error).
 - A folder with a manifest is resumed only when the resolved config matches (volatile keys such as progress
-  bars aside); otherwise the error names the keys that differ. `overwrite` then deletes the files the
-  previous run wrote (only those) and starts again.
+  bars aside); otherwise the error names the keys that differ. `overwrite` deletes the files the previous run
+  wrote (only those) and starts again, also when the settings match.
+- Deleting is guarded twice. A manifest entry is used only when it names a path inside the folder (relative,
+  no "..", no symbolic link on the way): a manifest edited to name "../elsewhere" or "/home" deletes nothing.
+  And a finished run records the sha256 of every file it wrote (`checksums`); a file whose bytes changed
+  since, or that someone added inside one of the run's folders, is left where it is.
 - Temporary files (".<name>.tmp.*", left by a kill during an atomic write) are removed on open.
 """
 
@@ -21,8 +25,8 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
@@ -39,12 +43,9 @@ Compare = Callable[[Mapping[str, Any], Mapping[str, Any]], list[str]]
 
 
 def tool_version() -> str:
-    from importlib import metadata
+    from rewardsmith import __version__
 
-    try:
-        return metadata.version("rewardsmith")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -168,7 +169,7 @@ class RunFolder:
                 old = json.loads(manifest_path.read_text(encoding="utf-8"))
                 if not isinstance(old, dict) or old.get("format") != FORMAT:
                     raise ValueError
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):
                 raise RunFolderError(f"{manifest_path}: unreadable run manifest; choose another --out") from None
         resumed = False
         if old is not None:
@@ -178,40 +179,56 @@ class RunFolder:
             old_flat, new_flat = flatten(old.get("config", {})), flatten(config)
             diff = (compare(old_flat, new_flat) if compare is not None
                     else differing_keys(old_flat, new_flat, volatile))
-            if not diff:
+            if overwrite:
+                cls._remove_owned(path, old.get("files", []), old.get("checksums") or {})
+            elif not diff:
                 resumed = True
-            elif not overwrite:
+            else:
                 shown = "; ".join(_describe(k, old_flat, new_flat) for k in diff[:4])
                 more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
                 raise RunFolderError(f"{path}: holds a run with other settings ({shown}{more}); use the same "
                                      "settings to resume, another --out, or --overwrite to start it again")
-            else:
-                cls._remove_owned(path, old.get("files", []))
         for stale in path.rglob(".*.tmp.*"):
+            if stale.is_symlink() or inside_path(path, stale.relative_to(path).as_posix()) is None:
+                continue  # the tool writes no links: a link with a temporary name is someone else's
             with contextlib.suppress(OSError):
                 shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+        # A resumed run may rewrite its files: the checksums of the finished run are recorded again when it ends.
         manifest = {
             "format": FORMAT, "tool": "rewardsmith", "version": tool_version(), "command": command,
             "config": config, "config_hash": config_hash(config, volatile),
             "created": old["created"] if resumed and old else _now(), "updated": _now(),
             "status": old.get("status", "running") if resumed and old else "running",
-            "files": sorted(set(old.get("files", [])) | {MANIFEST, LOCK}) if resumed and old else [MANIFEST, LOCK],
+            "files": (sorted({f for f in old.get("files", []) if isinstance(f, str)} | {MANIFEST, LOCK})
+                      if resumed and old else [MANIFEST, LOCK]),
         }
+        if resumed and old and old.get("status") == "complete" and isinstance(old.get("checksums"), dict):
+            manifest["checksums"] = old["checksums"]
         folder = cls(path, command, manifest, fd, resumed)
         folder._write_manifest()
         return folder
 
     @staticmethod
-    def _remove_owned(path: Path, files: Iterable[str]) -> None:
+    def _remove_owned(path: Path, files: Iterable[Any], checksums: Mapping[str, Any]) -> None:
+        """Deletes the earlier run's files: only entries inside the folder (inside_path), and only files whose
+        bytes still match the checksum the run recorded when it finished (when it did)."""
         for name in files:
-            if name in (MANIFEST, LOCK):
+            if not isinstance(name, str) or name in (MANIFEST, LOCK):
                 continue
-            target = path / name
-            with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+            target = inside_path(path, name)
+            if target is None:
+                continue
+            if target.is_dir() and not target.is_symlink():
+                for file in _walk_files(target):
+                    _remove_if_unchanged(path, file, checksums)
+                _remove_empty_dirs(target)
+            elif target.is_file() and not target.is_symlink():
+                _remove_if_unchanged(path, target, checksums)
 
     # -- ownership --------------------------------------------------------------------------------------
     def owns(self, name: str) -> bool:
+        if inside_path(self.path, name) is None:
+            return False
         parts = Path(name).parts
         owned = set(self.manifest["files"])
         return any("/".join(parts[:k]) in owned for k in range(1, len(parts) + 1))
@@ -219,6 +236,8 @@ class RunFolder:
     def claim(self, name: str) -> Path:
         """The path `name` inside the folder, registered as the tool's. Refuses a path that exists and was
         not written by the tool (it is never replaced)."""
+        if inside_path(self.path, name) is None:
+            raise RunFolderError(f"{self.path / name}: not a path inside the run folder {self.path}")
         target = self.path / name
         if not self.owns(name):
             if target.exists() or target.is_symlink():
@@ -236,10 +255,25 @@ class RunFolder:
 
     # -- status -----------------------------------------------------------------------------------------
     def mark_complete(self, **facts: Any) -> None:
-        """Records that the run finished (a rerun with the same config then finds it complete)."""
-        self.manifest.update({"status": "complete", "updated": _now(), **json_ready(facts)})
+        """Records that the run finished (a rerun with the same config then finds it complete), with the sha256 of
+        every file it wrote (what --overwrite may delete later)."""
+        self.manifest.update({"status": "complete", "updated": _now(), "checksums": self._checksums(),
+                              **json_ready(facts)})
         self.complete = True
         self._write_manifest()
+
+    def _checksums(self) -> dict[str, str]:
+        """relative path -> sha256 of every regular file under the entries the run owns."""
+        out: dict[str, str] = {}
+        for name in self.manifest["files"]:
+            target = inside_path(self.path, name) if name not in (MANIFEST, LOCK) else None
+            if target is None:
+                continue
+            found = _walk_files(target) if target.is_dir() and not target.is_symlink() else [target]
+            for file in found:
+                if file.is_file() and not file.is_symlink():
+                    out[file.relative_to(self.path).as_posix()] = file_sha256(file)
+        return out
 
     def _write_manifest(self) -> None:
         atomic_write_json(self.path / MANIFEST, self.manifest)
@@ -257,3 +291,61 @@ class RunFolder:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Paths the tool may delete
+
+
+def inside_path(root: Path, name: str) -> Path | None:
+    """root / name when `name` is a relative path that stays inside `root`: no "..", not absolute, and no
+    symbolic link on the way to it (a link is never followed out of the folder); None otherwise."""
+    pure = PurePosixPath(name)
+    if not name or pure.is_absolute() or "\\" in name or any(part in ("..", ".") for part in pure.parts):
+        return None
+    current = root
+    for part in pure.parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            return None
+    target = root / pure
+    real_root = os.path.realpath(root)
+    if not os.path.realpath(target.parent).startswith(real_root.rstrip(os.sep) + os.sep) and \
+            os.path.realpath(target.parent) != real_root:
+        return None
+    return target
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _walk_files(folder: Path) -> Iterator[Path]:
+    """Regular files under `folder`, never following a symbolic link (links themselves are not listed)."""
+    for parent, dirs, names in os.walk(folder, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(parent, d))]
+        for name in names:
+            file = Path(parent) / name
+            if file.is_file() and not file.is_symlink():
+                yield file
+
+
+def _remove_if_unchanged(root: Path, file: Path, checksums: Mapping[str, Any]) -> None:
+    """Deletes `file` unless the finished run recorded checksums and this file's bytes are not the ones it wrote
+    (changed since, or added by someone else)."""
+    if checksums and checksums.get(file.relative_to(root).as_posix()) != file_sha256(file):
+        return
+    with contextlib.suppress(FileNotFoundError):
+        file.unlink()
+
+
+def _remove_empty_dirs(folder: Path) -> None:
+    """Removes `folder` and the folders under it that are left empty (bottom up)."""
+    for parent, _, _ in sorted(os.walk(folder, followlinks=False), key=lambda entry: -len(entry[0])):
+        if not os.path.islink(parent):
+            with contextlib.suppress(OSError):
+                os.rmdir(parent)

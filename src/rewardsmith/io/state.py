@@ -16,7 +16,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from rewardsmith.errors import CheckpointError
+from rewardsmith.errors import CheckpointError, first_line
 from rewardsmith.io.atomic import atomic_folder
 
 TENSORS_FILE = "tensors.safetensors"
@@ -86,5 +86,5 @@ def load_state(folder: str | Path) -> Any:
         tensors = load_file(str(folder / TENSORS_FILE))
         return _unflatten(meta["state"], tensors)
     except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, SafetensorError) as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = first_line(exc)
         raise CheckpointError(f"{folder}: cannot read saved state ({detail})") from None

@@ -28,10 +28,8 @@ import yaml
 from rewardsmith.calibrate.config import CalibrateRunConfig
 from rewardsmith.config import RunConfig, from_dict, to_dict
 from rewardsmith.evaluate.metrics import pairwise_accuracy
-from rewardsmith.evaluate.scoring import default_device, score_pairs
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.episodes import load_pools
-from rewardsmith.icrm.scoring import ICRMScorer
 from rewardsmith.icrm.steer import steering_check
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.progress import Progress
@@ -39,9 +37,9 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.calibrate import run_calibrate
 from rewardsmith.jobs.common import JobResult
 from rewardsmith.jobs.icrm import run_icrm_train
+from rewardsmith.jobs.inference import Inference
 from rewardsmith.jobs.shift import run_shift_job
 from rewardsmith.jobs.train import run_train
-from rewardsmith.models.factory import load_model
 from rewardsmith.report.demo import demo_index, steer_report
 from rewardsmith.w2s.config import ShiftConfig
 
@@ -93,14 +91,10 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
         icrm = run_icrm_train(cfg, run.path / "icrm", overwrite=overwrite)
         pools = load_pools(cfg.episodes, cfg.data_dir, [HARMLESS])[HARMLESS]
         heldout, demo_pool = pools["test"].pairs, pools["demo"].pairs
-        model, tokenizer, meta = load_model(run.path / "icrm" / "model")
-        mc = meta["model_config"]
-        scorer = ICRMScorer(model.to(default_device()), tokenizer, mc.max_length, mc.min_prompt_tokens,
-                            bf16=cfg.train.bf16)
-        check = steering_check(scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed, n_boot=cfg.eval.n_boot)
-        bt, bt_tok, bt_meta = load_model(train_dir / "model")
-        chosen, rejected = score_pairs(bt.to(default_device()), bt_tok, heldout, bt_meta["model_config"].max_length,
-                                       bt_meta["model_config"].min_prompt_tokens, bf16=cfg.train.bf16)
+        steered = Inference.load(run.path / "icrm" / "model", bf16=cfg.train.bf16)
+        check = steering_check(steered.scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed,
+                               n_boot=cfg.eval.n_boot)
+        chosen, rejected = Inference.load(train_dir / "model", bf16=cfg.train.bf16).scorer.score_pairs(heldout)
         bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
         metrics = {"check": check, "bt": {"accuracy": bt_acc.value, "accuracy_ci": bt_acc.ci},
                    "icrm_train": {k: icrm.metrics[k] for k in ("steps", "episodes_seen", "seconds", "final_terms")},

@@ -30,9 +30,11 @@ def _jsonl(rows: list[dict[str, str]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
-def write_examples(out: str | Path) -> JobResult:
-    """Writes the example files into the folder `out` (a run folder: nothing of anyone else's is replaced)."""
-    with sample_dir() as data_dir, RunFolder.open(out, "examples", {"files": list(FILES)}) as folder:
+def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
+    """Writes the example files into the folder `out` (a run folder: nothing of anyone else's is replaced;
+    overwrite: write them again, or beside files of someone else's)."""
+    with sample_dir() as data_dir, RunFolder.open(out, "examples", {"files": list(FILES)},
+                                                  overwrite=overwrite) as folder:
         pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs
         parts = split_pairs(pairs, {"train": 0.8, "heldout": 0.2}, salt="examples")
         train, heldout = parts["train"], parts["heldout"]

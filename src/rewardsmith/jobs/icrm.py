@@ -23,6 +23,7 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, open_run, written_line
 from rewardsmith.models.factory import save_model
 from rewardsmith.report.icrm import protocol_report, protocol_rows
+from rewardsmith.train.tracking import tracked_paths
 from rewardsmith.train.trainer import CHECKPOINT_DIR, LOG_FILE
 
 
@@ -31,7 +32,7 @@ def run_icrm_train(cfg: ICRMRunConfig, out: str | Path, overwrite: bool = False,
     """Trains an ICRM into the run folder `out` (config.yaml, log.jsonl, embeddings/, model/, metrics.json)."""
     check_training_sources(cfg.episodes)  # before the run folder is made
     with open_run(out, "icrm-train", cfg, overwrite) as folder:
-        for name in (LOG_FILE, CHECKPOINT_DIR, EMBEDDINGS_DIR):
+        for name in (LOG_FILE, CHECKPOINT_DIR, EMBEDDINGS_DIR, *tracked_paths(cfg.train.report_to)):
             folder.claim(name)
         result = train_icrm(cfg, folder.path, pools)
         tr = result.train
@@ -56,8 +57,8 @@ def run_bt_baseline(cfg: ICRMRunConfig, out: str | Path, max_pairs: int | None =
     check_training_sources(cfg.episodes)
     with open_run(out, "icrm-bt-baseline", cfg, overwrite, extra_volatile=("eval", "elbo")) as folder:
         folder.write_json("baseline.json", {"max_pairs": max_pairs, "train": to_dict(bt_train_config(cfg))})
-        folder.claim(LOG_FILE)
-        folder.claim(CHECKPOINT_DIR)
+        for name in (LOG_FILE, CHECKPOINT_DIR, *tracked_paths(cfg.train.report_to)):
+            folder.claim(name)
         trainer, tokenizer, model_cfg, pairs = train_bt_baseline(cfg, folder.path, max_pairs=max_pairs, pools=pools)
         save_model(trainer.model, tokenizer, folder.claim("model"), model_cfg,
                    {"baseline_for": "icrm", "train_pairs": len(pairs), "bf16": cfg.train.bf16})

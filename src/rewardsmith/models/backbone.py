@@ -15,7 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from rewardsmith.errors import ConfigError, RewardsmithError
+from rewardsmith.errors import ConfigError, RewardsmithError, first_line
+from rewardsmith.models.weights import require_safetensors
 from rewardsmith.registry import Registry
 
 
@@ -60,18 +61,19 @@ def quiet_transformers() -> None:
 
 
 def _load_pretrained(path: str | Path, **kwargs: Any) -> LoadedBackbone:
+    """A transformers base model and its tokenizer from a folder (safetensors or GGUF weights only) or a hub id."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     quiet_transformers()
-
+    require_safetensors(path, "backbone")
     try:
         config = AutoConfig.from_pretrained(str(path), **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-        model = AutoModel.from_pretrained(str(path), config=config, **kwargs)
-    except OSError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RewardsmithError(f"cannot load backbone {str(path)!r}: {first}") from None
+        model = AutoModel.from_pretrained(str(path), config=config, use_safetensors=True, **kwargs)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise RewardsmithError(f"cannot load backbone {str(path)!r}: {first_line(exc)}") from None
     return LoadedBackbone(strip_pooler(model), tokenizer, _kind_of(model.config), str(path))
+
 
 
 def strip_pooler(model: Any) -> Any:
@@ -128,19 +130,24 @@ BACKBONES.add("tiny-bert", lambda: _tiny("encoder"))
 BACKBONES.add("tiny-llama", lambda: _tiny("decoder"))
 
 
-def load_backbone(name: str, num_layers: int | None = None, dropout: float | None = 0.0) -> LoadedBackbone:
+def load_backbone(name: str, num_layers: int | None = None, dropout: float | None = 0.0,
+                  allow_hub: bool = True) -> LoadedBackbone:
     """A registered name (minilm, smollm2, tiny-bert, tiny-llama), a local folder, or a hub id.
 
     num_layers keeps only the first k transformer layers (a cheap weak teacher); dropout sets every
     dropout probability in the config (0 by default: 1.7-2.7x faster CPU training, DESIGN.md); None keeps
-    the pretrained value.
+    the pretrained value. allow_hub: False when resolving a name stored in a saved model (loading a model
+    never goes to the hub on its own).
     """
     if name in BACKBONES:
         loaded = BACKBONES.get(name)()
     elif Path(name).expanduser().exists():
         loaded = _load_pretrained(Path(name).expanduser())
-    elif "/" in name and not name.startswith((".", "/")):
+    elif "/" in name and not name.startswith((".", "/")) and allow_hub:
         loaded = _load_pretrained(name)  # hub id: works where the network allows
+    elif not allow_hub:
+        raise ConfigError(f"backbone {name!r} not found: not a registered name and no such folder (from "
+                          f"{Path.cwd()}); the hub is not asked when loading a saved model")
     else:
         raise ConfigError(f"unknown backbone {name!r}: not one of {', '.join(BACKBONES.names())}, "
                           "a local folder, or a hub id (owner/name)")

@@ -24,12 +24,14 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, from_dict, to_dict
-from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError
+from rewardsmith.data.templates import resolve_template
+from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError, first_line, one_line
 from rewardsmith.io.atomic import atomic_folder
 from rewardsmith.models.attention import use_rewardsmith_attention
-from rewardsmith.models.backbone import load_backbone, quiet_transformers, strip_pooler
+from rewardsmith.models.backbone import BACKBONES, load_backbone, quiet_transformers, strip_pooler
 from rewardsmith.models.beta import BetaRewardModel
 from rewardsmith.models.reward_model import PooledBackbone, RewardModel
+from rewardsmith.models.weights import require_safetensors
 
 META_FILE = "rewardsmith.json"
 HEADS_FILE = "heads.safetensors"
@@ -71,6 +73,15 @@ def _assemble(cfg: ModelConfig, backbone: Any, kind: str) -> PooledBackbone:
     return RewardModel(backbone, pooling, kind, cfg.backbone)
 
 
+def check_max_length(config: Any, max_length: int, name: str) -> None:
+    """ConfigError when sequences of `max_length` tokens would pass the backbone's position table (an encoder
+    with learned positions fails with an IndexError on the first long input otherwise)."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if isinstance(positions, int) and max_length > positions:
+        raise ConfigError(f"model.max_length {max_length} is more than backbone {name!r} has positions for "
+                          f"({positions}); use --max-length {positions} or less")
+
+
 def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     """A model with freshly initialised heads (seeded) and its tokenizer: a BetaRewardModel for an
     ICRMModelConfig, else a RewardModel. LoRA and freezing as configured."""
@@ -78,6 +89,7 @@ def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
         raise ConfigError("set-mode training reads cached embeddings: set model.freeze_backbone: true "
                           "(concat mode fine-tunes the backbone)")
     loaded = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout)
+    check_max_length(loaded.model.config, cfg.max_length, cfg.backbone)
     torch.manual_seed(seed)
     model = _assemble(cfg, loaded.model, loaded.kind)
     if cfg.lora.r > 0:
@@ -86,6 +98,9 @@ def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
         model.backbone.requires_grad_(False)
     if loaded.tokenizer.pad_token_id is None:
         loaded.tokenizer.pad_token = loaded.tokenizer.eos_token
+    resolve_template(cfg.template, loaded.tokenizer)  # a template the tokenizer cannot write fails before training
+    if model.pooling == "last":
+        model.pad_token_id = int(loaded.tokenizer.pad_token_id)
     return model, loaded.tokenizer
 
 
@@ -103,17 +118,29 @@ def build_reward_model(cfg: ModelConfig, seed: int = 0) -> tuple[RewardModel, An
 
 def save_model(model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: ModelConfig,
                extra: dict[str, Any] | None = None) -> Path:
-    """Writes the model folder described in the module docstring, atomically. Returns out_dir."""
+    """Writes the model folder described in the module docstring, atomically. Returns out_dir.
+
+    A folder is self-contained: a frozen backbone is named only when the name is a registered one (minilm,
+    smollm2, ...); one read from a local folder is stored inside the model folder, so the model still loads
+    when copied elsewhere or used from another working directory. A failed write (a full disk) is a one-line
+    CheckpointError and leaves any earlier folder as it was."""
     out_dir = Path(out_dir)
-    with atomic_folder(out_dir) as tmp:
-        storage = _save_backbone(model, cfg, tmp)
-        tokenizer.save_pretrained(str(tmp))
-        heads = {k: v.detach().float().cpu().contiguous().clone() for k, v in model.state_dict().items()
-                 if not k.startswith(("backbone.", "debias."))}
-        save_file(heads, str(tmp / HEADS_FILE))
-        meta = {"format": FORMAT, "model_type": model_type_of(model), "pooling": model.pooling,
-                "kind": model.kind, "backbone_storage": storage, "model_config": to_dict(cfg), **(extra or {})}
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    try:
+        with atomic_folder(out_dir) as tmp:
+            storage = _save_backbone(model, cfg, tmp)
+            tokenizer.save_pretrained(str(tmp))
+            heads = {k: v.detach().float().cpu().contiguous().clone() for k, v in model.state_dict().items()
+                     if not k.startswith(("backbone.", "debias."))}
+            save_file(heads, str(tmp / HEADS_FILE))
+            meta = {"format": FORMAT, "model_type": model_type_of(model), "pooling": model.pooling,
+                    "kind": model.kind, "backbone_storage": storage, "model_config": to_dict(cfg),
+                    "template": resolve_template(cfg.template, tokenizer), "pad_token_id": model.pad_token_id,
+                    **(extra or {})}
+            if storage == "lora-adapter" and cfg.backbone not in BACKBONES and Path(cfg.backbone).is_dir():
+                meta["backbone_path"] = str(Path(cfg.backbone).resolve())  # the adapter's base, from anywhere
+            (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
+    except (OSError, SafetensorError) as exc:
+        raise CheckpointError(f"{out_dir}: cannot write the model ({first_line(exc)})") from None
     return out_dir
 
 
@@ -122,13 +149,15 @@ def _save_backbone(model: PooledBackbone, cfg: ModelConfig, folder: Path) -> str
     if is_lora(model):
         backbone.save_pretrained(str(folder))  # the adapter only
         return "lora-adapter"
-    if cfg.freeze_backbone:
+    if cfg.freeze_backbone and cfg.backbone in BACKBONES:
         return "named"
     if isinstance(model, RewardModel) and model.kind == "decoder" and model.pooling == "last":
         from transformers import AutoModelForSequenceClassification
 
         config = backbone.config.__class__.from_dict(backbone.config.to_dict())
         config.num_labels = 1
+        if model.pad_token_id is not None:
+            config.pad_token_id = model.pad_token_id  # the token transformers' pooling skips: the one we skip
         seq = AutoModelForSequenceClassification.from_config(config)
         base = getattr(seq, seq.base_model_prefix)
         base.load_state_dict(backbone.state_dict())
@@ -144,6 +173,15 @@ def _save_backbone(model: PooledBackbone, cfg: ModelConfig, folder: Path) -> str
 # Loading
 
 
+def _base_name(cfg: ModelConfig, meta: dict[str, Any]) -> str:
+    """The backbone a folder names: its registered name, else the absolute path recorded when it was saved
+    (`backbone_path`), else the name as configured (a relative path saved by an older rewardsmith)."""
+    if cfg.backbone in BACKBONES:
+        return cfg.backbone
+    recorded = meta.get("backbone_path")
+    return recorded if isinstance(recorded, str) and Path(recorded).is_dir() else cfg.backbone
+
+
 def read_model_meta(folder: str | Path) -> dict[str, Any]:
     """The parsed rewardsmith.json of a model folder, checked; CheckpointError naming the file otherwise."""
     folder = Path(folder)
@@ -154,13 +192,16 @@ def read_model_meta(folder: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{folder}: not a rewardsmith model folder (no {META_FILE})")
     try:
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise CheckpointError(f"{path}: unreadable ({type(exc).__name__})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("model_type") not in MODEL_TYPES:
         raise CheckpointError(f"{path}: not a {FORMAT} model description")
     config_cls = ICRMModelConfig if meta["model_type"] == "icrm" else ModelConfig
+    raw = meta.get("model_config")
+    if isinstance(raw, dict) and "template" not in raw:
+        raw = {**raw, "template": "hh"}  # written before templates existed: every such model was trained in HH
     try:
-        meta["model_config"] = from_dict(config_cls, meta.get("model_config"))
+        meta["model_config"] = from_dict(config_cls, raw)
     except ConfigError as exc:
         raise CheckpointError(f"{path}: {exc}") from None
     return meta
@@ -174,6 +215,7 @@ def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
     quiet_transformers()
     folder = Path(folder)
     meta = read_model_meta(folder)
+    require_safetensors(folder, ignore=(HEADS_FILE,))
     cfg: ModelConfig = meta["model_config"]
     heads_path = folder / HEADS_FILE
     if not heads_path.exists():
@@ -181,29 +223,38 @@ def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
     try:
         heads = load_file(str(heads_path))
     except (SafetensorError, OSError) as exc:
-        raise CheckpointError(f"{heads_path}: unreadable ({str(exc).splitlines()[0] if str(exc) else exc})") from None
+        raise CheckpointError(f"{heads_path}: unreadable ({first_line(exc)})") from None
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         storage = meta.get("backbone_storage")
         if storage == "named":
-            backbone = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
+            backbone = load_backbone(_base_name(cfg, meta), cfg.num_layers, cfg.dropout, allow_hub=False).model
         elif storage == "lora-adapter":
             from peft import PeftModel
 
-            base = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout).model
+            base = load_backbone(_base_name(cfg, meta), cfg.num_layers, cfg.dropout, allow_hub=False).model
             backbone = PeftModel.from_pretrained(base, str(folder), use_safetensors=True)
         elif storage in ("full", "sequence-classification"):
             backbone = strip_pooler(AutoModel.from_pretrained(str(folder), use_safetensors=True))
         else:
             raise CheckpointError(f"{folder / META_FILE}: unknown backbone_storage {storage!r}")
-    except (OSError, ValueError, SafetensorError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CheckpointError(f"{folder}: cannot load the backbone ({first})") from None
+    except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
+        raise CheckpointError(f"{folder}: cannot load the backbone ({first_line(exc)})") from None
     except RewardsmithError as exc:
         raise CheckpointError(f"{folder}: {exc}") from None
     model = _assemble(cfg, backbone, meta["kind"])
     model.pooling = meta["pooling"]
-    missing, unexpected = model.load_state_dict(heads, strict=False)
+    pad = meta.get("pad_token_id")
+    model.pad_token_id = pad if isinstance(pad, int) and not isinstance(pad, bool) else None
+    try:
+        meta["template"] = meta.get("template") or resolve_template(cfg.template, tokenizer)
+    except ConfigError as exc:
+        raise CheckpointError(f"{folder}: {exc}") from None
+    try:
+        missing, unexpected = model.load_state_dict(heads, strict=False)
+    except RuntimeError as exc:  # a tensor of another shape than the config gives
+        raise CheckpointError(f"{heads_path}: heads do not match the model config ({one_line(first_line(exc))})"
+                              ) from None
     bad_missing = [k for k in missing if not k.startswith("backbone.")]
     if unexpected or bad_missing:
         raise CheckpointError(f"{heads_path}: heads do not match the model config ({(unexpected or bad_missing)[0]})")

@@ -29,18 +29,22 @@ class RewardOutput:
 
 
 def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, response_mask: torch.Tensor,
-         pooling: str) -> torch.Tensor:
+         pooling: str, input_ids: torch.Tensor | None = None, pad_token_id: int | None = None) -> torch.Tensor:
     """Pools (B, T, H) hidden states to (B, H) in float32.
 
     mean: average over response tokens; last: the last attended token (the end of the response for
-    decoders); cls: the first attended token (works under left padding too).
+    decoders), or, given the pad token id, the rightmost token that is not the pad token: transformers'
+    *ForSequenceClassification rule, so that an exported model reads the same position even where the pad token
+    is the EOS token a text ends with; cls: the first attended token (works under left padding too).
     """
     hidden = hidden.float()
     if pooling == "mean":
         weights = response_mask.to(hidden.dtype).unsqueeze(-1)
         return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
     positions = torch.arange(attention_mask.shape[1], device=hidden.device).expand_as(attention_mask)
-    if pooling == "last":
+    if pooling == "last" and input_ids is not None and pad_token_id is not None:
+        index = (positions * (input_ids != pad_token_id)).argmax(dim=1)
+    elif pooling == "last":
         index = torch.where(attention_mask.bool(), positions, -1).max(dim=1).values
     elif pooling == "cls":
         index = torch.where(attention_mask.bool(), positions, attention_mask.shape[1]).min(dim=1).values
@@ -64,6 +68,8 @@ class PooledBackbone(nn.Module):
         self.pooling = pooling
         self.kind = kind
         self.backbone_name = backbone_name
+        # Set for decoders with last-token pooling (see pool); None keeps the attention-mask rule of older models.
+        self.pad_token_id: int | None = None
 
     @property
     def config(self) -> Any:
@@ -96,7 +102,11 @@ class PooledBackbone(nn.Module):
     def embed(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled representation (B, H) float32 of pad_texts tensors."""
         last, _ = self.encode(batch)
-        return pool(last, batch["attention_mask"], batch["response_mask"], self.pooling)
+        return self.pool(last, batch)
+
+    def pool(self, last: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return pool(last, batch["attention_mask"], batch["response_mask"], self.pooling, batch.get("input_ids"),
+                    self.pad_token_id)
 
 
 class RewardModel(PooledBackbone):
@@ -117,7 +127,7 @@ class RewardModel(PooledBackbone):
     def forward(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()) -> RewardOutput:
         """batch: tensors from collate_pairs / pad_texts, each (B, T). Returns RewardOutput."""
         last, states = self.encode(batch, hidden_layers)
-        pooled = pool(last, batch["attention_mask"], batch["response_mask"], self.pooling)
+        pooled = self.pool(last, batch)
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             rewards = self.head(pooled.float()).squeeze(-1)
             if self.debias is not None and self.training:

@@ -61,8 +61,21 @@ def _null_formatter() -> Any:
 def _save(figure: Figure, path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, format="png")
+    # "tight" grows the canvas to whatever the layout left outside it (a long legend, a y-label), never clips it.
+    figure.savefig(out, format="png", bbox_inches="tight", pad_inches=0.1)
     return out
+
+
+def _legend_below(figure: Figure, axes: Axes) -> None:
+    """The axes' legend as a figure legend on its own row(s) under the plot, in as many columns as fit the
+    figure's width (a row of five long names on a narrow figure would be cut at its edges)."""
+    handles, labels = axes.get_legend_handles_labels()
+    if not handles:
+        return
+    widest = max(len(label) for label in labels)
+    per_column = 0.55 + 0.075 * widest  # inches: the marker, the padding and the text at fontsize "small"
+    ncol = max(1, min(len(labels), int(figure.get_figwidth() // per_column)))
+    figure.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=ncol)
 
 
 def _errors(values: NDArray[np.float64], intervals: Intervals | None) -> NDArray[np.float64] | None:
@@ -219,8 +232,7 @@ def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
                     if len(labels) > 4 else "center")
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"{reference_label} ({reference:g})")
-        handles, names = axes.get_legend_handles_labels()
-        figure.legend(handles, names, fontsize="small", loc="outside lower center", ncol=2)
+        _legend_below(figure, axes)
     _finish(axes, title, "", ylabel)
     return _save(figure, path)
 
@@ -268,6 +280,5 @@ def plot_grouped_bars(groups: Sequence[str], series: Sequence[Series], path: str
     _finish(axes, title, "", ylabel)
     # A figure legend "outside" gets its own row under the tick labels from the constrained layout (an axes
     # legend anchored below the axes collides with multi-line group names).
-    handles, labels = axes.get_legend_handles_labels()
-    figure.legend(handles, labels, fontsize="small", loc="outside lower center", ncol=min(4, len(series) + 1))
+    _legend_below(figure, axes)
     return _save(figure, path)

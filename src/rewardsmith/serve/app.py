@@ -38,9 +38,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardsmith.data.adapters._common import one_line
-from rewardsmith.errors import ConfigError, RewardsmithError
-from rewardsmith.icrm.scoring import demo_key, pair_scores
+from rewardsmith.errors import ConfigError, RewardsmithError, one_line
+from rewardsmith.icrm.scoring import demo_key
+from rewardsmith.jobs.inference import TextScores as ItemScores
+from rewardsmith.jobs.inference import item_results
 from rewardsmith.serve.config import ServeConfig
 from rewardsmith.serve.engine import (
     Batcher,
@@ -59,7 +60,7 @@ from rewardsmith.serve.requests import (
     RequestError,
     ScoreRequest,
     StandardRequest,
-    Text,
+    TextItem,
     TextsRequest,
     check_count,
     demonstrations,
@@ -110,7 +111,7 @@ class ServerState:
     standards: dict[str, Standard] = field(default_factory=dict)
     started: int = field(default_factory=lambda: int(time.time()))
 
-    async def score(self, texts: list[Text], standard: Standard | None = None) -> TextScores:
+    async def score(self, texts: list[TextItem], standard: Standard | None = None) -> TextScores:
         """Scores through the batcher; 503 when the queue is full, 504 after request_timeout_s, 500 when the
         model fails on this request."""
         if not texts and standard is None:
@@ -271,7 +272,8 @@ def build_app(model_dir: str | Path, settings: ServeConfig | None = None, calibr
         maps = load_maps(calibration)
     if engine is None:
         engine = ScoringEngine.load(model_dir, settings.precision, settings.max_batch_tokens, settings.max_padding,
-                                    settings.max_standards)
+                                    settings.max_standards, settings.template, settings.max_length,
+                                    settings.trust_remote_code)
     metrics = ServeMetrics()
     batcher = Batcher(engine, metrics, settings.max_batch_tokens, settings.max_wait_ms / 1000.0, settings.max_queue)
     state = ServerState(settings, engine, batcher, metrics, model_name(model_dir), Path(model_dir), maps,
@@ -320,6 +322,17 @@ def _usage(tokens: int) -> dict[str, Any]:
     return {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0, "prompt_tokens_details": None}
 
 
+UNSPLIT_NOTE = ("texts {} could not be read back into turns by the model's template: each was tokenised whole "
+                "and, when too long, cut from its start")
+
+
+def _unsplit(scores: TextScores) -> dict[str, Any]:
+    """What a response says about texts that could not be split into turns (empty when every one was)."""
+    if not scores.unsplit:
+        return {}
+    return {"rewardsmith": {"unsplit": scores.unsplit, "note": UNSPLIT_NOTE.format(scores.unsplit)}}
+
+
 def _add_routes(app: FastAPI, state: ServerState) -> None:
     max_items = state.settings.max_items
 
@@ -328,8 +341,10 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         """OpenRLHF: {"query": [...], "prompts": [...], "labels": [...]} -> rewards (raw), scores (the same
         values, as OpenRLHF's own serve_rm answers), extra_logs."""
         check_count(len(body.query), "query", max_items)
-        rewards = _values(await state.score(query_texts(body.query, body.prompts)), False)
-        return JSONResponse({"rewards": rewards, "scores": rewards, "extra_logs": {}})
+        scores = await state.score(query_texts(body.query, body.prompts))
+        rewards = _values(scores, False)
+        logs = {"unsplit_texts": [len(scores.unsplit)] * len(rewards)} if scores.unsplit else {}
+        return JSONResponse({"rewards": rewards, "scores": rewards, "extra_logs": logs, **_unsplit(scores)})
 
     @app.post("/classify")
     async def classify(body: TextsRequest) -> JSONResponse:
@@ -340,7 +355,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         data = [{"index": i, "label": LABEL, "probs": [v], "num_classes": 1}
                 for i, v in enumerate(_values(scores, body.wants_activation()))]
         return JSONResponse({"id": f"classify-{uuid.uuid4().hex}", "object": "list", "created": int(time.time()),
-                             "model": state.name, "data": data, "usage": _usage(scores.tokens)})
+                             "model": state.name, "data": data, "usage": _usage(scores.tokens), **_unsplit(scores)})
 
     @app.post("/pooling")
     async def pooling(body: TextsRequest) -> JSONResponse:
@@ -351,16 +366,18 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         data = [{"index": i, "object": "pooling", "data": [v]}
                 for i, v in enumerate(_values(scores, body.wants_activation()))]
         return JSONResponse({"id": f"pool-{uuid.uuid4().hex}", "object": "list", "created": int(time.time()),
-                             "model": state.name, "data": data, "usage": _usage(scores.tokens)})
+                             "model": state.name, "data": data, "usage": _usage(scores.tokens), **_unsplit(scores)})
 
     @app.post("/predict")
     async def predict(body: PredictRequest) -> JSONResponse:
         """TEI predict: [{score, label}] for one sequence, a list of those for a batch."""
         texts, batched = predict_texts(body.inputs)
         check_count(len(texts), "inputs", max_items)
-        values = _values(await state.score(texts), body.raw_scores is False)
+        scores = await state.score(texts)
+        values = _values(scores, body.raw_scores is False)
         predictions = [[{"score": v, "label": LABEL}] for v in values]
-        return JSONResponse(predictions if batched else predictions[0])
+        headers = {"X-Rewardsmith-Note": UNSPLIT_NOTE.format(scores.unsplit)} if scores.unsplit else None
+        return JSONResponse(predictions if batched else predictions[0], headers=headers)
 
     @app.post("/v1/score")
     async def score(body: ScoreRequest) -> JSONResponse:
@@ -405,10 +422,12 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/v1/models")
     async def models() -> JSONResponse:
-        cfg = state.engine.meta["model_config"]
+        loaded = state.engine.loaded
+        cfg = loaded.model_config
         card = {"id": state.name, "object": "model", "created": state.started, "owned_by": "rewardsmith",
-                "root": str(state.model_dir), "model_type": state.engine.model_type,
-                "kind": state.engine.meta.get("kind"), "backbone": cfg.backbone, "max_length": cfg.max_length,
+                "root": str(state.model_dir), "model_type": state.engine.model_type, "model_kind": loaded.kind,
+                "kind": loaded.meta.get("kind"), "backbone": cfg.backbone if cfg is not None else None,
+                "template": loaded.template, "max_length": loaded.max_length,
                 "precision": "bf16" if state.engine.bf16 else "fp32", "calibration": state.calibration,
                 "standards": sorted(state.standards)}
         return JSONResponse({"object": "list", "data": [card]})
@@ -420,38 +439,19 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
 def _native_response(state: ServerState, body: ScoreRequest, scores: TextScores, singles: list[bool],
                      standard: Standard | None) -> dict[str, Any]:
-    """results[i]: {reward} (+ confidence) for a single response; {reward_chosen, reward_rejected, p_chosen}
-    (+ confidence_chosen, confidence_rejected) for a pair. p_chosen comes from the model's own scale (the
-    in-context model's Beta posterior mean), before any rater map, as `rewardsmith score` gives it."""
-    raw, conf = scores.rewards, scores.confidence
-    starts = np.concatenate([[0], np.cumsum([1 if s else 2 for s in singles])[:-1]]).astype(int)
-    pair_at = starts[[not s for s in singles]]
-    if conf is not None:
-        p_chosen = pair_scores(raw[pair_at], raw[pair_at + 1], conf[pair_at], conf[pair_at + 1]).mu
-    else:
-        p_chosen = sigmoid(raw[pair_at] - raw[pair_at + 1])
-    rewards, rater, note = raw, None, None
+    """results[i] as `rewardsmith score` writes them (jobs.inference.item_results): {reward} (+ confidence) for a
+    single response; {reward_chosen, reward_rejected, p_chosen} (+ confidences) for a pair, p_chosen on the model's
+    own scale before any rater map."""
+    rater, note = None, None
     if body.rater is not None:
-        rewards, known = state.maps.apply(body.rater, raw)
+        known = state.maps.apply(body.rater, scores.rewards[:1])[1]
         rater = {"id": body.rater, "known": known, "map": "rater" if known else "population"}
         if not known:
             note = f"rater {body.rater!r} is not in {state.calibration}: the population map was used"
-    results: list[dict[str, float]] = []
-    k = 0
-    for start, single in zip(starts, singles, strict=True):
-        if single:
-            entry = {"reward": float(rewards[start])}
-            if conf is not None:
-                entry["confidence"] = float(conf[start])
-        else:
-            entry = {"reward_chosen": float(rewards[start]), "reward_rejected": float(rewards[start + 1]),
-                     "p_chosen": float(p_chosen[k])}
-            if conf is not None:
-                entry["confidence_chosen"], entry["confidence_rejected"] = float(conf[start]), float(conf[start + 1])
-            k += 1
-        results.append(entry)
+    results = item_results(singles, ItemScores(scores.rewards, scores.confidence),
+                           state.maps if body.rater is not None else None, body.rater)
     out: dict[str, Any] = {"model": state.name, "results": results, "rater": rater,
-                           "standard": _standard_name(state, standard)}
+                           "standard": _standard_name(state, standard), **_unsplit(scores)}
     if note:
         out["note"] = note
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rewardsmith.config import option, validate
+from rewardsmith.config import TEMPLATES, option, validate
 from rewardsmith.errors import ConfigError
 
 PRECISIONS = ("auto", "bf16", "fp32")
@@ -41,6 +41,13 @@ class ServeConfig:
                                       "`Authorization: Bearer <key>` (else 401)")
     max_standards: int = option(1024, "most ICRM standards kept (registered ones and ad-hoc demonstrations; the "
                                 "oldest ad-hoc one is forgotten first)", min=1)
+    template: str = option("auto", "how texts become tokens: auto (what the model was trained with when its folder "
+                           "says so, else chat when its tokenizer has a chat template, else plain) | chat | plain | "
+                           "hh", choices=TEMPLATES)
+    max_length: int | None = option(None, "tokens per text (default: the model's own, or 1024 capped at its "
+                                    "positions for a model from elsewhere)", min=16)
+    trust_remote_code: bool = option(False, "run a model's own code (auto_map in its config); only for models you "
+                                     "trust")
 
     def validate(self) -> None:
         """Types and ranges as on load, then the cross-field rule. Raises ConfigError."""

@@ -1,13 +1,13 @@
 """The model owner of the reward server: one worker thread that merges queued requests into scoring rounds.
 
-A request becomes a Job: its (prompt text, response) texts, the standard (demonstrations) an in-context model
+A request becomes a Job: its texts (serve.requests.TextItem), the standard (demonstrations) an in-context model
 is steered by, and a future for its scores. The worker takes the oldest job, waits up to `max_wait_s` after it
 was queued for others to join, and stops a round once its texts hold `max_batch_tokens` tokens (a job that
-would pass the budget opens the next round). A round is scored with the code `rewardsmith score` uses:
-scalar models through `evaluate.scoring.score_encoded` (texts sorted by length, padded per forward pass, each
-pass capped at `max_batch_tokens` padded tokens of which at most `max_padding` padding), in-context models
-through `ICRMScorer.score_texts` (one call per standard in the round; set-mode contexts cached per standard by
-its DemoCache). Padding never changes a
+would pass the budget opens the next round). A round is scored with the code `rewardsmith score` uses
+(jobs.inference.Inference): scalar models through `evaluate.scoring.RewardScorer` (texts sorted by length, padded
+per forward pass, each pass capped at `max_batch_tokens` padded tokens of which at most `max_padding` padding),
+in-context models through `ICRMScorer.score_texts` (one call per standard in the round; set-mode contexts cached
+per standard by its DemoCache). Padding never changes a
 score (position ids count real tokens only, `data/collate.py: pad_texts`), so batching does not either.
 
 A round that fails is scored again one job at a time, so a job that breaks the model fails alone and every
@@ -28,12 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from rewardsmith.data.collate import EncodedText, PairEncoder
+from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.errors import ConfigError
-from rewardsmith.evaluate.scoring import default_device, score_encoded
+from rewardsmith.errors import ConfigError, first_line
+from rewardsmith.jobs.inference import Inference
 from rewardsmith.serve.metrics import ServeMetrics
+from rewardsmith.serve.requests import TextItem, encode_item, resolve_item
 
 log = logging.getLogger("rewardsmith.serve")
 
@@ -51,22 +53,26 @@ class Standard:
 @dataclass
 class TextScores:
     """Scores of a job's M texts, in order: rewards (M,) float64 (an in-context model's utility u),
-    confidence (M,) float64 for an in-context model (None for a scalar one) and the tokens the texts took."""
+    confidence (M,) float64 for an in-context model (None for a scalar one), the tokens the texts took, and the
+    positions of texts that could not be split into turns (tokenised whole, cut from their start when long)."""
 
     rewards: np.ndarray
     confidence: np.ndarray | None
     tokens: int
+    unsplit: list[int] = field(default_factory=list)
 
 
 @dataclass
 class Job:
-    """One request's texts: (prompt text, response) pairs, "" as the prompt text meaning no prompt."""
+    """One request's texts (TextItem) and the standard an in-context model is steered by."""
 
-    texts: list[tuple[str, str]]
+    texts: list[TextItem]
     standard: Standard | None
     future: Future[TextScores] = field(default_factory=Future)
     enqueued: float = field(default_factory=time.perf_counter)
     encoded: list[EncodedText] = field(default_factory=list)
+    items: list[tuple[Any, str]] = field(default_factory=list)
+    unsplit: list[int] = field(default_factory=list)
     tokens: int = 0
 
 
@@ -83,57 +89,50 @@ class ServerClosing(Exception):
 
 
 class ScoringEngine:
-    """A loaded model and what scores with it. Every method but the constructor runs on the worker thread.
+    """A loaded model and what scores with it (jobs.inference.Inference: the path `rewardsmith score` takes).
+    Every method but the constructor runs on the worker thread.
 
-    bf16: autocast the backbone; max_batch_tokens: padded tokens per forward pass; max_padding: share of a
-    forward pass's tokens that may be padding (None: 0.1 on a CPU, 0.5 on a GPU); max_standards: contexts kept
-    by the ICRM's DemoCache (registered standards and the most recent ad-hoc ones).
+    max_batch_tokens: padded tokens per forward pass; max_padding: share of a forward pass's tokens that may be
+    padding (None: 0.1 on a CPU, 0.5 on a GPU); max_standards: contexts kept by the ICRM's DemoCache
+    (registered standards and the most recent ad-hoc ones).
     """
 
-    def __init__(self, model: Any, tokenizer: Any, meta: dict[str, Any], bf16: bool, max_batch_tokens: int,
-                 max_padding: float | None = None, max_standards: int = 1024):
-        cfg = meta["model_config"]
-        self.model = model
-        self.meta = meta
-        self.model_type: str = meta["model_type"]
-        self.bf16 = bf16
-        self.max_batch_tokens = max_batch_tokens
-        on_cpu = next(model.parameters()).device.type == "cpu"
-        self.max_padding = max_padding if max_padding is not None else (0.1 if on_cpu else 0.5)
+    def __init__(self, inference: Inference, max_standards: int = 1024):
+        self.inference = inference
+        self.loaded = inference.loaded
+        self.model = inference.loaded.model
+        self.model_type: str = inference.loaded.model_type
+        self.bf16 = inference.bf16
         self.max_standards = max_standards
-        self.pad_id = int(tokenizer.pad_token_id)
-        self.scorer: Any = None
-        if self.model_type == "icrm":
-            from rewardsmith.icrm.scoring import ICRMScorer
-
-            # A forward pass of the scorer holds at most max_batch_tokens padded tokens.
-            batch = max(1, max_batch_tokens // cfg.max_length)
-            self.scorer = ICRMScorer(model, tokenizer, cfg.max_length, cfg.min_prompt_tokens, batch, bf16)
-            self.encoder = self.scorer.encoder
-        else:
-            self.encoder = PairEncoder(tokenizer, cfg.max_length, cfg.min_prompt_tokens)
+        self.encoder = inference.encoder
+        self.scorer: Any = inference.scorer
         self._adhoc: OrderedDict[str, None] = OrderedDict()
 
     @classmethod
     def load(cls, model_dir: str | Path, precision: str = "auto", max_batch_tokens: int = 8192,
-             max_padding: float | None = None, max_standards: int = 1024) -> ScoringEngine:
-        """Loads a saved model (load_model) onto the first CUDA device, else the CPU. precision: auto (as the
-        model was trained, as `rewardsmith score` does), bf16 or fp32."""
-        from rewardsmith.models.factory import load_model
-
-        model, tokenizer, meta = load_model(model_dir)
-        model.to(default_device())
-        bf16 = bool(meta.get("bf16", False)) if precision == "auto" else precision == "bf16"
-        return cls(model, tokenizer, meta, bf16, max_batch_tokens, max_padding, max_standards)
+             max_padding: float | None = None, max_standards: int = 1024, template: str = "auto",
+             max_length: int | None = None, trust_remote_code: bool = False) -> ScoringEngine:
+        """Loads any reward model (models.loading) onto the first CUDA device, else the CPU. precision: auto (as
+        the model was trained, as `rewardsmith score` does), bf16 or fp32."""
+        bf16 = None if precision == "auto" else precision == "bf16"
+        on_gpu = torch.cuda.is_available()
+        inference = Inference.load(model_dir, template, max_length, trust_remote_code, batch_size=1 << 20, bf16=bf16,
+                                   max_tokens=max_batch_tokens,
+                                   max_padding=max_padding if max_padding is not None else (0.5 if on_gpu else 0.1))
+        return cls(inference, max_standards)
 
     @property
     def in_context(self) -> bool:
         return self.model_type == "icrm"
 
     def encode(self, job: Job) -> int:
-        """Tokenises the job's texts (kept on the job for a scalar model) and returns their token count, which
-        the round's budget counts. For an in-context model in concat mode the demonstrations are not counted."""
-        job.encoded = [self.encoder.encode(prompt, response) for prompt, response in job.texts]
+        """Tokenises the job's texts (kept on the job) and returns their token count, which the round's budget
+        counts. For an in-context model the texts are resolved into (prompt, response) items, encoded again with
+        the demonstrations (concat mode) or embedded (set mode)."""
+        job.encoded = [encode_item(self.encoder, item) for item in job.texts]
+        job.unsplit = [k for k, e in enumerate(job.encoded) if e.unsplit]
+        if self.in_context:
+            job.items = [resolve_item(self.encoder, item) or ((), item.text) for item in job.texts]
         job.tokens = sum(len(e.input_ids) for e in job.encoded)
         return job.tokens
 
@@ -141,9 +140,9 @@ class ScoringEngine:
         """Scores of each job of one round, in order."""
         if not self.in_context:
             texts = [e for job in jobs for e in job.encoded]
-            rewards = score_encoded(self.model, texts, self.pad_id, batch_size=max(len(texts), 1), bf16=self.bf16,
-                                    max_tokens=self.max_batch_tokens, max_padding=self.max_padding)
-            return [TextScores(part, None, job.tokens) for job, part in zip(jobs, _split(rewards, jobs), strict=True)]
+            rewards = self.inference.score_encoded(texts).rewards
+            return [TextScores(part, None, job.tokens, job.unsplit)
+                    for job, part in zip(jobs, _split(rewards, jobs), strict=True)]
         out: dict[int, TextScores] = {}
         groups: dict[str | None, list[int]] = {}
         for i, job in enumerate(jobs):
@@ -151,7 +150,7 @@ class ScoringEngine:
         for members in groups.values():
             standard = jobs[members[0]].standard
             demos = standard.demos if standard else ()
-            items = [t for i in members for t in jobs[i].texts]
+            items = [t for i in members for t in jobs[i].items]
             if items:
                 u, s = self.scorer.score_texts(items, demos)
             else:  # registering a standard: compute and cache its context only
@@ -161,7 +160,7 @@ class ScoringEngine:
             member_jobs = [jobs[i] for i in members]
             for i, job, part_u, part_s in zip(members, member_jobs, _split(u, member_jobs), _split(s, member_jobs),
                                               strict=True):
-                out[i] = TextScores(part_u, part_s, job.tokens)
+                out[i] = TextScores(part_u, part_s, job.tokens, job.unsplit)
             if standard is not None:
                 self._remember(standard)
         return [out[i] for i in range(len(jobs))]
@@ -211,7 +210,7 @@ class Batcher:
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, texts: list[tuple[str, str]], standard: Standard | None = None) -> Future[TextScores]:
+    def submit(self, texts: list[TextItem], standard: Standard | None = None) -> Future[TextScores]:
         """Queues the texts; returns the future of their scores. Raises QueueFull or ServerClosing."""
         n = len(texts)
         with self._lock:
@@ -265,7 +264,7 @@ class Batcher:
             except Exception as exc:
                 # Not swallowed: logged, and the request it belongs to fails with it (500); others go on.
                 log.exception("encoding a request failed")
-                item.future.set_exception(ScoringFailed(f"encoding failed: {_first_line(exc)}"))
+                item.future.set_exception(ScoringFailed(f"encoding failed: {first_line(exc, with_type=True)}"))
                 continue
             return item
 
@@ -302,7 +301,7 @@ class Batcher:
             # the model fails (500, logged with its traceback) and every other one is answered.
             if len(jobs) == 1:
                 log.exception("scoring failed")
-                jobs[0].future.set_exception(ScoringFailed(f"scoring failed: {_first_line(exc)}"))
+                jobs[0].future.set_exception(ScoringFailed(f"scoring failed: {first_line(exc, with_type=True)}"))
                 return
             for job in jobs:
                 self._score([job])
@@ -311,11 +310,6 @@ class Batcher:
                                    sum(j.tokens for j in jobs), time.perf_counter() - started)
         for job, result in zip(jobs, results, strict=True):
             job.future.set_result(result)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def check_in_context(engine: ScoringEngine, what: str) -> None:

@@ -1,11 +1,14 @@
-"""Request bodies of every endpoint and their conversion to (prompt text, response) texts.
+"""Request bodies of every endpoint and their conversion to the texts the model scores (TextItem).
 
 Prompts are read as `rewardsmith score` reads its `prompt` field (data/adapters/generic.py: plain user text, an
-HH transcript or a chat list; a native item is parsed by the same `parse_score_record`), so a text scores the
-same through the server and through `rewardsmith score`. A text sent without a prompt (vLLM `input`, a TEI
-single text, an OpenRLHF query that does not start with its prompt) is scored as a response to no prompt at
-all: the prompt text is "" and the sequence holds the tokenizer's pair template around the response only.
-Unpaired UTF-16 surrogates (JSON escapes such as "\\ud800") are replaced by U+FFFD, as `score` does.
+HH transcript or a chat list; a native item is parsed by the same `parse_score_record`; a chat-templated string
+is read back into turns by the model's template), so a text scores the same through the server and through
+`rewardsmith score`. A conversation that arrives as one rendered string (vLLM `input`, verl's chat-templated
+text, a TEI single text) is split into turns by the model's template markers (data.templates), never truncated
+by cutting its response away; an OpenRLHF query keeps the response that follows its last assistant marker even
+when the query no longer starts with its (left-truncated) prompt. A string that cannot be split is tokenised
+whole and cut from its start, and the response says so. Unpaired UTF-16 surrogates (JSON escapes such as
+"\\ud800") are replaced by U+FFFD, as `score` does.
 
 Every problem is a RequestError: an HTTP status and one line naming the field (`query[3]: empty response`).
 """
@@ -13,16 +16,48 @@ Every problem is a RequestError: an HTTP status and one line naming the field (`
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
 from rewardsmith.data.adapters._common import BadRow
-from rewardsmith.data.adapters.generic import parse_prompt, parse_response, parse_score_record
-from rewardsmith.data.schema import PreferencePair, Turn, render_turns, sanitise_pair, sanitise_text
+from rewardsmith.data.adapters.generic import parse_response, parse_score_record
+from rewardsmith.data.collate import EncodedText
+from rewardsmith.data.schema import PreferencePair, Turn, sanitise_pair, sanitise_text
+from rewardsmith.data.templates import TextEncoder
 
-Text = tuple[str, str]  # (prompt text, response); "" as the prompt text: no prompt
+
+@dataclass(frozen=True)
+class TextItem:
+    """One text of a request. prompt: the turns before the response, or a prompt string the model's template
+    reads (chat-templated, HH or plain text); None when `text` is a whole conversation rendered as one string.
+    query: `text` is an OpenRLHF query that does not start with its prompt: the response is what follows its last
+    assistant marker."""
+
+    prompt: tuple[Turn, ...] | str | None
+    text: str
+    query: bool = False
+
+
+def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str] | None:
+    """(prompt, response) of a text, read by the model's template; None when it cannot be split (it is then
+    tokenised whole)."""
+    if item.prompt is not None and not item.query:
+        return item.prompt, item.text
+    split = encoder.split(item.text)
+    if split is None or not split.response.strip():
+        return None
+    return (split.prompt if item.prompt is None else item.prompt), split.response
+
+
+def encode_item(encoder: TextEncoder, item: TextItem) -> EncodedText:
+    """The EncodedText of one text (EncodedText.unsplit marks a string that could not be split)."""
+    resolved = resolve_item(encoder, item)
+    if resolved is None:
+        return encoder.encode_unsplit(item.text)
+    return encoder.encode(*resolved)
 
 
 class RequestError(HTTPException):
@@ -113,11 +148,6 @@ class StandardRequest(_Native):
 # Texts
 
 
-def prompt_text(turns: Sequence[Turn]) -> str:
-    """The HH framing of a conversation (as PreferencePair.prompt_text), or "" for none."""
-    return render_turns(tuple(turns)) if turns else ""
-
-
 def _clean(text: str) -> str:
     return sanitise_text(text)[0]
 
@@ -131,21 +161,25 @@ def _response(value: Any, field: str) -> str:
     return _clean(value)
 
 
-def score_items(records: Sequence[Any], field: str = "items") -> tuple[list[Text], list[bool]]:
+def score_items(records: Sequence[Any], field: str = "items") -> tuple[list[TextItem], list[bool]]:
     """Texts of native items (a single response: one text; a pair: chosen then rejected) and whether each item
     is a single response."""
-    texts: list[Text] = []
+    texts: list[TextItem] = []
     singles: list[bool] = []
     for i, record in enumerate(records):
+        if isinstance(record, Mapping):
+            unknown = sorted(set(record) - {"prompt", "response", "chosen", "rejected"})
+            if unknown:
+                raise invalid(f"{field}[{i}].{unknown[0]}", "unknown field (an item holds prompt with response, or "
+                                                         "prompt with chosen and rejected)")
         try:
             pair, single = parse_score_record(record)
         except BadRow as bad:
             raise invalid(f"{field}[{i}]" + (f".{bad.field}" if bad.field else ""), bad.message) from None
         pair, _ = sanitise_pair(pair)
-        prompt = pair.prompt_text()
-        texts.append((prompt, pair.chosen))
+        texts.append(TextItem(pair.prompt, pair.chosen))
         if not single:
-            texts.append((prompt, pair.rejected))
+            texts.append(TextItem(pair.prompt, pair.rejected))
         singles.append(single)
     return texts, singles
 
@@ -165,42 +199,45 @@ def demonstrations(records: Sequence[Any], field: str = "demonstrations") -> tup
     return tuple(out)
 
 
-def query_texts(query: Sequence[str], prompts: Sequence[str | None] | None) -> list[Text]:
-    """OpenRLHF queries: when prompts[i] is a non-empty string and query[i] starts with it, the prompt is read
-    as `score` reads a prompt and the response is the rest of the query; otherwise the whole query is the
-    response to no prompt."""
+def query_texts(query: Sequence[str], prompts: Sequence[str | None] | None) -> list[TextItem]:
+    """OpenRLHF queries: when prompts[i] is a non-empty string, it is the prompt (read by the model's template)
+    and the response is the rest of the query when the query starts with it, else what follows the query's last
+    assistant marker (OpenRLHF left-truncates long prompts); without a prompt the query is one rendered
+    conversation."""
     if prompts is not None and len(prompts) != len(query):
         raise invalid("prompts", f"{len(prompts)} prompts for {len(query)} queries")
-    texts: list[Text] = []
+    texts: list[TextItem] = []
     for i, q in enumerate(query):
+        text = _response(q, f"query[{i}]")
         p = prompts[i] if prompts is not None else None
-        if p and p.strip() and q.startswith(p):
-            response = q[len(p):]
+        if not (isinstance(p, str) and p.strip()):
+            texts.append(TextItem(None, text))
+            continue
+        prompt = _clean(p)
+        if text.startswith(prompt):
+            response = text[len(prompt):]
             if not response.strip():
                 raise invalid(f"query[{i}]", "empty response (the query holds only its prompt)")
-            try:
-                turns = parse_prompt(_clean(p), f"prompts[{i}]")
-            except BadRow as bad:
-                raise invalid(f"prompts[{i}]", bad.message) from None
-            texts.append((prompt_text(turns), _clean(response)))
+            texts.append(TextItem(prompt, response))
         else:
-            texts.append(("", _response(q, f"query[{i}]")))
+            texts.append(TextItem(prompt, text, query=True))
     return texts
 
 
-def conversation_text(messages: Any, field: str = "messages") -> Text:
+def conversation_text(messages: Any, field: str = "messages") -> TextItem:
     """A chat list ending with the assistant's reply: the reply is the response, the messages before it the
     prompt."""
+    if isinstance(messages, str) or not isinstance(messages, list):
+        raise invalid(field, f"expected a list of {{role, content}} messages, got {type(messages).__name__}")
     try:
         response, turns = parse_response(messages, field)
     except BadRow as bad:
         raise invalid(bad.field or field, bad.message) from None
-    turns = tuple(Turn(t.role, _clean(t.content)) for t in turns)
-    return prompt_text(turns), _clean(response)
+    return TextItem(tuple(Turn(t.role, _clean(t.content)) for t in turns), _clean(response))
 
 
-def input_texts(body: TextsRequest) -> list[Text]:
-    """vLLM `input` (texts scored as responses to no prompt) or `messages` (one conversation)."""
+def input_texts(body: TextsRequest) -> list[TextItem]:
+    """vLLM `input` (each text one rendered conversation) or `messages` (one conversation)."""
     if (body.input is None) == (body.messages is None):
         raise invalid("input", "give exactly one of `input` (a text or a list of texts) and `messages`")
     if body.messages is not None:
@@ -210,15 +247,15 @@ def input_texts(body: TextsRequest) -> list[Text]:
         raise invalid("input", f"expected a string or a list of strings, got {type(body.input).__name__}")
     if not values:
         raise invalid("input", "empty list")
-    return [("", _response(v, f"input[{i}]")) for i, v in enumerate(values)]
+    return [TextItem(None, _response(v, f"input[{i}]")) for i, v in enumerate(values)]
 
 
-def predict_texts(inputs: Any) -> tuple[list[Text], bool]:
+def predict_texts(inputs: Any) -> tuple[list[TextItem], bool]:
     """TEI inputs as TEI reads them: a string is one text; a list of one or two strings is one sequence (a
     text, or a (text, text_pair) pair: prompt and response); a list of such lists is a batch. Returns the
     texts and whether the request was a batch."""
     if isinstance(inputs, str):
-        return [("", _response(inputs, "inputs"))], False
+        return [TextItem(None, _response(inputs, "inputs"))], False
     if isinstance(inputs, list) and inputs and all(isinstance(x, str) for x in inputs):
         return [_sequence(inputs, "inputs")], False
     if isinstance(inputs, list) and inputs and all(isinstance(x, list) for x in inputs):
@@ -226,14 +263,9 @@ def predict_texts(inputs: Any) -> tuple[list[Text], bool]:
     raise invalid("inputs", "expected a string, a [text] or [text, text_pair] list, or a list of those lists")
 
 
-def _sequence(values: list[Any], field: str) -> Text:
+def _sequence(values: list[Any], field: str) -> TextItem:
     if len(values) == 1:
-        return "", _response(values[0], f"{field}[0]")
+        return TextItem(None, _response(values[0], f"{field}[0]"))
     if len(values) == 2:
-        prompt = _response(values[0], f"{field}[0]")
-        try:
-            turns = parse_prompt(prompt, f"{field}[0]")
-        except BadRow as bad:
-            raise invalid(f"{field}[0]", bad.message) from None
-        return prompt_text(turns), _response(values[1], f"{field}[1]")
+        return TextItem(_response(values[0], f"{field}[0]"), _response(values[1], f"{field}[1]"))
     raise invalid(field, f"a sequence is [text] or [text, text_pair], got {len(values)} strings")

@@ -31,13 +31,15 @@ import numpy as np
 import torch
 
 from rewardsmith.config import ModelConfig, TrainConfig, to_dict
-from rewardsmith.data.collate import EncodedPair, PairEncoder, collate_pairs, encode_pairs, length_grouped_batches
+from rewardsmith.data.collate import EncodedPair, collate_pairs, encode_pairs, length_grouped_batches
 from rewardsmith.data.schema import PreferencePair, stable_hash
-from rewardsmith.errors import CheckpointError, ConfigError
+from rewardsmith.data.templates import encoder_for
+from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.models.debias import attach_debias, detach_debias, prefit_covariate
 from rewardsmith.train.objectives import Objective, StepInfo, build_objective, debias_objective
+from rewardsmith.train.tracking import accelerator_options, require_tracker, tracking
 
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "log.jsonl"
@@ -164,9 +166,11 @@ class TrainResult:
 class Trainer:
     """Trains `model` on the micro-batches of `plan` with `objective`. Call fit().
 
-    run_dir receives log.jsonl (one JSON line per optimiser step) and checkpoint/ (atomic, removed when the
-    run completes). on_step hooks run after every optimiser step on the main process; a hook that raises
-    stops the run as a kill would (the last checkpoint stays, and fit() on a new Trainer resumes from it).
+    run_dir receives log.jsonl (one JSON line per optimiser step), checkpoint/ (atomic, removed when the
+    run completes) and, with cfg.report_to, tracking/ (rewardsmith.train.tracking: the same lines, live, to
+    TensorBoard, W&B, MLflow or trackio; the tracker's package is checked here, before any training). on_step
+    hooks run after every optimiser step on the main process; a hook that raises stops the run as a kill
+    would (the last checkpoint stays, and fit() on a new Trainer resumes from it).
     """
 
     def __init__(self, model: Any, plan: BatchPlan, cfg: TrainConfig, run_dir: str | Path,
@@ -178,6 +182,7 @@ class Trainer:
         self.objective = objective or build_objective(cfg.loss)
         self.on_step = list(on_step)
         self._result: TrainResult | None = None
+        require_tracker(cfg.report_to)
         if plan.natural_batches is None and cfg.max_steps is None:
             raise ConfigError("this training has no epochs: set train.max_steps")
         natural = plan.natural_batches
@@ -217,7 +222,8 @@ class Trainer:
         cfg = self.cfg
         _reset_single_process_state()
         accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no",
-                                  gradient_accumulation_steps=cfg.grad_accum, cpu=not torch.cuda.is_available())
+                                  gradient_accumulation_steps=cfg.grad_accum, cpu=not torch.cuda.is_available(),
+                                  **accelerator_options(cfg.report_to, self.run_dir))
         self.model.to(accelerator.device)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -240,7 +246,8 @@ class Trainer:
         terms: dict[str, float] = {}
         progress = Progress("train", self.total_steps, enabled=cfg.progress and accelerator.is_main_process,
                             completed=start_step, unit="steps")
-        with progress, log_path.open("a", encoding="utf-8") as log:
+        with (progress, log_path.open("a", encoding="utf-8") as log,
+              tracking(accelerator, cfg.report_to, self.run_dir, start_step, to_dict(cfg), log_path)):
             for b in range(start_batch, self.total_batches):
                 planned = self.plan.batch(b, accelerator.process_index, accelerator.num_processes)
                 batch = {k: v.to(accelerator.device) for k, v in planned.tensors.items()}
@@ -261,9 +268,9 @@ class Trainer:
                 done = step + 1
                 if accelerator.is_main_process:
                     elapsed = time.perf_counter() - t0
-                    log.write(json.dumps({"step": done, "epoch": planned.epoch, "lr": scheduler.get_last_lr()[0],
-                                          "items_per_s": round(seen / max(elapsed, 1e-9), 3), **terms}) + "\n")
-                    log.flush()
+                    _write_step(log, accelerator, {"step": done, "epoch": planned.epoch,
+                                                   "lr": scheduler.get_last_lr()[0],
+                                                   "items_per_s": round(seen / max(elapsed, 1e-9), 3), **terms})
                     progress.update(done, f"loss {terms.get('total', terms.get('bt', float('nan'))):.3f}")
                 if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
@@ -325,7 +332,7 @@ class Trainer:
         except CheckpointError:
             raise
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            detail = first_line(exc)
             raise CheckpointError(f"{where}: does not fit this model or run ({detail[:200]})") from None
         if not 0 <= next_batch <= self.total_batches:
             raise CheckpointError(f"{where}: resumes at micro-batch {next_batch}, beyond this run's "
@@ -343,7 +350,7 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
     after it (length-covariate, odin; the odin objective adds its regulariser to `objective`), or pair
     weights (length-balanced)."""
     if encoded is None:
-        encoded = encode_pairs(PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens), pairs)
+        encoded = encode_pairs(encoder_for(tokenizer, model_cfg), pairs)
     kind = cfg.debias.kind
     weights = length_balance_weights(encoded) if kind == "length-balanced" else None
     plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs,
@@ -360,6 +367,14 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
     finally:
         detach_debias(trainer.model)
     return trainer
+
+
+def _write_step(log: Any, accelerator: Any, values: dict[str, Any]) -> None:
+    """The one place a step's values are written: a log.jsonl line, and the same dict to the experiment
+    tracker at its step (Accelerator.log: main process only; nothing without a tracker)."""
+    log.write(json.dumps(values) + "\n")
+    log.flush()
+    accelerator.log(values, step=values["step"])
 
 
 def _reset_single_process_state() -> None:

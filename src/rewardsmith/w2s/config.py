@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rewardsmith.config import DEBIAS_KINDS, DatasetConfig, ModelConfig, TrainConfig, option
+from rewardsmith.config import DEBIAS_KINDS, MAX_SEED, DatasetConfig, ModelConfig, TrainConfig, option
 
 
 @dataclass
@@ -44,7 +44,8 @@ class TeacherConfig:
     calibrate: bool = option(True, "fit a temperature for the soft labels by cross-fitting on the gold pool, so "
                              "their confidence matches the teacher's accuracy")
     calibration_folds: int = option(5, "cross-fitting folds for the temperature", min=2)
-    seed: int = option(0, "teacher seed (one teacher; its labels are reused across methods and student seeds)", min=0)
+    seed: int = option(0, "teacher seed (one teacher; its labels are reused across methods and student seeds)", min=0,
+                       max=MAX_SEED)
 
 
 @dataclass
@@ -111,7 +112,7 @@ class QuickConfig:
     id_pairs: int = option(64, "ID test pairs with --quick", min=1)
     target_pairs: int = option(64, "pairs per target with --quick", min=1)
     max_length: int = option(96, "tokens per sequence with --quick", min=16)
-    seeds: list[int] = option([0], "student seeds with --quick", min=0)
+    seeds: list[int] = option([0], "student seeds with --quick", min=0, max=MAX_SEED)
     n_boot: int = option(200, "bootstrap replicates with --quick", min=0)
 
 
@@ -137,6 +138,6 @@ class ShiftConfig:
     ceiling: bool = option(True, "train the strong ceiling (gold labels on the W2S pool) for PGR")
     near_domain: list[str] = option([], "targets that are siblings of the source (same collection, another "
                                     "split or sampling): labelled near-domain in reports")
-    seeds: list[int] = option([0], "student seeds", min=0)
+    seeds: list[int] = option([0], "student seeds", min=0, max=MAX_SEED)
     eval: ShiftEvalConfig = field(default_factory=ShiftEvalConfig)
     quick: QuickConfig = field(default_factory=QuickConfig)

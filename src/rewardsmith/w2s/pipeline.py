@@ -31,12 +31,13 @@ import numpy as np
 import torch
 
 from rewardsmith.config import ModelConfig, TrainConfig, to_dict
-from rewardsmith.data.collate import PairEncoder, encode_pairs
+from rewardsmith.data.collate import encode_pairs
 from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.splits import split_pairs
+from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import ConfigError, DataError
-from rewardsmith.evaluate.scoring import score_pairs
+from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
 from rewardsmith.models.backbone import num_hidden_layers
 from rewardsmith.models.factory import build_reward_model, is_lora
@@ -169,15 +170,15 @@ class ShiftRun:
         ev = self.config.eval
         out = {}
         for split, pairs in self._splits().items():
-            chosen, rejected = score_pairs(model, tokenizer, pairs, model_cfg.max_length, model_cfg.min_prompt_tokens,
-                                           ev.batch_size, ev.bf16)
+            chosen, rejected = RewardScorer.for_model(model, tokenizer, model_cfg, ev.batch_size,
+                                                      ev.bf16).score_pairs(pairs)
             out[split] = chosen - rejected
         return out
 
     def _train(self, model_cfg: ModelConfig, train_cfg: TrainConfig, pairs: list[PreferencePair], seed: int,
                run_dir: Path, make_objective: Any) -> tuple[RewardModel, Any, dict[str, Any]]:
         model, tokenizer = build_reward_model(model_cfg, seed)
-        encoder = PairEncoder(tokenizer, model_cfg.max_length, model_cfg.min_prompt_tokens)
+        encoder = encoder_for(tokenizer, model_cfg)
         encoded = encode_pairs(encoder, pairs)
         objective: Objective = make_objective(model, tokenizer, encoded)
         cfg = replace(train_cfg, seed=seed, progress=self.progress)
@@ -230,8 +231,8 @@ class ShiftRun:
             calls["n"] += 1
             model, tokenizer, _ = self._train(t.model, t.train, list(gold), t.seed, run,
                                               lambda *_: build_objective("naive"))
-            chosen, rejected = score_pairs(model, tokenizer, list(pairs), t.model.max_length, t.model.min_prompt_tokens,
-                                           self.config.eval.batch_size, self.config.eval.bf16)
+            chosen, rejected = RewardScorer.for_model(model, tokenizer, t.model, self.config.eval.batch_size,
+                                                      self.config.eval.bf16).score_pairs(list(pairs))
             return chosen - rejected
 
         return fit_and_score
@@ -258,7 +259,7 @@ class ShiftRun:
                 self._features = np.load(path)
             else:
                 model, tokenizer = self._pretrained_student()
-                encoder = PairEncoder(tokenizer, self.config.student.max_length, self.config.student.min_prompt_tokens)
+                encoder = encoder_for(tokenizer, self.config.student)
                 encoded = encode_pairs(encoder, self.data.w2s)
                 n = num_hidden_layers(model.backbone)
                 cache = ReferenceStateCache.build(model, encoded, [n], int(tokenizer.pad_token_id))

@@ -19,7 +19,7 @@ from typing import Any, TypeAlias
 from rewardsmith.data.registry import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, Role, Turn, sanitise_pair
 from rewardsmith.data.sources import resolve_data_dir
-from rewardsmith.errors import DataError
+from rewardsmith.errors import DataError, one_line
 
 HH_ASSISTANT = "\n\nAssistant:"
 HH_HUMAN = "\n\nHuman:"
@@ -117,12 +117,6 @@ class EmptyResponse(BadRow):
         super().__init__("empty response", field)
 
 
-def one_line(text: str, max_chars: int = 200) -> str:
-    """Collapses whitespace so an error message stays on one line."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= max_chars else flat[: max_chars - 3] + "..."
-
-
 def check_split(name: str, split: str | None, available: Sequence[str], default: str) -> str:
     """The split to read: `split` or the default; a DataError listing the available ones otherwise."""
     chosen = split or default
@@ -145,7 +139,7 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     """Yields (1-based line number, parsed value or a BadRow) for each non-blank line of a .jsonl(.gz)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
+        with opener(path, "rt", encoding="utf-8-sig") as handle:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -153,6 +147,8 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                     yield line_no, json.loads(line)
                 except json.JSONDecodeError as err:
                     yield line_no, BadRow(f"invalid JSON ({err.msg} at column {err.colno})")
+                except RecursionError:
+                    yield line_no, BadRow("invalid JSON (nested too deeply)")
     except (OSError, UnicodeDecodeError, EOFError) as err:
         raise DataError(f"cannot read file ({one_line(str(err))})", path=path) from None
 
@@ -160,10 +156,12 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
 def read_json_array(path: Path) -> list[Any]:
     """The top-level JSON array of a .json file."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             data = json.load(handle)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as err:
         raise DataError(f"cannot read JSON ({one_line(str(err))})", path=path) from None
+    except RecursionError:
+        raise DataError("cannot read JSON (nested too deeply)", path=path) from None
     if not isinstance(data, list):
         raise DataError(f"expected a JSON array of rows, got {type(data).__name__}", path=path)
     return data
@@ -201,7 +199,7 @@ def iter_parquet(path: Path, columns: Sequence[str] | None = None, batch_rows: i
 def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yields (1-based data row number, row dict of strings); the header line is not counted."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open(path, encoding="utf-8-sig", newline="") as handle:  # -sig: a byte-order mark is not a column
             reader = csv.DictReader(handle)
             for row_no, record in enumerate(reader, start=1):
                 yield row_no, dict(record)
@@ -212,7 +210,7 @@ def iter_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def csv_columns(path: Path) -> list[str]:
     """Header of a CSV file."""
     try:
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             return next(csv.reader(handle), [])
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise DataError(f"cannot read CSV ({one_line(str(err))})", path=path) from None

@@ -216,6 +216,19 @@ def _peek(rows: Iterator[tuple[int, Any]]) -> tuple[Mapping[str, Any] | None, It
     return first, chained()
 
 
+def iter_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(1-based row number, record or BadRow) of every row of a jsonl / jsonl.gz / json / parquet / csv file,
+    the format chosen by its suffix (a DataError names an unsupported one)."""
+    fmt = _file_format(path)
+    if fmt == ".parquet":
+        return iter_parquet(path)
+    if fmt == ".csv":
+        return iter_csv(path)
+    if fmt == ".json":
+        return iter(enumerate(read_json_array(path), start=1))
+    return iter_jsonl(path)
+
+
 def load_file(opts: LoadOptions) -> PairDataset:
     """PairDataset of a local preference file (format chosen by suffix) under opts.columns.
 

@@ -21,11 +21,11 @@ import numpy as np
 import torch
 
 from rewardsmith.config import ICRMModelConfig, load_yaml
-from rewardsmith.data.collate import PairEncoder
 from rewardsmith.data.schema import stable_hash
+from rewardsmith.data.templates import TextEncoder, encoder_for
 from rewardsmith.errors import ConfigError
 from rewardsmith.evaluate.metrics import pairwise_accuracy
-from rewardsmith.evaluate.scoring import default_device, score_pairs
+from rewardsmith.evaluate.scoring import RewardScorer, default_device
 from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig
 from rewardsmith.icrm.episodes import (
     Episode,
@@ -48,7 +48,7 @@ from rewardsmith.icrm.features import (
     to_numpy,
 )
 from rewardsmith.models.beta import BetaRewardModel
-from rewardsmith.models.factory import load_model
+from rewardsmith.models.loading import load_reward_model
 
 PKU = "pku-saferlhf/harmless"
 MORAL = "moralchoice/low"
@@ -94,7 +94,7 @@ class EvalContext:
     model_cfg: ICRMModelConfig
     bf16: bool
     cache_dir: Path | None
-    bt: tuple[Any, Any] | None = None
+    bt: RewardScorer | None = None
     overlap_removed: dict[str, int] = field(default_factory=dict)
     _pools: dict[str, dict[str, PairPool]] = field(default_factory=dict)
     _training_keys: set[str] | None = None
@@ -102,8 +102,8 @@ class EvalContext:
     _bt_scores: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
-    def encoder(self) -> PairEncoder:
-        return PairEncoder(self.tokenizer, self.model_cfg.max_length, self.model_cfg.min_prompt_tokens)
+    def encoder(self) -> TextEncoder:
+        return encoder_for(self.tokenizer, self.model_cfg)
 
     def is_training_source(self, source: str) -> bool:
         return source in self.cfg.episodes.sources
@@ -184,9 +184,7 @@ class EvalContext:
             return None
         key = pool_fingerprint(pool, "")
         if key not in self._bt_scores:
-            model, tokenizer = self.bt
-            c, r = score_pairs(model, tokenizer, pool.pairs, self.model_cfg.max_length,
-                               self.model_cfg.min_prompt_tokens, bf16=self.bf16)
+            c, r = self.bt.score_pairs(pool.pairs)
             self._bt_scores[key] = np.stack([c, r])
         c, r = self._bt_scores[key]
         return c, r
@@ -225,17 +223,20 @@ def load_context(model_dir: str | Path, cfg: ICRMRunConfig, cache_dir: Path | No
     """Loads the ICRM (and cfg.eval.bt_model); the split settings come from the training run's config.yaml
     beside the model folder when present, so held-out pairs are exactly the training run's."""
     model_dir = Path(model_dir)
-    model, tokenizer, meta = load_model(model_dir)
-    if meta["model_type"] != "icrm":
+    loaded = load_reward_model(model_dir)
+    if not loaded.in_context or not isinstance(loaded.model, BetaRewardModel) or loaded.model_config is None:
         raise ConfigError(f"{model_dir}: a scalar reward model; `icrm eval` needs an in-context (ICRM) model")
-    model.to(default_device())
+    loaded.to(default_device())
     run_cfg_path = model_dir.parent / "config.yaml"
     if run_cfg_path.exists():
         cfg.episodes = load_yaml(ICRMRunConfig, run_cfg_path).episodes
     bt = None
-    if cfg.eval.bt_model:
-        bt_model, bt_tok, bt_meta = load_model(cfg.eval.bt_model)
-        if bt_meta["model_type"] != "reward":
+    if cfg.eval.bt_model:  # any scalar reward model: rewardsmith's BT baseline, or one trained elsewhere
+        baseline = load_reward_model(cfg.eval.bt_model)
+        if baseline.in_context:
             raise ConfigError(f"{cfg.eval.bt_model}: --bt-model must be a scalar reward model")
-        bt = (bt_model.to(default_device()), bt_tok)
-    return EvalContext(cfg, model, tokenizer, meta["model_config"], bool(meta.get("bf16", False)), cache_dir, bt)
+        baseline.to(default_device())
+        bt = RewardScorer(baseline.model, baseline.encoder(), baseline.pad_id, bf16=loaded.bf16)
+    model_cfg = loaded.model_config
+    assert isinstance(model_cfg, ICRMModelConfig)
+    return EvalContext(cfg, loaded.model, loaded.tokenizer, model_cfg, loaded.bf16, cache_dir, bt)

@@ -1,0 +1,79 @@
+"""Single output files a user names (`score --out FILE`, `calibrate fit --out FILE`): never written over a file
+the tool did not write.
+
+Beside each such file the tool keeps a small record, `.<name>.rewardsmith.json`, holding the sha256 of the
+bytes it wrote. An existing output is replaced only with `overwrite` and only when its bytes still match that
+record (the tool wrote it and nobody changed it since); any other existing file is refused with one line, so a
+model, a manifest or someone's data cannot be lost to a mistyped path.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from rewardsmith.errors import RunFolderError
+from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
+from rewardsmith.io.runfolder import file_sha256, tool_version
+
+RECORD_FORMAT = "rewardsmith.output/1"
+
+
+def record_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.rewardsmith.json")
+
+
+def _recorded_sha256(path: Path) -> str | None:
+    """The sha256 the tool recorded when it last wrote `path`; None when it never did."""
+    record = record_path(path)
+    if not (path.is_file() and record.is_file()) or path.is_symlink():
+        return None
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    ok = isinstance(data, dict) and data.get("format") == RECORD_FORMAT and isinstance(data.get("sha256"), str)
+    return data["sha256"] if ok else None
+
+
+def written_by_tool(path: Path) -> bool:
+    """True when `path` holds exactly the bytes the tool last wrote there (its record matches)."""
+    recorded = _recorded_sha256(path)
+    return recorded is not None and recorded == file_sha256(path)
+
+
+def check_output(path: str | Path, overwrite: bool = False, option: str = "--out") -> Path:
+    """The output path, checked before any work starts: a RunFolderError when it exists and may not be replaced.
+
+    An existing file is replaced only with `overwrite` and only when the tool wrote it; a folder never."""
+    path = Path(path)
+    if path.is_dir():
+        raise RunFolderError(f"{path}: is a folder; {option} names the file to write")
+    if path.exists() or path.is_symlink():
+        recorded = _recorded_sha256(path)
+        if recorded is None:
+            raise RunFolderError(f"{path}: exists and was not written by rewardsmith; it is left alone: choose "
+                                 f"another {option}")
+        if recorded != file_sha256(path):
+            raise RunFolderError(f"{path}: changed since rewardsmith wrote it, so it is someone's now and left "
+                                 f"alone: choose another {option}")
+        if not overwrite:
+            raise RunFolderError(f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to "
+                                 f"replace it, or choose another {option}")
+    return path
+
+
+def write_output(path: str | Path, write: Callable[[IO[bytes]], Any], command: str, overwrite: bool = False,
+                 option: str = "--out") -> Path:
+    """Writes a user-named output atomically (check_output first) and records its checksum beside it."""
+    path = check_output(path, overwrite, option)
+    try:
+        atomic_write_bytes(path, write)
+        atomic_write_json(record_path(path), {"format": RECORD_FORMAT, "tool": "rewardsmith",
+                                              "version": tool_version(), "command": command,
+                                              "sha256": file_sha256(path)})
+    except OSError as exc:
+        raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return path

@@ -1,0 +1,158 @@
+"""The one inference path of `score`, `eval`, `calibrate --model`, `serve` and the demo: a loaded model
+(models.loading: rewardsmith folders, Hugging Face reward models, OpenRLHF checkpoints, LoRA adapters), its
+scorer (evaluate.scoring.RewardScorer for a scalar model, icrm.scoring.ICRMScorer for an in-context one steered
+by demonstrations), an optional per-rater map (calibrate.maps), and one formatter of scored items.
+
+An item is a single response ({prompt, response}) or a pair ({prompt, chosen, rejected}); its result holds
+`reward`, or `reward_chosen`, `reward_rejected` and `p_chosen` (the preference probability on the model's own
+scale: sigmoid of the reward margin, or an in-context model's posterior mean), plus the confidences of an
+in-context model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rewardsmith.data.collate import EncodedText
+from rewardsmith.data.schema import PreferencePair
+from rewardsmith.errors import ConfigError
+from rewardsmith.evaluate.scoring import RewardScorer, default_device
+from rewardsmith.models.loading import LoadedModel, load_reward_model
+from rewardsmith.stats import sigmoid
+
+
+@dataclass
+class TextScores:
+    """Scores of M texts, in order: rewards (M,) float64 (an in-context model's utility u) and confidence (M,)
+    for an in-context model (None for a scalar one)."""
+
+    rewards: np.ndarray
+    confidence: np.ndarray | None = None
+
+
+class Inference:
+    """A loaded model and the scorer that turns its texts into scores (see the module docstring).
+
+    bf16: autocast the backbone (None: as the model was trained); max_tokens / max_padding: cap each forward
+    pass (the server's rounds)."""
+
+    def __init__(self, loaded: LoadedModel, batch_size: int = 64, bf16: bool | None = None,
+                 max_tokens: int | None = None, max_padding: float | None = None):
+        if batch_size < 1:
+            raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+        self.loaded = loaded
+        self.bf16 = loaded.bf16 if bf16 is None else bf16
+        self.encoder = loaded.encoder()
+        self.scorer: Any
+        if loaded.in_context:
+            from rewardsmith.icrm.scoring import ICRMScorer
+
+            # A forward pass holds at most max_tokens padded tokens.
+            rows = batch_size if max_tokens is None else max(1, max_tokens // loaded.max_length)
+            self.scorer = ICRMScorer(loaded.model, self.encoder, rows, self.bf16)  # type: ignore[arg-type]
+        else:
+            self.scorer = RewardScorer(loaded.model, self.encoder, loaded.pad_id, batch_size, self.bf16,
+                                       max_tokens=max_tokens, max_padding=max_padding)
+
+    @classmethod
+    def load(cls, source: str | Path, template: str = "auto", max_length: int | None = None,
+             trust_remote_code: bool = False, batch_size: int = 64, bf16: bool | None = None,
+             max_tokens: int | None = None, max_padding: float | None = None) -> Inference:
+        """load_reward_model(source, ...) on the first CUDA device (else the CPU), with its scorer."""
+        loaded = load_reward_model(source, template, max_length, trust_remote_code=trust_remote_code)
+        loaded.to(default_device())
+        return cls(loaded, batch_size, bf16, max_tokens, max_padding)
+
+    @property
+    def in_context(self) -> bool:
+        return self.loaded.in_context
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return self.encoder.counts
+
+    def check_demos(self, demos: Sequence[PreferencePair] | None, what: str = "demonstrations") -> None:
+        """ConfigError when demonstrations are given to a scalar model (`what` names the field or option)."""
+        if demos and not self.in_context:
+            raise ConfigError(f"{what}: a scalar reward model takes no demonstrations (only an in-context model "
+                              "does)")
+
+    def score_encoded(self, texts: Sequence[EncodedText], items: Sequence[tuple[Any, str]] = (),
+                      demos: Sequence[PreferencePair] = ()) -> TextScores:
+        """Scores of texts already encoded by self.encoder (a scalar model), or of their items (an in-context
+        model encodes with its demonstrations)."""
+        if self.in_context:
+            u, s = self.scorer.score_texts(items, demos)
+            return TextScores(u, s)
+        return TextScores(self.scorer.score_encoded(texts))
+
+    def score_texts(self, items: Sequence[tuple[Any, str]], demos: Sequence[PreferencePair] = (),
+                    progress: str | None = None) -> TextScores:
+        """Scores of (prompt, response) items; a prompt is turns or a prompt string."""
+        self.check_demos(demos)
+        if self.in_context:
+            u, s = self.scorer.score_texts(items, demos)
+            return TextScores(u, s)
+        return TextScores(self.scorer.score_texts(items, progress))
+
+
+def item_texts(pairs: Sequence[PreferencePair], singles: Sequence[bool]) -> list[tuple[Any, str]]:
+    """The texts of scored items in order: one per single response, chosen then rejected per pair."""
+    texts: list[tuple[Any, str]] = []
+    for pair, single in zip(pairs, singles, strict=True):
+        texts.append((pair.prompt, pair.chosen))
+        if not single:
+            texts.append((pair.prompt, pair.rejected))
+    return texts
+
+
+def item_results(singles: Sequence[bool], scores: TextScores, maps: Any = None,
+                 rater: str | None = None) -> list[dict[str, float]]:
+    """One result per item (see the module docstring) from the scores of item_texts. maps + rater: rewards
+    mapped to that rater's scale; p_chosen stays on the model's own scale (an in-context model's posterior
+    mean)."""
+    rewards, confidence = scores.rewards, scores.confidence
+    mu = posterior_means(singles, scores)
+    shown = rewards if maps is None else maps.apply(str(rater), rewards)[0]
+    out: list[dict[str, float]] = []
+    k = pair_no = 0
+    for single in singles:
+        if single:
+            result = {"reward": float(shown[k])}
+            if confidence is not None:
+                result["confidence"] = float(confidence[k])
+            k += 1
+        else:
+            p = mu[pair_no] if mu is not None else sigmoid(rewards[k] - rewards[k + 1])
+            result = {"reward_chosen": float(shown[k]), "reward_rejected": float(shown[k + 1]),
+                      "p_chosen": float(p)}
+            if confidence is not None:
+                result["confidence_chosen"], result["confidence_rejected"] = (float(confidence[k]),
+                                                                              float(confidence[k + 1]))
+            k += 2
+            pair_no += 1
+        out.append(result)
+    return out
+
+
+def posterior_means(singles: Sequence[bool], scores: TextScores) -> np.ndarray | None:
+    """An in-context model's P(chosen preferred) per pair item (the Beta posterior's mean); None for a scalar
+    model (p_chosen is then the sigmoid of the margin)."""
+    if scores.confidence is None:
+        return None
+    from rewardsmith.icrm.scoring import pair_scores
+
+    first, second = [], []
+    k = 0
+    for single in singles:
+        if not single:
+            first.append(k)
+            second.append(k + 1)
+        k += 1 if single else 2
+    u, s = scores.rewards, scores.confidence
+    return pair_scores(u[first], u[second], s[first], s[second]).mu
