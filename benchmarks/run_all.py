@@ -29,6 +29,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "pebs": ["bench_pebs.py"],
     "icrm_trainer": ["bench_icrm_trainer.py"],
     "serve": ["bench_serve.py"],
+    "rater_stats": ["bench_rater_stats.py"],
 }
 
 

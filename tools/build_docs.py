@@ -22,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blocks_calibration import BLOCKS as CALIBRATION_BLOCKS
+from blocks_scale import BLOCKS as SCALE_BLOCKS
 from blocks_common import BENCH, RESULTS, ROOT, load
 from blocks_common import ci_text as _ci
 from blocks_common import source as _source
@@ -457,6 +458,7 @@ BLOCKS["icrm-claims"] = block_icrm_claims
 BLOCKS["icrm-results"] = block_icrm_results
 
 BLOCKS.update(CALIBRATION_BLOCKS)
+BLOCKS.update(SCALE_BLOCKS)
 
 
 def render_block(name: str) -> str:

@@ -294,3 +294,22 @@ def test_a_legend_below_a_narrow_plot_fits_its_width(tmp_path: Path) -> None:
     figure.canvas.draw()
     legend = figure.legends[0].get_window_extent()
     assert legend.x0 >= 0 and legend.x1 <= figure.bbox.width
+
+
+def test_maps_of_another_scale_are_named_when_scoring(tmp_path: Path, trained: Path) -> None:
+    import random
+
+    rng = random.Random(0)
+    lines = ["rater_id,item_id,score,model_score"]
+    for rater in "abcdefgh":
+        for item in range(12):
+            r = 50 + rng.gauss(0, 1)  # a model whose scores sit near 50: not this model's scale
+            lines.append(f"{rater},{item},{2 * r + rng.gauss(0, 1):.3f},{r:.3f}")
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    ok(rk("calibrate", "fit", "--ratings", ratings, "--out", tmp_path / "maps.json"))
+    inp = jsonl(tmp_path / "in.jsonl", PAIRS[:4])
+    result = rk("score", "--model", trained / "model", "--input", inp, "--out", tmp_path / "o.jsonl", "-q",
+                "--calibration", tmp_path / "maps.json", "--rater", "a")
+    ok(result)
+    assert "outside the model-score scale the calibration was fitted on" in result.stdout

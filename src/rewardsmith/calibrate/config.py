@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rewardsmith.config import option
+from rewardsmith.config import MAX_SEED, option
 from rewardsmith.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ class EvalConfig:
 
     holdout: float = option(0.2, "fraction of each rater's ratings held out", min=0.0, max=1.0, min_exclusive=True)
     seeds: int = option(5, "number of seeded splits (seeds first_seed, first_seed+1, ...)", min=1)
-    first_seed: int = option(0, "first split seed", min=0)
+    first_seed: int = option(0, "first split seed", min=0, max=MAX_SEED)
     methods: list[str] = option(DEFAULT_METHODS, "calibrators to compare (pooled is always the reference)")
     n_min: int = option(6, "PEBS: fewest ratings for a rater's own OLS fit", min=2)
     group_column: str | None = option(None, "demographic column of the group baseline (default: the table's "
@@ -30,10 +30,12 @@ class EvalConfig:
                                        "unchanged)", min=3)
     pilot_per_rater: int = option(20, "forecaster: ratings per rater in the pilot drawn from each rater's fit "
                                   "part", min=3)
-    bootstrap: int = option(2000, "bootstrap resamples of raters for the CIs", min=0)
+    bootstrap: int = option(2000, "bootstrap resamples of raters for the CIs", min=10)
     confidence: float = option(0.95, "confidence level of the intervals", min=0.5, max=0.999)
 
     def validate(self) -> None:
+        if not self.methods:
+            raise ConfigError("methods is empty: give at least pooled and one calibrator, e.g. --methods pooled,pebs")
         if self.holdout >= 1.0:
             raise ConfigError(f"holdout must be below 1, got {self.holdout}")
         if "pooled" not in self.methods:
@@ -56,17 +58,30 @@ class RatingsSource:
     unsure: str = option("drop", "dices-350 'Unsure' answers: drop them or score them 0.5", choices=("drop", "half"))
     score_min: float | None = option(None, "lowest valid score (file sources)")
     score_max: float | None = option(None, "highest valid score (file sources)")
-    seed: int = option(0, "seed of any random choice the source makes", min=0)
+    seed: int = option(0, "seed of any random choice the source makes", min=0, max=MAX_SEED)
+    engine: str = option("memory", "what reads the ratings: memory (any source, cleaned in pandas), duckdb or spark "
+                         "(Parquet: a path, glob, folder or URI; the engine computes per-rater statistics and the "
+                         "rows never reach this process; docs/scale.md)")
+
+    def score_range(self) -> tuple[float, float] | None:
+        """The declared [score_min, score_max] (None when neither is given); ConfigError for one without the other
+        or an empty range."""
+        if self.score_min is None and self.score_max is None:
+            return None
+        if self.score_min is None or self.score_max is None:
+            raise ConfigError("give both --score-min and --score-max, or neither")
+        if self.score_min >= self.score_max:
+            raise ConfigError(f"score_min ({self.score_min:g}) must be below score_max ({self.score_max:g})")
+        return float(self.score_min), float(self.score_max)
 
     def load(self) -> RatingTable:
-        """Reads and cleans the ratings (DataError / ConfigError / UnknownNameError on bad input)."""
+        """Reads and cleans the ratings into memory (DataError / ConfigError / UnknownNameError on bad input);
+        whatever `engine` says (calibrate.engines.ENGINES reads through it)."""
         from rewardsmith.data.ratings import load_ratings
 
         if not self.ratings:
             raise ConfigError("--ratings is required (a ratings file or a source name such as pluriharms)")
-        if (self.score_min is None) != (self.score_max is None):
-            raise ConfigError("give both --score-min and --score-max, or neither")
-        score_range = None if self.score_min is None else (float(self.score_min), float(self.score_max))  # type: ignore[arg-type]
+        score_range = self.score_range()
         return load_ratings(self.ratings, data_dir=self.data_dir, on_bad_row=self.on_bad_row,  # type: ignore[arg-type]
                             model_scores=self.model_scores, model_score=self.model_score,
                             unsure=self.unsure, score_range=score_range, seed=self.seed)  # type: ignore[arg-type]

@@ -30,6 +30,7 @@ from rewardsmith.calibrate.estimators import (
 from rewardsmith.calibrate.forecast import forecast_gain
 from rewardsmith.data.ratings import RatingTable, cap_per_rater, require_ratings
 from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.io.progress import Progress
 from rewardsmith.stats import bootstrap_indices, percentile_interval
 
 SIZE_BIN_EDGES = (0, 6, 10, 20, 40, 80, 160, np.inf)
@@ -113,8 +114,10 @@ def _pair_concordance(
     return concordant, pairs
 
 
-def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None) -> HoldoutResult:
-    """Runs the repeated within-rater hold-out of `config.methods` on `table` (see module docstring)."""
+def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
+                     progress: str | None = None) -> HoldoutResult:
+    """Runs the repeated within-rater hold-out of `config.methods` on `table` (see module docstring); progress: a
+    description to show a bar over the split seeds under (None: silent)."""
     config = config or EvalConfig()
     config.validate()
     frame = table.frame.reset_index(drop=True)
@@ -146,69 +149,72 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None) -> Ho
     model_all = frame["model_score"].to_numpy(np.float64)
     default_pebs = create_calibrator("pebs", n_min=config.n_min)
 
-    for seed in range(config.first_seed, config.first_seed + config.seeds):
-        held = within_rater_split(frame, config.holdout, seed)
-        fit_frame = frame.loc[~held]
-        if config.fit_per_rater is not None:
-            fit_frame = cap_per_rater(fit_frame, config.fit_per_rater, seed + 7919)
-        test_codes = codes[held]
-        y, r = score_all[held], model_all[held]
-        test_ids = rater_ids[test_codes]
-        count += np.bincount(test_codes, minlength=n_raters)
-        n_fit += np.bincount(codes[fit_frame.index.to_numpy()], minlength=n_raters)
-        raw_seed, p = _pair_concordance(test_codes, y, r, n_raters)
-        raw_conc += raw_seed
-        raw_pairs += p
-        for name in methods:
-            estimator = create_calibrator(name, **shared_params(name, n_min=config.n_min, group_column=group_column))
-            start = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                estimator.fit(fit_frame)
-            scores[name].fit_seconds.append(time.perf_counter() - start)
-            scores[name].notes.extend(sorted({str(w.message) for w in caught}))
-            pred = estimator.predict(test_ids, r)
-            var = np.maximum(estimator.predict_var(test_ids, r), 1e-12)
-            err = pred - y
-            s = scores[name]
-            s.sse += np.bincount(test_codes, weights=err**2, minlength=n_raters)
-            s.nll += np.bincount(
-                test_codes, weights=0.5 * (np.log(2 * np.pi * var) + err**2 / var), minlength=n_raters
-            )
-            s.seed_rmse.append(float(np.sqrt(np.mean(err**2))))
-            c, p = _pair_concordance(test_codes, y, pred, n_raters)
-            s.concordant += c
-            s.pairs += p
-            maps = estimator.maps_
-            idx = maps.index_of(rater_ids)
-            slopes = np.where(idx >= 0, maps.slope[idx], maps.population_slope)
-            positive = slopes > NONPOSITIVE_SLOPE_TOL * abs(maps.population_slope)
-            s.nonpositive_slopes.append(int((~positive).sum()))
-            same = np.isclose(c, raw_seed, rtol=0, atol=1e-9)
-            s.invariant.append(bool(same[positive].all()))
-            if isinstance(estimator, PEBS) and name == "pebs":
-                w_a = maps.diagnostics["weight_slope"][idx]
-                w_b = maps.diagnostics["weight_intercept"][idx]
-                shrink_slope += 1 - w_a
-                shrink_intercept += 1 - w_b
-                pebs_info.append(
-                    dict(maps.info, n_fitted=int((maps.diagnostics["status"] == STATUS_FITTED).sum()))
+    with Progress(progress or "", config.seeds, enabled=progress is not None, unit="splits") as bar:
+        for done, seed in enumerate(range(config.first_seed, config.first_seed + config.seeds), start=1):
+            held = within_rater_split(frame, config.holdout, seed)
+            fit_frame = frame.loc[~held]
+            if config.fit_per_rater is not None:
+                fit_frame = cap_per_rater(fit_frame, config.fit_per_rater, seed + 7919)
+            test_codes = codes[held]
+            y, r = score_all[held], model_all[held]
+            test_ids = rater_ids[test_codes]
+            count += np.bincount(test_codes, minlength=n_raters)
+            n_fit += np.bincount(codes[fit_frame.index.to_numpy()], minlength=n_raters)
+            raw_seed, p = _pair_concordance(test_codes, y, r, n_raters)
+            raw_conc += raw_seed
+            raw_pairs += p
+            for name in methods:
+                params = shared_params(name, n_min=config.n_min, group_column=group_column)
+                estimator = create_calibrator(name, **params)
+                start = time.perf_counter()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    estimator.fit(fit_frame)
+                scores[name].fit_seconds.append(time.perf_counter() - start)
+                scores[name].notes.extend(sorted({str(w.message) for w in caught}))
+                pred = estimator.predict(test_ids, r)
+                var = np.maximum(estimator.predict_var(test_ids, r), 1e-12)
+                err = pred - y
+                s = scores[name]
+                s.sse += np.bincount(test_codes, weights=err**2, minlength=n_raters)
+                s.nll += np.bincount(
+                    test_codes, weights=0.5 * (np.log(2 * np.pi * var) + err**2 / var), minlength=n_raters
                 )
-                last_pebs = maps
-        if config.pilot_per_rater:
-            pilot = cap_per_rater(fit_frame, config.pilot_per_rater, seed + 104729)
-            planned = fit_frame.groupby("rater_id").size()
-            try:
-                fc = forecast_gain(
-                    pilot,
-                    planned.reindex(sorted(pilot["rater_id"].unique())).to_numpy(),
-                    n_min=min(config.n_min, config.pilot_per_rater),
-                    centre=default_pebs.get_params()["centre"],
-                    joint=default_pebs.get_params()["joint"],
-                )
-                forecasts.append({"seed": seed, **fc.as_dict()})
-            except DataError as exc:
-                forecasts.append({"seed": seed, "error": str(exc)})
+                s.seed_rmse.append(float(np.sqrt(np.mean(err**2))))
+                c, p = _pair_concordance(test_codes, y, pred, n_raters)
+                s.concordant += c
+                s.pairs += p
+                maps = estimator.maps_
+                idx = maps.index_of(rater_ids)
+                slopes = np.where(idx >= 0, maps.slope[idx], maps.population_slope)
+                positive = slopes > NONPOSITIVE_SLOPE_TOL * abs(maps.population_slope)
+                s.nonpositive_slopes.append(int((~positive).sum()))
+                same = np.isclose(c, raw_seed, rtol=0, atol=1e-9)
+                s.invariant.append(bool(same[positive].all()))
+                if isinstance(estimator, PEBS) and name == "pebs":
+                    w_a = maps.diagnostics["weight_slope"][idx]
+                    w_b = maps.diagnostics["weight_intercept"][idx]
+                    shrink_slope += 1 - w_a
+                    shrink_intercept += 1 - w_b
+                    pebs_info.append(
+                        dict(maps.info, n_fitted=int((maps.diagnostics["status"] == STATUS_FITTED).sum()))
+                    )
+                    last_pebs = maps
+            if config.pilot_per_rater:
+                pilot = cap_per_rater(fit_frame, config.pilot_per_rater, seed + 104729)
+                planned = fit_frame.groupby("rater_id").size()
+                try:
+                    fc = forecast_gain(
+                        pilot,
+                        planned.reindex(sorted(pilot["rater_id"].unique())).to_numpy(),
+                        n_min=min(config.n_min, config.pilot_per_rater),
+                        centre=default_pebs.get_params()["centre"],
+                        joint=default_pebs.get_params()["joint"],
+                    )
+                    forecasts.append({"seed": seed, **fc.as_dict()})
+                except DataError as exc:
+                    forecasts.append({"seed": seed, "error": str(exc)})
+            bar.update(done)
     first = frame.drop_duplicates("rater_id").set_index("rater_id")
     groups = {col: first[col].reindex(rater_ids).to_numpy(str) for col in table.demographic_columns}
     n_seeds = config.seeds

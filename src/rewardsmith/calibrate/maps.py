@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rewardsmith.errors import ConfigError, DataError
-from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
-from rewardsmith.io.jsonsafe import json_ready
+from rewardsmith.io.atomic import atomic_write_bytes
+from rewardsmith.io.jsonsafe import json_ready, to_json
 
 FORMAT = "rewardsmith.calibration/1"
 UnknownRater = Literal["population", "error"]
@@ -117,20 +117,21 @@ class CalibrationMaps:
         known = bool(self.index_of([str(rater_id)])[0] >= 0)
         return self.predict(np.full(len(scores), str(rater_id)), scores), known
 
-    def range_note(self, model_scores: np.ndarray) -> str | None:
-        """A warning when scores lie mostly outside the model-score range the maps were fitted on (maps fitted on
-        one model's scale and applied to another's); None when they fit, or when the range was not recorded."""
-        fitted = self.info.get("model_score_range")
+    def range_note(self, model_scores: np.ndarray, width: float = 4.0) -> str | None:
+        """A warning when most scores lie more than `width` SDs from the mean of the model scores the maps were
+        fitted on (maps of one model's scale applied to another's); None when they fit, or when the fit's scale was
+        not recorded (maps written before it was)."""
+        mean, sd = self.info.get("model_score_mean"), self.info.get("model_score_sd")
         scores = np.asarray(model_scores, dtype=np.float64)
-        if not (isinstance(fitted, list | tuple) and len(fitted) == 2 and scores.size):
+        if not (isinstance(mean, int | float) and isinstance(sd, int | float) and np.isfinite([mean, sd]).all()
+                and scores.size):
             return None
-        low, high = float(fitted[0]), float(fitted[1])
-        margin = 0.25 * max(high - low, 1e-12)
-        outside = float(np.mean((scores < low - margin) | (scores > high + margin)))
+        low, high = mean - width * max(sd, 1e-12), mean + width * max(sd, 1e-12)
+        outside = float(np.mean((scores < low) | (scores > high)))
         if outside <= 0.5:
             return None
-        return (f"warning: {100 * outside:.0f}% of the rewards lie outside the model-score range the calibration was "
-                f"fitted on [{low:.3g}, {high:.3g}]: the maps may belong to another model's scale")
+        return (f"warning: {100 * outside:.0f}% of the rewards lie outside the model-score scale the calibration was "
+                f"fitted on (mean {mean:.3g}, SD {sd:.3g}): the maps may belong to another model's scale")
 
     def predict_var(
         self,
@@ -171,23 +172,29 @@ class CalibrationMaps:
         }
 
 
-def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
-    """Writes the maps as JSON (`.json`) or Parquet (`.parquet`, header in the schema metadata)."""
-    path = Path(path)
+def maps_bytes(maps: CalibrationMaps, suffix: str) -> bytes:
+    """The bytes of a maps file: JSON (`.json`) or Parquet (`.parquet`, header in the schema metadata)."""
     frame = maps.to_frame()
-    if path.suffix.lower() == ".json":
-        atomic_write_json(path, {**maps.header(), "raters": frame.to_dict(orient="list")})
-    elif path.suffix.lower() in (".parquet", ".pq"):
+    if suffix.lower() == ".json":
+        return to_json({**maps.header(), "raters": frame.to_dict(orient="list")}).encode("utf-8")
+    if suffix.lower() in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = pa.Table.from_pandas(frame, preserve_index=False)
         meta = dict(table.schema.metadata or {})
         meta[b"rewardsmith.calibration"] = json.dumps(json_ready(maps.header())).encode()
-        atomic_write_bytes(path, lambda fh: pq.write_table(table.replace_schema_metadata(meta), fh))
-    else:
-        raise ConfigError(f"calibration file must end in .json or .parquet, got {path.name!r}")
-    return path
+        sink = pa.BufferOutputStream()
+        pq.write_table(table.replace_schema_metadata(meta), sink)
+        return bytes(sink.getvalue().to_pybytes())
+    raise ConfigError(f"calibration file must end in .json or .parquet, got suffix {suffix!r}")
+
+
+def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
+    """Writes the maps file (maps_bytes) atomically."""
+    path = Path(path)
+    data = maps_bytes(maps, path.suffix)
+    return atomic_write_bytes(path, lambda fh: fh.write(data))
 
 
 _CORE = ("rater_id", *PER_RATER_FIELDS)

@@ -2,7 +2,9 @@
 
 evaluate_calibration(config): ratings -> within-rater hold-out of every method (plus a sweep of smaller fit
 sizes) and PEBS fitted on all ratings -> the metrics dict and the fitted maps.
-fit_calibration(config): ratings -> one calibrator fitted on all ratings -> its maps.
+fit_calibration(config): ratings -> one calibrator fitted on all ratings -> its maps. The ratings are read by
+the engine `config.source.engine` names (calibrate.engines.ENGINES): in memory, or as per-rater statistics
+computed by DuckDB or Spark, which every calibrator but MixedLM fits from.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig
+from rewardsmith.calibrate.engines import ENGINES
 from rewardsmith.calibrate.estimators import create_calibrator, shared_params
 from rewardsmith.calibrate.evaluate import evaluate_holdout, summarise
 from rewardsmith.calibrate.maps import CalibrationMaps
+from rewardsmith.calibrate.stats import RaterStats, model_score_location, rater_stats
 from rewardsmith.config import to_dict
+from rewardsmith.errors import ConfigError
 
 SWEEP_KEYS = ("rmse", "gain_vs_pooled_pct", "gain_vs_pooled_ci", "p_value", "gain_vs_ols_pct", "p_value_vs_ols",
               "pair_accuracy")
@@ -42,17 +47,23 @@ def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
     return out
 
 
-def evaluate_calibration(config: CalibrateRunConfig) -> tuple[dict[str, Any], CalibrationMaps]:
-    """The hold-out evaluation described in the module docstring. Returns (metrics, PEBS maps on all ratings)."""
+def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False) -> tuple[dict[str, Any], CalibrationMaps]:
+    """The hold-out evaluation described in the module docstring (progress: a bar over each run's split seeds).
+    Returns (metrics, PEBS maps on all ratings)."""
+    if not ENGINES.get(config.source.engine).keeps_rows:
+        raise ConfigError(f"calibrate run evaluates on the ratings themselves (pair accuracy, NLL, the forecaster's "
+                          f"pilot, MixedLM), so it reads them into memory: use --engine {config.source.engine} with "
+                          "calibrate fit, or evaluate on a sample of the raters (docs/scale.md)")
     table = config.source.load()
     evaluation = config.evaluation
-    main = summarise(evaluate_holdout(table, evaluation))
+    main = summarise(evaluate_holdout(table, evaluation, "calibrate" if progress else None))
     sweep = {}
     min_fit = float(main["flat"]["fit_ratings_per_rater_mean"])
     for size in config.fit_sizes:
         if size >= min_fit:
             continue  # capping at or above the actual fit size would repeat the main run
-        sweep[int(size)] = summarise(evaluate_holdout(table, replace(evaluation, fit_per_rater=int(size))))
+        sweep[int(size)] = summarise(evaluate_holdout(table, replace(evaluation, fit_per_rater=int(size)),
+                                                      f"calibrate, fit size {size}" if progress else None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         pebs = create_calibrator("pebs", n_min=evaluation.n_min).fit(table)
@@ -65,6 +76,7 @@ def evaluate_calibration(config: CalibrateRunConfig) -> tuple[dict[str, Any], Ca
     metrics["data"] = quality
     metrics["ratings"] = {"name": table.name, "source": table.source, "notes": table.notes,
                           "score_range": table.score_range, "demographic_columns": list(table.demographic_columns)}
+    pebs.maps_.info = {**pebs.maps_.info, **score_scale(table)}
     metrics["pebs_full_fit"] = pebs_summary(pebs.maps_)
     metrics["config"] = {**to_dict(config), "group_column_used": main["tables"].get("group_column")}
     metrics["tables"] = {"main": main["tables"], "fit_size": {str(k): v["tables"] for k, v in sweep.items()},
@@ -74,16 +86,28 @@ def evaluate_calibration(config: CalibrateRunConfig) -> tuple[dict[str, Any], Ca
 
 def fit_calibration(config: CalibrateFitConfig) -> CalibrationMaps:
     """Fits `config.method` on all ratings of `config.source` and returns its per-rater maps."""
-    table = config.source.load()
-    group_column = config.group_column
-    if config.method == "group" and not group_column:
-        group_column = table.demographic_columns[0] if table.demographic_columns else None
+    reader = ENGINES.get(config.source.engine)
+    estimator = create_calibrator(config.method)
+    if estimator.needs_rows and not reader.keeps_rows:
+        raise ConfigError(f"calibrator {config.method!r} fits from the ratings themselves, not from per-rater "
+                          f"statistics: use --engine memory, or another method with --engine {config.source.engine}")
+    wants_group = "group_column" in estimator.get_params()
+    data = reader.read(config.source, config.group_column, wants_group)
     estimator = create_calibrator(config.method, **shared_params(config.method, n_min=config.n_min,
-                                                                 group_column=group_column))
+                                                                 group_column=data.group_column))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        estimator.fit(table)
+        estimator.fit(data.ratings)
     maps = estimator.maps_
     maps.method = config.method
-    maps.info = {**maps.info, "data": table.quality_counts(), "ratings": table.name}
+    maps.info = {**maps.info, "data": data.quality, "ratings": data.name, "engine": config.source.engine,
+                 **score_scale(data.ratings)}
     return maps
+
+
+def score_scale(ratings: Any) -> dict[str, float]:
+    """The model-score scale the maps are fitted on (mean and SD), so that scoring can warn when maps meet the
+    scores of another model's scale (CalibrationMaps.range_note)."""
+    stats = ratings if isinstance(ratings, RaterStats) else rater_stats(ratings)
+    mean, sd = model_score_location(stats)
+    return {"model_score_mean": mean, "model_score_sd": sd}

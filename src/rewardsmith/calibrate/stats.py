@@ -1,4 +1,5 @@
-"""Per-rater sufficient statistics (n, sums of r, s, r^2, rs, s^2): numpy in memory or DuckDB out of core.
+"""Per-rater sufficient statistics (n, sums of r, s, r^2, rs, s^2): numpy in memory, or an SQL engine (DuckDB
+out of core, Spark on a cluster: calibrate/engines.py).
 
 Every affine calibrator fits from these six numbers per rater, so a table of any length reduces to a
 (J, 6) array in one pass (a GROUP BY). Sums are taken of values shifted by their global means (r0, s0):
@@ -73,6 +74,49 @@ class RaterStats:
             s_shift=self.s_shift,
         )
 
+    def minus(self, part: RaterStats) -> RaterStats:
+        """These statistics less those of a subset of the same ratings (same raters in the same order, same
+        shifts), re-centred at the remaining ratings' pooled means: the fit part of a hold-out split is all
+        ratings minus the held-out ones."""
+        if not np.array_equal(self.rater_ids, part.rater_ids) or (self.r_shift, self.s_shift) != (
+            part.r_shift,
+            part.s_shift,
+        ):
+            raise ValueError("minus needs statistics of the same raters about the same shifts")
+        rest = RaterStats(
+            self.rater_ids,
+            self.n - part.n,
+            self.sum_r - part.sum_r,
+            self.sum_s - part.sum_s,
+            self.sum_rr - part.sum_rr,
+            self.sum_rs - part.sum_rs,
+            self.sum_ss - part.sum_ss,
+            self.r_shift,
+            self.s_shift,
+            self.groups,
+        )
+        return rest.centred()
+
+    def centred(self) -> RaterStats:
+        """The same statistics as sums about their own pooled means (r_shift is then the pooled mean model
+        score, the centre PEBS uses). With d = new shift - old shift, sum (x - d) = sum x - n d and
+        sum (x - d_x)(y - d_y) = sum xy - d_x sum y - d_y sum x + n d_x d_y."""
+        total = max(float(self.n.sum()), 1.0)
+        dr, ds = float(self.sum_r.sum()) / total, float(self.sum_s.sum()) / total
+        n = self.n
+        return RaterStats(
+            self.rater_ids,
+            n,
+            self.sum_r - n * dr,
+            self.sum_s - n * ds,
+            self.sum_rr - 2 * dr * self.sum_r + n * dr * dr,
+            self.sum_rs - dr * self.sum_s - ds * self.sum_r + n * dr * ds,
+            self.sum_ss - 2 * ds * self.sum_s + n * ds * ds,
+            self.r_shift + dr,
+            self.s_shift + ds,
+            self.groups,
+        )
+
     def select(self, mask: np.ndarray) -> RaterStats:
         """The raters where `mask` (J,) is true."""
         return RaterStats(
@@ -102,6 +146,16 @@ class RaterMoments:
     sxy: np.ndarray
     syy: np.ndarray
     single_model_score: np.ndarray
+
+
+def model_score_location(stats: RaterStats) -> tuple[float, float]:
+    """Mean and standard deviation of every rating's model score, from the per-rater sums (any engine)."""
+    n = float(stats.n.sum())
+    if n <= 0:
+        return float("nan"), float("nan")
+    mean_offset = float(stats.sum_r.sum()) / n
+    var = max(float(stats.sum_rr.sum()) / n - mean_offset**2, 0.0)
+    return stats.r_shift + mean_offset, var**0.5
 
 
 def rater_moments(stats: RaterStats) -> RaterMoments:
@@ -197,61 +251,14 @@ def rater_stats_duckdb(
 ) -> tuple[RaterStats, dict[str, int]]:
     """Sufficient statistics computed out of core by DuckDB from Parquet file(s) (a path, glob or list).
 
-    Rows whose score or model score is NULL, NaN or infinite are skipped and counted; duplicates are not
-    looked for on this path (deduplicate upstream or use the in-memory path). Returns (stats, counts).
+    The GROUP BY is the one every SQL engine runs (calibrate/engines.py). Rows whose rater id is missing or
+    whose score or model score is NULL, NaN or infinite are skipped and counted; duplicates are not looked for
+    on this path (deduplicate upstream or use the in-memory path). Returns (stats, {rows_read,
+    dropped_nonfinite}).
     """
-    import duckdb
+    from rewardsmith.calibrate.engines import DuckDBEngine
 
-    paths = [str(p) for p in ([path] if isinstance(path, (str, Path)) else path)]
-    con = duckdb.connect()
-    try:
-        if threads:
-            con.execute(f"SET threads TO {int(threads)}")
-        if memory_limit:
-            con.execute(f"SET memory_limit = '{memory_limit}'")
-        quoted = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)  # a view takes no parameters
-        con.execute(f"CREATE TEMP VIEW ratings AS SELECT * FROM read_parquet([{quoted}])")
-        cols = {str(row[0]) for row in con.execute("DESCRIBE ratings").fetchall()}
-        missing = [c for c in (rater_col, model_score_col, score_col, *group_columns) if c not in cols]
-        if missing:
-            raise DataError(f"missing column(s) {', '.join(missing)}", path=paths[0])
-        r, s, rid = (f'"{model_score_col}"', f'"{score_col}"', f'"{rater_col}"')
-        valid = f"isfinite({r}::DOUBLE) AND isfinite({s}::DOUBLE) AND {rid} IS NOT NULL"
-        ok = f"coalesce({valid}, false)"
-        summary = con.execute(
-            f"SELECT count(*), count(*) FILTER (WHERE NOT {ok}), "
-            f"avg({r}) FILTER (WHERE {ok}), avg({s}) FILTER (WHERE {ok}) FROM ratings"
-        ).fetchone()
-        total_rows, bad_rows, r0, s0 = summary if summary is not None else (0, 0, None, None)
-        if r0 is None:
-            raise DataError("no valid ratings", path=paths[0])
-        group_sql = "".join(f', first("{g}")::VARCHAR AS "{g}"' for g in group_columns)
-        frame = con.execute(
-            f"""SELECT {rid}::VARCHAR AS rater_id, count(*)::DOUBLE AS n,
-                   sum(r) AS sum_r, sum(s) AS sum_s, sum(r*r) AS sum_rr, sum(r*s) AS sum_rs,
-                   sum(s*s) AS sum_ss
-                   {group_sql}
-                FROM (SELECT *, {r}::DOUBLE - {float(r0)!r} AS r, {s}::DOUBLE - {float(s0)!r} AS s
-                      FROM ratings WHERE coalesce({valid}, false))
-                GROUP BY {rid} ORDER BY 1"""
-        ).df()
-    finally:
-        con.close()
-
-    def col(name: str) -> np.ndarray:
-        return frame[name].to_numpy(np.float64)
-
-    groups = {g: frame[g].to_numpy().astype(str) for g in group_columns}
-    stats = RaterStats(
-        frame["rater_id"].to_numpy().astype(str),
-        col("n"),
-        col("sum_r"),
-        col("sum_s"),
-        col("sum_rr"),
-        col("sum_rs"),
-        col("sum_ss"),
-        r_shift=float(r0),
-        s_shift=float(s0),
-        groups=groups,
-    )
-    return stats, {"rows_read": int(total_rows), "dropped_nonfinite": int(bad_rows)}
+    columns = {"rater_id": rater_col, "model_score": model_score_col, "score": score_col}
+    result = DuckDBEngine(threads, memory_limit).rater_stats(path, columns=columns, group_columns=group_columns)
+    dropped = sum(v for k, v in result.counts.items() if k.startswith("dropped_"))
+    return result.stats, {"rows_read": result.counts["rows_read"], "dropped_nonfinite": dropped}

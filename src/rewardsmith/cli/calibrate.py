@@ -4,6 +4,7 @@ rewardsmith calibrate --ratings pluriharms --out runs/cal            (same as `c
 rewardsmith calibrate run --config cal.yaml --out DIR                (a CalibrateRunConfig as YAML)
 rewardsmith calibrate fit --ratings ratings.parquet --out maps.json  (then: rewardsmith score --calibration
                                                                       maps.json --rater ID ...)
+rewardsmith calibrate fit --engine spark --ratings s3a://logs/ratings/ --out maps.parquet   (docs/scale.md)
 """
 
 from __future__ import annotations
@@ -15,7 +16,17 @@ import typer
 from typer.core import TyperGroup
 
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, EvalConfig, RatingsSource
-from rewardsmith.cli.common import ConfigFile, DataDir, Overwrite, config_option, handle_errors, print_result
+from rewardsmith.cli.common import (
+    ConfigFile,
+    DataDir,
+    Overwrite,
+    Quiet,
+    config_option,
+    flag,
+    handle_errors,
+    int_list,
+    print_result,
+)
 
 app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
                   help="Per-rater calibration of reward-model scores (PEBS and baselines).")
@@ -32,6 +43,7 @@ ScoreMinOpt = Annotated[float | None, config_option(_S, "score_min", "--score-mi
 ScoreMaxOpt = Annotated[float | None, config_option(_S, "score_max", "--score-max")]
 NMinOpt = Annotated[int | None, config_option(_E, "n_min", "--n-min")]
 GroupOpt = Annotated[str | None, config_option(_E, "group_column", "--group-column")]
+EngineOpt = Annotated[str | None, config_option(_S, "engine", "--engine")]
 
 
 def _source_overrides(prefix: str, ratings: str | None, data_dir: Path | None, on_bad_row: str | None,
@@ -41,17 +53,6 @@ def _source_overrides(prefix: str, ratings: str | None, data_dir: Path | None, o
             f"{prefix}on_bad_row": on_bad_row, f"{prefix}model_scores": str(model_scores) if model_scores else None,
             f"{prefix}model_score": model_score, f"{prefix}unsure": unsure, f"{prefix}score_min": score_min,
             f"{prefix}score_max": score_max}
-
-
-def _ints(text: str | None, option: str) -> list[int] | None:
-    from rewardsmith.errors import ConfigError
-
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"{option} must be comma-separated integers, got {text!r}") from None
 
 
 def run(
@@ -79,6 +80,7 @@ def run(
     unsure: UnsureOpt = None,
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
+    quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Within-rater hold-out of every calibrator: metrics.json, report, plots, and PEBS maps."""
@@ -101,10 +103,10 @@ def run(
             "evaluation.holdout": holdout, "evaluation.seeds": seeds, "evaluation.n_min": n_min,
             "evaluation.group_column": group_column, "evaluation.pilot_per_rater": pilot_per_rater,
             "evaluation.bootstrap": bootstrap,
-            "evaluation.methods": [m.strip() for m in methods.split(",") if m.strip()] if methods else None,
-            "fit_sizes": _ints(fit_sizes, "--fit-sizes"),
+            "evaluation.methods": [m.strip() for m in methods.split(",") if m.strip()] if methods is not None else None,
+            "fit_sizes": int_list(fit_sizes, "--fit-sizes", minimum=3, allow_empty=True),
         })
-        print_result(run_calibrate(cfg, out, overwrite))
+        print_result(run_calibrate(cfg, out, overwrite, progress=not quiet))
 
 
 app.callback()(run)
@@ -127,6 +129,10 @@ def fit(
     unsure: UnsureOpt = None,
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
+    engine: EngineOpt = None,
+    quiet: Quiet = False,
+    overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith calibrate fit` "
+                                                        "wrote it (any other existing file is refused)")] = False,
 ) -> None:
     """Fit per-rater maps on all ratings and save them for `rewardsmith score --calibration FILE --rater ID`."""
     from rewardsmith.config import apply_overrides, load_yaml
@@ -140,5 +146,5 @@ def fit(
         apply_overrides(cfg, {
             **_source_overrides("source.", ratings, data_dir, on_bad_row, model_scores, model_score, unsure,
                                 score_min, score_max),
-            "method": method, "n_min": n_min, "group_column": group_column})
-        print_result(run_calibrate_fit(cfg, out))
+            "method": method, "n_min": n_min, "group_column": group_column, "source.engine": engine})
+        print_result(run_calibrate_fit(cfg, out, overwrite))

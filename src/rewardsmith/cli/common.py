@@ -56,7 +56,7 @@ def int_list(text: str | None, option: str, minimum: int | None = None, maximum:
 
 
 def _shown(value: Any) -> str:
-    if value is None:
+    if value is None or value == "":
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"

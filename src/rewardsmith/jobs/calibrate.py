@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig
-from rewardsmith.calibrate.maps import save_maps
+from rewardsmith.calibrate.maps import maps_bytes, save_maps
 from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
-from rewardsmith.errors import ConfigError, RunFolderError
+from rewardsmith.errors import ConfigError
 from rewardsmith.io.environment import environment_info
+from rewardsmith.io.outputs import check_output, write_output
 from rewardsmith.jobs.common import JobResult, open_run, written_line
 from rewardsmith.report.calibrate import calibration_report
 
@@ -19,18 +20,20 @@ HEADLINE = ("rmse.pooled", "rmse.ols", "rmse.pebs", "gain_vs_pooled_pct.pebs", "
 
 def _data_lines(data: dict[str, Any]) -> list[str]:
     dropped = {k: v for k, v in data.items() if k.startswith("dropped") and v}
-    line = f"read {data['ratings_kept']} ratings from {data['raters']} raters on {data['items']} items"
+    line = f"read {data['ratings_kept']} ratings from {data['raters']} raters"
+    line += f" on {data['items']} items" if "items" in data else ""  # an engine's statistics do not count items
     if dropped:
         line += " (" + ", ".join(f"{k.replace('dropped_', 'dropped ')}: {v}" for k, v in dropped.items()) + ")"
     return [line]
 
 
-def run_calibrate(cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
+def run_calibrate(cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = False,
+                  progress: bool = False) -> JobResult:
     """Hold-out evaluation of every calibrator into the run folder `out` (metrics.json, report.md/html, plots/,
-    maps.json with PEBS fitted on all ratings)."""
+    maps.json with PEBS fitted on all ratings). progress: a line per split seed."""
     cfg.evaluation.validate()
     with open_run(out, "calibrate", cfg, overwrite) as folder:
-        metrics, maps = evaluate_calibration(cfg)
+        metrics, maps = evaluate_calibration(cfg, progress)
         metrics["environment"] = environment_info(cfg.evaluation.first_seed)
         save_maps(maps, folder.claim("maps.json"))
         folder.write_json("metrics.json", metrics)
@@ -49,16 +52,14 @@ def run_calibrate(cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = Fa
         return JobResult(folder.path, f"rewardsmith calibrate -> {out}", metrics, rows, summary)
 
 
-def run_calibrate_fit(cfg: CalibrateFitConfig, out: str | Path) -> JobResult:
-    """Fits one calibrator on all ratings and writes its maps to `out` (.json or .parquet), atomically."""
-    path = Path(out)
+def run_calibrate_fit(cfg: CalibrateFitConfig, out: str | Path, overwrite: bool = False) -> JobResult:
+    """Fits one calibrator on all ratings and writes its maps to `out` (.json or .parquet), atomically; an existing
+    file is replaced only with `overwrite` and only when an earlier `calibrate fit` wrote it."""
+    path = check_output(out, overwrite)
     if path.suffix.lower() not in (".json", ".parquet"):
         raise ConfigError(f"--out must be a .json or .parquet file, got {path.name!r}")
     maps = fit_calibration(cfg)
-    try:
-        save_maps(maps, path)
-    except OSError as exc:
-        raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    write_output(path, lambda fh: fh.write(maps_bytes(maps, path.suffix)), "calibrate fit", overwrite)
     data = maps.info.get("data", {})
     return JobResult(path, f"wrote {path}: {maps.n_raters} raters, method {maps.method}", {"raters": maps.n_raters},
                      [], [*_data_lines(data), f"wrote {path}"])
