@@ -54,7 +54,7 @@ def main() -> None:
     n_batches = args.steps + 2
     dataset, pairs = _pairs(n_batches * args.batch_size)
     pairs = [p.with_label(0.7) for p in pairs]
-    cfg = ModelConfig(backbone=args.backbone, max_length=args.max_length)
+    cfg = ModelConfig(backbone=args.backbone, template="hh", max_length=args.max_length)
     models = {}
     for name in ("naive", "anchor-per-step", "anchor-cached"):
         models[name], tokenizer = build_reward_model(cfg, seed=0)

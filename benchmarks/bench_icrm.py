@@ -30,6 +30,7 @@ from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.data.sources import find_data_dir
 from rewardsmith.data.splits import split_pairs
+from rewardsmith.data.templates import encoder_for
 from rewardsmith.icrm.scoring import DemoCache, ICRMScorer
 from rewardsmith.models.factory import build_model
 
@@ -68,11 +69,9 @@ def main() -> None:
     args = parser.parse_args()
 
     pairs, demos, source = load_pairs(args.pairs, args.demos)
-    cfg = ICRMModelConfig(backbone="minilm", mode="set", max_length=args.max_length)
+    cfg = ICRMModelConfig(backbone="minilm", template="hh", mode="set", max_length=args.max_length)
     model, tok = build_model(cfg)
-    scorer = ICRMScorer(
-        model, tok, args.max_length, cfg.min_prompt_tokens, args.batch_size, bf16=args.precision == "bf16"
-    )
+    scorer = ICRMScorer(model, encoder_for(tok, cfg), args.batch_size, bf16=args.precision == "bf16")
     scorer.score_pairs(pairs[:32], demos[:4])  # warm-up: allocator, kernels, tokenizer caches
     wall: dict[str, list[float]] = {"none": [], "demos": []}
     cpu: dict[str, list[float]] = {"none": [], "demos": []}

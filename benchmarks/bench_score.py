@@ -42,7 +42,7 @@ def prepare(folder: Path, n: int, max_length: int, data_dir: str | None) -> tupl
     from rewardsmith.models import build_reward_model
     from rewardsmith.models.factory import save_model
 
-    cfg = ModelConfig(backbone="minilm", max_length=max_length)
+    cfg = ModelConfig(backbone="minilm", max_length=max_length, template="hh")
     model, tok = build_reward_model(cfg, seed=0)
     model_dir = folder / f"model-{max_length}"
     save_model(model, tok, model_dir, cfg)
@@ -66,18 +66,18 @@ def measure_score(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
 def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
     import torch
 
-    from rewardsmith.data.collate import PairEncoder, pad_texts, sorted_batches
+    from rewardsmith.data.collate import pad_texts, sorted_batches
     from rewardsmith.evaluate.scoring import encode_pair_texts
     from rewardsmith.jobs.score import read_score_rows
-    from rewardsmith.models.factory import load_model
+    from rewardsmith.models.loading import load_reward_model
 
-    _, pairs, _ = read_score_rows(rows)
+    _, pairs, _, _ = read_score_rows(rows)
     t0 = time.perf_counter()
-    model, tok, meta = load_model(model_dir)
+    loaded = load_reward_model(model_dir)
+    model = loaded.model
     load = time.perf_counter() - t0
-    mc = meta["model_config"]
-    texts = encode_pair_texts(PairEncoder(tok, mc.max_length, mc.min_prompt_tokens), pairs)
-    batches = [pad_texts([texts[i] for i in idx], int(tok.pad_token_id))
+    texts = encode_pair_texts(loaded.encoder(), pairs)
+    batches = [pad_texts([texts[i] for i in idx], loaded.pad_id)
                for idx in sorted_batches([len(t.input_ids) for t in texts], BATCH)]
     model.eval()
     t1 = time.perf_counter()

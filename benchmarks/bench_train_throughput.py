@@ -58,7 +58,7 @@ def _plan(pairs: list[Any], max_length: int) -> tuple[Any, Any, Any]:
     from rewardsmith.models import build_reward_model
     from rewardsmith.train.trainer import PairBatchPlan
 
-    model_cfg = ModelConfig(backbone="minilm", max_length=max_length)
+    model_cfg = ModelConfig(backbone="minilm", template="hh", max_length=max_length)
     model, tok = build_reward_model(model_cfg, seed=0)
     encoded = encode_pairs(PairEncoder(tok, max_length, model_cfg.min_prompt_tokens), pairs)
     return model, tok, PairBatchPlan(encoded, int(tok.pad_token_id), BATCH, 1.0, seed=0)

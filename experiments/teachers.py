@@ -47,13 +47,14 @@ def candidates() -> dict[str, tuple[TeacherConfig, int | None]]:
         "tfidf (C 1), 100 gold pairs": (tfidf, 100),
         "tfidf (C 1), 50 gold pairs": (tfidf, 50),
         "probe: frozen MiniLM, 1 layer, mean": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, max_length=128),
+            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, max_length=128),
             train=PROBE_TRAIN), None),
         "probe: frozen MiniLM, 1 layer, [CLS]": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", num_layers=1, freeze_backbone=True, pooling="cls", max_length=128),
+            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, pooling="cls",
+                              max_length=128),
             train=PROBE_TRAIN), None),
         "fine-tuned MiniLM, 1 layer": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", num_layers=1, max_length=128),
+            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, max_length=128),
             train=TrainConfig(epochs=2, batch_size=16, lr=1e-4, head_lr=1e-3, checkpoint_every=0, progress=False)),
             None),
     }

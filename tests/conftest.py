@@ -64,8 +64,8 @@ def conversation_rows(n: int = 16) -> list[dict]:
     for i in range(n):
         prompt = [{"role": "user", "content": f"question {i}: how do I fix a flat tyre?"}]
         if i % 3 == 0:
-            prompt = [{"role": "system", "content": "be brief"}, *prompt, {"role": "assistant", "content": "what bike?"},
-                      {"role": "user", "content": "a road bike"}]
+            prompt = [{"role": "system", "content": "be brief"}, *prompt,
+                      {"role": "assistant", "content": "what bike?"}, {"role": "user", "content": "a road bike"}]
         rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": f"take the wheel off, patch the "
                                                    f"tube, pump it up ({i})"}],
                      "rejected": [{"role": "assistant", "content": "no idea"}]})

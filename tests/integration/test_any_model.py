@@ -314,3 +314,116 @@ def test_a_chat_trained_rewardsmith_model_scores_what_verl_and_openrlhf_send_as_
     encoder = loaded.encoder()
     encoded = [encoder.encode(p.prompt, p.chosen) for p in pairs]
     assert any(e.prompt_truncated for e in encoded)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Models out
+
+
+@pytest.mark.parametrize("template", ["chat", "plain", "hh"])
+def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path: Path, template: str) -> None:
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    pairs = _pairs_file(tmp_path)
+    run = tmp_path / "run"
+    result = rk("train", "--train", "file", "--path", pairs, "--backbone", chat_backbone, "--template", template,
+                "--max-length", "96", "--max-steps", "2", "--lora-r", "4" if template == "hh" else "0", "--out", run,
+                "-q")
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "hf"
+    exported = rk("export", "--model", run / "model", "--out", out)
+    assert exported.exit_code == 0, exported.output
+    loaded = load_reward_model(run / "model")
+    items = conversations()[:12]
+    encoded = [loaded.encoder().encode(p, r) for p, r in items]
+    want = RewardScorer(loaded.model, loaded.encoder(), loaded.pad_id, batch_size=5).score_texts(items)
+    hf = AutoModelForSequenceClassification.from_pretrained(str(out), use_safetensors=True, dtype=torch.float32)
+    with torch.no_grad():
+        got = [float(hf(input_ids=torch.tensor([e.input_ids])).logits[0, 0]) for e in encoded]
+    np.testing.assert_allclose(got, want, atol=TOL)
+    # The exported folder says how it writes texts, and rewardsmith reads that back.
+    again = load_reward_model(out)
+    assert (again.kind, again.template, again.max_length) == ("sequence-classification", template, 96)
+    np.testing.assert_allclose(RewardScorer(again.model, again.encoder(), again.pad_id).score_texts(items), want,
+                               atol=TOL)
+    tok = AutoTokenizer.from_pretrained(str(out))
+    prompt, response = items[0]
+    text = tok.apply_chat_template([{"role": t.role, "content": t.content} for t in prompt]
+                                   + [{"role": "assistant", "content": response}], tokenize=False)
+    assert response in text and prompt[0].content in text
+    # A second export over it needs --overwrite; a folder of someone else's is never replaced.
+    assert rk("export", "--model", run / "model", "--out", out).exit_code == 2
+    assert rk("export", "--model", run / "model", "--out", out, "--overwrite").exit_code == 0
+    (tmp_path / "theirs").mkdir()
+    (tmp_path / "theirs" / "notes.txt").write_text("mine")
+    refused = rk("export", "--model", run / "model", "--out", tmp_path / "theirs", "--overwrite")
+    assert refused.exit_code == 2 and "did not write" in refused.stderr
+    assert (tmp_path / "theirs" / "notes.txt").read_text() == "mine"
+
+
+def test_export_refuses_what_the_format_cannot_hold_in_one_line(tmp_path: Path, openrlhf_model: Path) -> None:
+    pairs = _pairs_file(tmp_path)
+    run = tmp_path / "enc"
+    assert rk("train", "--train", "file", "--path", pairs, "--backbone", "tiny-bert", "--max-steps", "1", "--out",
+              run, "-q").exit_code == 0
+    for model, needle in ((run / "model", "mean pooling"), (openrlhf_model, "OpenRLHF")):
+        result = rk("export", "--model", model, "--out", tmp_path / "x")
+        assert result.exit_code == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "x").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Calibration and the shift stress test on a model from elsewhere
+
+
+@pytest.mark.parametrize("kind", ["trl_chat_model", "trl_plain_model"])
+def test_calibrate_model_scores_the_rated_items_itself(kind: str, request: pytest.FixtureRequest,
+                                                       tmp_path: Path) -> None:
+    import random
+
+    folder = request.getfixturevalue(kind)
+    rng = random.Random(0)
+    items = [(f"item{k}", f"how do I fix problem {k}?", "patch it " * (k % 5 + 1)) for k in range(20)]
+    lines = ["rater_id,item_id,prompt,response,score,model_score"]
+    for rater in "abcdefgh":
+        slope = rng.uniform(5, 15)
+        for item, prompt, response in items:
+            lines.append(f"{rater},{item},{prompt},{response},{slope * rng.random():.3f},0")
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    fit = rk("calibrate", "fit", "--ratings", ratings, "--model", folder, "--out", tmp_path / "maps.json")
+    assert fit.exit_code == 0, fit.output
+    assert "scored 20 rated items" in fit.stdout
+    maps = json.loads((tmp_path / "maps.json").read_text())
+    loaded = load_reward_model(folder)
+    rewards = RewardScorer(loaded.model, loaded.encoder(), loaded.pad_id).score_texts(
+        [((Turn("user", p),), r) for _, p, r in items])
+    # The maps were fitted on the model's rewards: their model-score mean is the rewards' mean.
+    assert maps["info"]["model_score_mean"] == pytest.approx(float(np.mean(rewards)), abs=1e-6)
+    run = rk("calibrate", "--ratings", ratings, "--model", folder, "--out", tmp_path / "cal", "--seeds", "1",
+             "--bootstrap", "20", "--fit-sizes", "", "--methods", "pooled,pebs")
+    assert run.exit_code == 0, run.output
+    notes = json.loads((tmp_path / "cal" / "metrics.json").read_text())["ratings"]["notes"]
+    assert str(folder) in notes["model_score"]
+
+
+def test_eval_runs_the_shift_stress_test_on_a_model_from_elsewhere(trl_chat_model: Path, tmp_path: Path) -> None:
+    from conftest import conversation_rows
+
+    rows = conversation_rows(40)
+    for name in ("source", "target"):
+        (tmp_path / f"{name}.jsonl").write_text("".join(
+            json.dumps({"prompt": r["prompt"], "chosen": r["chosen"][0]["content"] + f" ({name} {i})",
+                        "rejected": r["rejected"][0]["content"]}) + "\n" for i, r in enumerate(rows)))
+    config = tmp_path / "shift.yaml"
+    config.write_text(f"name: t\nsource: {{name: file, path: {tmp_path / 'source.jsonl'}}}\n"
+                      f"targets: [{{name: file, path: {tmp_path / 'target.jsonl'}}}]\n"
+                      "split: {gold_fraction: 0.3, w2s_fraction: 0.3, id_fraction: 0.4}\n")
+    result = rk("eval", "--model", trl_chat_model, "--shift-config", config, "--out", tmp_path / "e", "-q")
+    assert result.exit_code == 0, result.output
+    shift = json.loads((tmp_path / "e" / "metrics.json").read_text())["shift"]
+    (target,) = shift["targets"].values()
+    low, high = target["ood_minus_id_ci"]
+    assert low <= target["ood_minus_id"] <= high
+    assert "under shift: target.jsonl minus the ID test" in result.stdout
+    assert "Under preference shift" in (tmp_path / "e" / "report.md").read_text()

@@ -59,6 +59,9 @@ class RatingsSource:
     score_min: float | None = option(None, "lowest valid score (file sources)")
     score_max: float | None = option(None, "highest valid score (file sources)")
     seed: int = option(0, "seed of any random choice the source makes", min=0, max=MAX_SEED)
+    model: str | None = option(None, "a reward model (any kind `rewardsmith score` takes) that scores the rated items "
+                               "itself: its rewards replace the source's model score (the source must carry the items' "
+                               "texts: pluriharms, dices-350, or a file with prompt/response columns)")
     engine: str = option("memory", "what reads the ratings: memory (any source, cleaned in pandas), duckdb or spark "
                          "(Parquet: a path, glob, folder or URI; the engine computes per-rater statistics and the "
                          "rows never reach this process; docs/scale.md)")

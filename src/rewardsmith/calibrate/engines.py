@@ -499,8 +499,10 @@ class RatingsReader(ABC):
     keeps_rows: ClassVar[bool]
 
     @abstractmethod
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool) -> FitInput:
-        """The ratings of `source`; with want_group, group_column (default: the first demographic column)."""
+    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
+             table: RatingTable | None = None) -> FitInput:
+        """The ratings of `source` (or `table`, already read into memory); with want_group, group_column (default:
+        the first demographic column)."""
 
 
 class MemoryReader(RatingsReader):
@@ -508,8 +510,9 @@ class MemoryReader(RatingsReader):
 
     keeps_rows = True
 
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool) -> FitInput:
-        table = source.load()
+    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
+             table: RatingTable | None = None) -> FitInput:
+        table = table if table is not None else source.load()
         chosen = (group_column or (table.demographic_columns[0] if table.demographic_columns else None)
                   if want_group else None)
         return FitInput(table, table.quality_counts(), table.name, chosen)
@@ -523,8 +526,11 @@ class EngineReader(RatingsReader):
     def __init__(self, engine: SQLEngine):
         self.engine = engine
 
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool) -> FitInput:
+    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
+             table: RatingTable | None = None) -> FitInput:
         name = self.engine.name
+        if table is not None or source.model is not None:
+            raise ConfigError(f"--model scores the rated items in this process: use --engine memory, not {name}")
         if not source.ratings:
             raise ConfigError(f"--ratings is required: the Parquet ratings for --engine {name} (path, glob or URI)")
         for option, value in (("--model-scores", source.model_scores), ("--model-score", source.model_score)):

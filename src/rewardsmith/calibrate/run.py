@@ -22,6 +22,7 @@ from rewardsmith.calibrate.evaluate import evaluate_holdout, summarise
 from rewardsmith.calibrate.maps import CalibrationMaps
 from rewardsmith.calibrate.stats import RaterStats, model_score_location, rater_stats
 from rewardsmith.config import to_dict
+from rewardsmith.data.ratings import RatingTable
 from rewardsmith.errors import ConfigError
 
 SWEEP_KEYS = ("rmse", "gain_vs_pooled_pct", "gain_vs_pooled_ci", "p_value", "gain_vs_ols_pct", "p_value_vs_ols",
@@ -47,14 +48,15 @@ def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
     return out
 
 
-def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False) -> tuple[dict[str, Any], CalibrationMaps]:
-    """The hold-out evaluation described in the module docstring (progress: a bar over each run's split seeds).
-    Returns (metrics, PEBS maps on all ratings)."""
+def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False,
+                         table: RatingTable | None = None) -> tuple[dict[str, Any], CalibrationMaps]:
+    """The hold-out evaluation described in the module docstring (progress: a bar over each run's split seeds) on
+    `table` (default: config.source.load()). Returns (metrics, PEBS maps on all ratings)."""
     if not ENGINES.get(config.source.engine).keeps_rows:
         raise ConfigError(f"calibrate run evaluates on the ratings themselves (pair accuracy, NLL, the forecaster's "
                           f"pilot, MixedLM), so it reads them into memory: use --engine {config.source.engine} with "
                           "calibrate fit, or evaluate on a sample of the raters (docs/scale.md)")
-    table = config.source.load()
+    table = table if table is not None else config.source.load()
     evaluation = config.evaluation
     main = summarise(evaluate_holdout(table, evaluation, "calibrate" if progress else None))
     sweep = {}
@@ -84,15 +86,16 @@ def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False) -> 
     return metrics, pebs.maps_
 
 
-def fit_calibration(config: CalibrateFitConfig) -> CalibrationMaps:
-    """Fits `config.method` on all ratings of `config.source` and returns its per-rater maps."""
-    reader = ENGINES.get(config.source.engine)
+def fit_calibration(config: CalibrateFitConfig, table: RatingTable | None = None) -> CalibrationMaps:
+    """Fits `config.method` on all ratings of `config.source` (or on `table`, already read) and returns its
+    per-rater maps."""
+    reader = ENGINES.get(config.source.engine if table is None else "memory")
     estimator = create_calibrator(config.method)
     if estimator.needs_rows and not reader.keeps_rows:
         raise ConfigError(f"calibrator {config.method!r} fits from the ratings themselves, not from per-rater "
                           f"statistics: use --engine memory, or another method with --engine {config.source.engine}")
     wants_group = "group_column" in estimator.get_params()
-    data = reader.read(config.source, config.group_column, wants_group)
+    data = reader.read(config.source, config.group_column, wants_group, table)
     estimator = create_calibrator(config.method, **shared_params(config.method, n_min=config.n_min,
                                                                  group_column=data.group_column))
     with warnings.catch_warnings():

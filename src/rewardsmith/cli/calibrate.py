@@ -44,15 +44,16 @@ ScoreMaxOpt = Annotated[float | None, config_option(_S, "score_max", "--score-ma
 NMinOpt = Annotated[int | None, config_option(_E, "n_min", "--n-min")]
 GroupOpt = Annotated[str | None, config_option(_E, "group_column", "--group-column")]
 EngineOpt = Annotated[str | None, config_option(_S, "engine", "--engine")]
+ModelOpt = Annotated[str | None, config_option(_S, "model", "--model", "-m")]
 
 
 def _source_overrides(prefix: str, ratings: str | None, data_dir: Path | None, on_bad_row: str | None,
                       model_scores: Path | None, model_score: str | None, unsure: str | None,
-                      score_min: float | None, score_max: float | None) -> dict[str, Any]:
+                      score_min: float | None, score_max: float | None, model: str | None) -> dict[str, Any]:
     return {f"{prefix}ratings": ratings, f"{prefix}data_dir": str(data_dir) if data_dir else None,
             f"{prefix}on_bad_row": on_bad_row, f"{prefix}model_scores": str(model_scores) if model_scores else None,
             f"{prefix}model_score": model_score, f"{prefix}unsure": unsure, f"{prefix}score_min": score_min,
-            f"{prefix}score_max": score_max}
+            f"{prefix}score_max": score_max, f"{prefix}model": model}
 
 
 def run(
@@ -80,6 +81,7 @@ def run(
     unsure: UnsureOpt = None,
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
+    model: ModelOpt = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -99,7 +101,7 @@ def run(
         cfg = load_yaml(CalibrateRunConfig, config) if config else CalibrateRunConfig()
         apply_overrides(cfg, {
             **_source_overrides("source.", ratings, data_dir, on_bad_row, model_scores, model_score, unsure,
-                                score_min, score_max),
+                                score_min, score_max, model),
             "evaluation.holdout": holdout, "evaluation.seeds": seeds, "evaluation.n_min": n_min,
             "evaluation.group_column": group_column, "evaluation.pilot_per_rater": pilot_per_rater,
             "evaluation.bootstrap": bootstrap,
@@ -130,6 +132,7 @@ def fit(
     score_min: ScoreMinOpt = None,
     score_max: ScoreMaxOpt = None,
     engine: EngineOpt = None,
+    model: ModelOpt = None,
     quiet: Quiet = False,
     overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith calibrate fit` "
                                                         "wrote it (any other existing file is refused)")] = False,
@@ -145,6 +148,6 @@ def fit(
         cfg = load_yaml(CalibrateFitConfig, config) if config else CalibrateFitConfig()
         apply_overrides(cfg, {
             **_source_overrides("source.", ratings, data_dir, on_bad_row, model_scores, model_score, unsure,
-                                score_min, score_max),
+                                score_min, score_max, model),
             "method": method, "n_min": n_min, "group_column": group_column, "source.engine": engine})
         print_result(run_calibrate_fit(cfg, out, overwrite))

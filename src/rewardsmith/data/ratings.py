@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from rewardsmith.data.schema import Turn
 from rewardsmith.data.sources import dataset_file, resolve_data_dir
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.registry import Registry
@@ -38,7 +39,8 @@ class RatingTable:
 
     frame: one row per rating; columns REQUIRED_COLUMNS then `demographic_columns`.
     n_rows: rows read before cleaning. dropped: reason -> rows dropped. score_range: declared bounds of
-    the rater scale (None = unbounded).
+    the rater scale (None = unbounded). items: item id -> (prompt turns, response), the text a reward model
+    scores for the item, where the source carries it (`calibrate --model` scores them itself).
     """
 
     frame: pd.DataFrame
@@ -49,6 +51,7 @@ class RatingTable:
     demographic_columns: tuple[str, ...] = ()
     score_range: tuple[float, float] | None = None
     notes: dict[str, str] = field(default_factory=dict)
+    items: dict[str, tuple[tuple[Turn, ...], str]] = field(default_factory=dict)
 
     @property
     def n_ratings(self) -> int:
@@ -88,6 +91,19 @@ class RatingTable:
             "notes": dict(self.notes),
             **self.quality_counts(),
         }
+
+
+def with_model_scores(table: RatingTable, scores: dict[str, float], note: str) -> RatingTable:
+    """The table with its model scores replaced by `scores` (item id -> score); ratings of items without a score are
+    dropped and counted ("item_without_model_score")."""
+    frame = table.frame.copy()
+    frame["model_score"] = frame["item_id"].map(scores).astype("float64")
+    missing = frame["model_score"].isna()
+    dropped = dict(table.dropped)
+    if missing.any():
+        dropped["item_without_model_score"] = dropped.get("item_without_model_score", 0) + int(missing.sum())
+    return replace(table, frame=frame.loc[~missing].reset_index(drop=True), dropped=dropped,
+                   notes={**table.notes, "model_score": note})
 
 
 def require_ratings(table: RatingTable, what: str = "calibrate") -> None:
@@ -216,10 +232,12 @@ def rating_table(
     dropped: dict[str, int] | None = None,
     n_rows: int | None = None,
     notes: dict[str, str] | None = None,
+    items: dict[str, tuple[tuple[Turn, ...], str]] | None = None,
 ) -> RatingTable:
     """Cleans `frame` (see clean_ratings) and wraps it in a RatingTable.
 
-    dropped / n_rows: counts from an earlier stage (e.g. an adapter's own drops) to add to the account.
+    dropped / n_rows: counts from an earlier stage (e.g. an adapter's own drops) to add to the account; items: the
+    texts of the rated items (RatingTable.items).
     """
     clean, more = clean_ratings(
         frame,
@@ -240,6 +258,7 @@ def rating_table(
         demographic_columns=tuple(demographic_columns),
         score_range=score_range,
         notes=dict(notes or {}),
+        items=dict(items or {}),
     )
 
 
@@ -318,10 +337,11 @@ def _file_adapter(opts: RatingsOptions) -> RatingTable:
     dropped: dict[str, int] = {}
     if opts.model_scores is not None:
         frame = _attach_model_scores(frame, read_model_scores(opts.model_scores), dropped)
+    items = _file_items(frame, opts.path)
     demographics = tuple(
         c
         for c in frame.columns
-        if c not in REQUIRED_COLUMNS
+        if c not in (*REQUIRED_COLUMNS, *ITEM_TEXT_COLUMNS)
         and (
             pd.api.types.is_string_dtype(frame[c])
             or pd.api.types.is_object_dtype(frame[c])
@@ -337,7 +357,34 @@ def _file_adapter(opts: RatingsOptions) -> RatingTable:
         demographic_columns=demographics,
         path=opts.path,
         dropped=dropped,
+        items=items,
     )
+
+
+ITEM_TEXT_COLUMNS = ("prompt", "response")
+
+
+def _file_items(frame: pd.DataFrame, path: Path) -> dict[str, tuple[tuple[Turn, ...], str]]:
+    """item id -> (prompt turns, response) from a ratings file's `prompt` and `response` columns (a prompt as plain
+    text, an HH transcript or a chat list; no prompt column: the response alone); {} without a response column."""
+    from rewardsmith.data.adapters._common import BadRow
+    from rewardsmith.data.adapters.generic import parse_prompt
+
+    if "response" not in frame.columns or "item_id" not in frame.columns:
+        return {}
+    items: dict[str, tuple[tuple[Turn, ...], str]] = {}
+    first = frame.drop_duplicates("item_id")
+    prompts = first["prompt"] if "prompt" in first.columns else [None] * len(first)
+    for row, (item, prompt, response) in enumerate(zip(first["item_id"], prompts, first["response"], strict=True),
+                                                   start=1):
+        if not isinstance(response, str) or not response.strip():
+            continue
+        try:
+            turns = parse_prompt(prompt, "prompt") if isinstance(prompt, str | list) else ()
+        except BadRow as bad:
+            raise DataError(bad.message, path=path, row=row, field="prompt") from None
+        items[str(item).strip()] = (tuple(turns), response)
+    return items
 
 
 def _attach_model_scores(
@@ -402,6 +449,10 @@ def _pluriharms_adapter(opts: RatingsOptions) -> RatingTable:
         model_note = "model score = prompts.csv Harm_Level (0-1 classifier)"
     n_rows = len(long)
     long = long.sort_values(["rater_id", "item_id"], key=_natural_key)
+    # The rated text is the prompt itself: a reward model scores it as a text to no prompt.
+    no_prompt: tuple[Turn, ...] = ()
+    items = {str(i): (no_prompt, str(text)) for i, text in zip(prompts["Question_Index"], prompts["Question_Content"],
+                                                        strict=True) if isinstance(text, str) and text.strip()}
     return rating_table(
         long,
         name="pluriharms",
@@ -413,6 +464,7 @@ def _pluriharms_adapter(opts: RatingsOptions) -> RatingTable:
         dropped=dropped,
         n_rows=n_rows,
         notes={"model_score": model_note},
+        items=items,
     )
 
 
@@ -446,6 +498,7 @@ def _dices_adapter(opts: RatingsOptions) -> RatingTable:
     ids: list[str] = []
     raters: list[str] = []
     answers: list[str] = []
+    items: dict[str, tuple[tuple[Turn, ...], str]] = {}
     for row, inst in enumerate(crowd.get("instances", []), start=1):
         try:
             scores = inst["annotations"]["safety"]["individual_human_scores"]
@@ -457,6 +510,9 @@ def _dices_adapter(opts: RatingsOptions) -> RatingTable:
         ids.extend([item] * len(scores))
         raters.extend(f"r{k:03d}" for k in range(len(scores)))
         answers.extend(scores)
+        conversation = inst.get("instance") or {}
+        if isinstance(conversation.get("response"), str):
+            items[item] = (dices_turns(str(conversation.get("user_prompt", ""))), conversation["response"])
     long = pd.DataFrame({"rater_id": raters, "item_id": ids, "answer": answers})
     n_rows = len(long)
     dropped: dict[str, int] = {}
@@ -510,7 +566,24 @@ def _dices_adapter(opts: RatingsOptions) -> RatingTable:
         dropped=dropped,
         n_rows=n_rows,
         notes=notes,
+        items=items,
     )
+
+
+def dices_turns(context: str) -> tuple[Turn, ...]:
+    """The turns of a DICES conversation: lines opening "USER:" and "LAMDA:" start user and assistant turns (a line
+    without either continues the turn before)."""
+    turns: list[Turn] = []
+    for line in context.splitlines():
+        head, _, rest = line.partition(":")
+        role = {"USER": "user", "LAMDA": "assistant"}.get(head.strip().upper())
+        if role is not None:
+            turns.append(Turn(role, rest.strip()))  # type: ignore[arg-type]
+        elif turns:
+            turns[-1] = Turn(turns[-1].role, f"{turns[-1].content}\n{line}")
+        elif line.strip():
+            turns.append(Turn("user", line.strip()))
+    return tuple(turns)
 
 
 PRISM_DEMOGRAPHICS = (

@@ -267,3 +267,26 @@ def paired_differences(correct: Mapping[str, Mapping[str, ArrayLike]], reference
             rec[f"significant.{name}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
         out[model] = rec
     return out
+
+
+def unpaired_difference(first: ArrayLike, second: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
+                        seed: int = 0, first_longer: ArrayLike | None = None,
+                        second_longer: ArrayLike | None = None) -> dict[str, Any]:
+    """Accuracy of `second` minus accuracy of `first` (percentage points) for one model on two different pair
+    sets (e.g. a shift target minus the ID test): per-pair correctness (N1,) and (N2,), each set resampled on its
+    own. With the chosen-longer flags of both sets, also the length-controlled difference (equal lengths excluded
+    from the flags' sets by the caller). Returns {"value", "ci"} (+ "length_controlled", "length_controlled_ci")."""
+    a, b = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    ia = rng.integers(0, len(a), size=(n_boot, len(a)))
+    ib = rng.integers(0, len(b), size=(n_boot, len(b)))
+    reps = 100.0 * (b[ib].mean(axis=1) - a[ia].mean(axis=1))
+    out: dict[str, Any] = {"value": json_float(100.0 * (b.mean() - a.mean())),
+                           "ci": [json_float(x) for x in percentile_interval(reps, confidence)]}
+    if first_longer is not None and second_longer is not None:
+        la, lb = np.asarray(first_longer, dtype=bool), np.asarray(second_longer, dtype=bool)
+        point = length_controlled_value(b, lb) - length_controlled_value(a, la)
+        lc_reps = length_controlled_value(b[ib], lb[ib]) - length_controlled_value(a[ia], la[ia])
+        out["length_controlled"] = json_float(100.0 * float(point))
+        out["length_controlled_ci"] = [json_float(100.0 * x) for x in percentile_interval(lc_reps, confidence)]
+    return out

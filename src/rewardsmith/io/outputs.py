@@ -77,3 +77,56 @@ def write_output(path: str | Path, write: Callable[[IO[bytes]], Any], command: s
     except OSError as exc:
         raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
     return path
+
+
+FOLDER_RECORD = ".rewardsmith-output.json"
+
+
+def _folder_checksums(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink() and p.name != FOLDER_RECORD}
+
+
+def check_output_folder(path: str | Path, overwrite: bool = False, option: str = "--out") -> Path:
+    """A folder output (`export --out DIR`), checked before any work: missing or empty is fine; an existing one
+    is replaced only with `overwrite` and only when every file in it is one the tool wrote there, unchanged."""
+    path = Path(path)
+    if not path.exists():
+        return path
+    if not path.is_dir() or path.is_symlink():
+        raise RunFolderError(f"{path}: exists and is not a folder; {option} names the folder to write")
+    if not any(path.iterdir()):
+        return path
+    record = path / FOLDER_RECORD
+    try:
+        data = json.loads(record.read_text(encoding="utf-8")) if record.is_file() else None
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        data = None
+    if not (isinstance(data, dict) and data.get("format") == RECORD_FORMAT and isinstance(data.get("files"), dict)):
+        raise RunFolderError(f"{path}: holds files rewardsmith did not write; they are left alone: choose another "
+                             f"{option}")
+    if _folder_checksums(path) != data["files"]:
+        raise RunFolderError(f"{path}: changed since rewardsmith wrote it, so it is someone's now and left alone: "
+                             f"choose another {option}")
+    if not overwrite:
+        raise RunFolderError(f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to replace it, "
+                             f"or choose another {option}")
+    return path
+
+
+def write_output_folder(path: str | Path, write: Callable[[Path], Any], command: str, overwrite: bool = False,
+                        option: str = "--out") -> Path:
+    """Writes a user-named folder atomically (check_output_folder first): write(temporary folder) fills it, a record
+    of every file's checksum is added, and the folder is renamed into place."""
+    from rewardsmith.io.atomic import atomic_folder
+
+    path = check_output_folder(path, overwrite, option)
+    try:
+        with atomic_folder(path) as tmp:
+            write(tmp)
+            atomic_write_json(tmp / FOLDER_RECORD, {"format": RECORD_FORMAT, "tool": "rewardsmith",
+                                                    "version": tool_version(), "command": command,
+                                                    "files": _folder_checksums(tmp)})
+    except OSError as exc:
+        raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return path

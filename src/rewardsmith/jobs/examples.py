@@ -6,7 +6,8 @@ the package (MIT-licensed HH-RLHF and PluriHarms rows; see resources/sample/SOUR
 - responses.jsonl   single responses to score: {"prompt", "response"};
 - demos.jsonl       8 demonstrations of a flipped standard (the less harmless response shown as preferred);
 - ratings.csv       PluriHarms harm ratings in long format: rater_id, item_id, score (0-100), model_score
-                    (the prompt's Harm_Level classifier score), and two demographic columns of the raters.
+                    (the prompt's Harm_Level classifier score), response (the rated prompt's text, which
+                    `calibrate --model` scores), and two demographic columns of the raters.
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
         flipped = [{"prompt": p.prompt_text().strip(), "chosen": p.rejected, "rejected": p.chosen}
                    for p in train[70:78]]
         folder.write_text("demos.jsonl", _jsonl(flipped))
-        table = load_ratings("pluriharms", data_dir=data_dir).frame
-        columns = ["rater_id", "item_id", "score", "model_score", "Race_Ethnicity", "Gender"]
+        ratings = load_ratings("pluriharms", data_dir=data_dir)
+        table = ratings.frame.copy()
+        table["response"] = table["item_id"].map(lambda item: ratings.items[item][1])  # the rated prompt's text
+        columns = ["rater_id", "item_id", "score", "model_score", "response", "Race_Ethnicity", "Gender"]
         buffer = io.StringIO()
         table[columns].to_csv(buffer, index=False, quoting=csv.QUOTE_MINIMAL)
         folder.write_text("ratings.csv", buffer.getvalue())

@@ -152,21 +152,39 @@ def _save_backbone(model: PooledBackbone, cfg: ModelConfig, folder: Path) -> str
     if cfg.freeze_backbone and cfg.backbone in BACKBONES:
         return "named"
     if isinstance(model, RewardModel) and model.kind == "decoder" and model.pooling == "last":
-        from transformers import AutoModelForSequenceClassification
-
-        config = backbone.config.__class__.from_dict(backbone.config.to_dict())
-        config.num_labels = 1
-        if model.pad_token_id is not None:
-            config.pad_token_id = model.pad_token_id  # the token transformers' pooling skips: the one we skip
-        seq = AutoModelForSequenceClassification.from_config(config)
-        base = getattr(seq, seq.base_model_prefix)
-        base.load_state_dict(backbone.state_dict())
-        with torch.no_grad():
-            seq.score.weight.copy_(model.head.weight)
-        seq.save_pretrained(str(folder))
+        as_sequence_classifier(model).save_pretrained(str(folder))
         return "sequence-classification"
     backbone.save_pretrained(str(folder))
     return "full"
+
+
+def as_sequence_classifier(model: RewardModel) -> Any:
+    """A decoder RewardModel with last-token pooling as the transformers *ForSequenceClassification model that
+    scores the same (its `score` layer is the reward head; a LoRA adapter is merged into the copy). Raises
+    ConfigError for a model the format cannot express."""
+    from transformers import AutoModelForSequenceClassification
+
+    if model.kind != "decoder" or model.pooling != "last":
+        article = "an" if model.kind[0] in "aeiou" else "a"
+        raise ConfigError(f"{article} {model.kind} with {model.pooling} pooling cannot be written as "
+                          "*ForSequenceClassification: transformers' reward models read one token (the last for "
+                          "decoders, the pooler's [CLS] for BERT); train a decoder with last-token pooling (e.g. "
+                          "--backbone smollm2) to export one")
+    backbone = model.backbone
+    if is_lora(model):
+        import copy
+
+        backbone = copy.deepcopy(backbone).merge_and_unload()
+    config = backbone.config.__class__.from_dict(backbone.config.to_dict())
+    config.num_labels = 1
+    if model.pad_token_id is not None:
+        config.pad_token_id = model.pad_token_id  # the token transformers' pooling skips: the one we skip
+    seq = AutoModelForSequenceClassification.from_config(config)
+    base = getattr(seq, seq.base_model_prefix)
+    base.load_state_dict(backbone.state_dict())
+    with torch.no_grad():
+        seq.score.weight.copy_(model.head.weight)
+    return seq
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -92,9 +92,25 @@ def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     write_report(report, folder.path, folder.write_text)
 
 
+def shift_rows(shift: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per shift target: its accuracy and length-controlled accuracy minus the ID test's, with CIs."""
+    return [{"target": name, "accuracy: target - ID": with_interval(t["ood_minus_id"], t["ood_minus_id_ci"], 1),
+             "length-controlled: target - ID": with_interval(t["length_controlled_ood_minus_id"],
+                                                             t["length_controlled_ood_minus_id_ci"], 1),
+             "pairs dropped (seen in the source's training pools)": str(shift["overlap_removed"].get(name, 0))}
+            for name, t in shift["targets"].items()]
+
+
 def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     report = Report(f"rewardsmith eval: {metrics['model']}", INTRO)
     report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    if metrics.get("shift"):
+        shift = metrics["shift"]
+        report.add("Under preference shift",
+                   f"The source's ID test split and each target of `{shift['config']}`, split as `rewardsmith shift` "
+                   f"splits them; each target's accuracy minus the accuracy on {shift['id']} (percentage points, 95% "
+                   "bootstrap CIs, the two sets resampled on their own).\n\n"
+                   + markdown_table(shift_rows(shift)))
     length = _length_figure(metrics["eval"], folder)
     report.figures += [length] if length is not None else []
     report.figures += _reliability_figures(metrics["eval"], folder)
