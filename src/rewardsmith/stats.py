@@ -1,6 +1,7 @@
 """Small statistics shared by every capability, each defined once: a stable logistic sigmoid, bootstrap
 resampling (over units, paired, and hierarchical over seeds then units), percentile intervals and the verdict
-an interval gives a claim, rank correlation and the length-controlled accuracy. numpy only."""
+an interval gives a claim, rank correlation and the length-controlled accuracy (numpy, and scipy where it has the
+function)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,15 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import special, stats
 
 FloatArray = NDArray[np.float64]
 
 
 def sigmoid(x: ArrayLike) -> FloatArray:
-    """1 / (1 + exp(-x)) elementwise, without overflow for large |x|. Returns float64 of x's shape."""
-    z = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(z)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    ez = np.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out
+    """1 / (1 + exp(-x)) elementwise, without overflow for large |x| (scipy's expit). Returns float64 of x's
+    shape."""
+    return np.asarray(special.expit(np.asarray(x, dtype=np.float64)), dtype=np.float64)
 
 
 def logit(p: ArrayLike, eps: float = 1e-6) -> FloatArray:
@@ -103,30 +100,10 @@ def length_controlled_value(correct: ArrayLike, longer: ArrayLike) -> FloatArray
     return np.asarray((acc_long + acc_short) / 2.0, dtype=np.float64)
 
 
-def _ranks(x: FloatArray) -> FloatArray:
-    """Average ranks (ties share their mean rank) along the last axis."""
-    order = np.argsort(x, axis=-1, kind="stable")
-    sorted_x = np.take_along_axis(x, order, axis=-1)
-    n = x.shape[-1]
-    ordinal = np.broadcast_to(np.arange(n, dtype=np.float64), x.shape)
-    # Tie groups: positions where the sorted value changes start a new group.
-    new_group = np.concatenate([np.ones((*x.shape[:-1], 1), dtype=bool),
-                                sorted_x[..., 1:] != sorted_x[..., :-1]], axis=-1)
-    group = np.cumsum(new_group, axis=-1) - 1
-    flat_group = (group + (np.arange(int(np.prod(x.shape[:-1])), dtype=np.int64).reshape((*x.shape[:-1], 1))
-                           * n)).ravel()
-    sums = np.bincount(flat_group, weights=ordinal.ravel(), minlength=flat_group.max() + 1)
-    counts = np.bincount(flat_group, minlength=flat_group.max() + 1)
-    mean_rank = (sums / np.maximum(counts, 1))[flat_group].reshape(x.shape)
-    ranks = np.empty_like(mean_rank)
-    np.put_along_axis(ranks, order, mean_rank, axis=-1)
-    return ranks
-
-
 def spearman(x: ArrayLike, y: ArrayLike) -> FloatArray:
     """Spearman rank correlation of x and y along the last axis (..., n) -> (...,); NaN where either is constant."""
-    rx = _ranks(np.asarray(x, dtype=np.float64))
-    ry = _ranks(np.asarray(y, dtype=np.float64))
+    rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)  # average ranks: ties share their mean rank
+    ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
     rx = rx - rx.mean(axis=-1, keepdims=True)
     ry = ry - ry.mean(axis=-1, keepdims=True)
     den = np.sqrt((rx**2).sum(axis=-1) * (ry**2).sum(axis=-1))

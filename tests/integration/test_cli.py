@@ -138,7 +138,7 @@ def test_validation_split_and_per_pair_scores(tmp_path: Path) -> None:
     the held-out part unchanged); scores.json holds every evaluated pair's rewards, which reproduce the
     reported accuracy and length correlation."""
     from rewardsmith.config import DataConfig, DatasetConfig
-    from rewardsmith.data.prepare import prepare_data
+    from rewardsmith.data.prepare import train_data as prepare_data
 
     source = DatasetConfig("synthetic/source", limit=400)
     plain = prepare_data(DataConfig(train=source))

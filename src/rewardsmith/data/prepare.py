@@ -1,55 +1,160 @@
-"""The training and evaluation sets of a `rewardsmith train` run, from its DataConfig.
+"""Every run's data, prepared one way (`rewardsmith train`, `rewardsmith shift`, the ICRM pools, `eval
+--shift-config`): a source split by a stable hash of each pair's conversation (its first human turn, so one
+conversation never lands on two sides) into named parts, each part capped (its first n pairs, or a stable-hash
+sample of n, which does not follow file order), and every evaluation set cleaned of the conversations training
+saw, the pairs removed counted, so no metric is computed on training data.
 
-The training source is split by a hash of the first human turn; its held-out part is the "<label> (held-out)"
-set (and, with data.val_fraction, a "<label> (validation)" set for choosing settings), and pairs of any other
-evaluation set that share a conversation with a training pair are removed and counted, so no metric is
-computed on training data."""
+`split_parts` is the pure step (pairs in, parts out); `prepare_data` reads a source and its evaluation sets
+through the dataset registry and applies a DataPlan.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
 
-from rewardsmith.config import DataConfig
-from rewardsmith.data.registry import load_configured
-from rewardsmith.data.schema import PreferencePair
+from rewardsmith.config import DataConfig, DatasetConfig
+from rewardsmith.data.registry import PairDataset, load_configured
+from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.splits import split_pairs
 from rewardsmith.errors import ConfigError
+
+Sampling = Literal["first", "hash"]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a split: its share of the source's conversations and an optional cap on its pairs."""
+
+    fraction: float
+    cap: int | None = None
+
+
+def sample(pairs: Sequence[PreferencePair], n: int | None, sampling: Sampling, salt: str) -> list[PreferencePair]:
+    """At most n pairs: the first n ("first"), or n chosen by a stable hash kept in file order ("hash": file
+    order is often sorted, so its head is not a sample)."""
+    if n is None or len(pairs) <= n:
+        return list(pairs)
+    if sampling == "first":
+        return list(pairs[:n])
+    keyed = sorted(range(len(pairs)),
+                   key=lambda i: stable_hash(f"{salt}:{i}:{pairs[i].pair_id}:{pairs[i].chosen[:200]}"))
+    return [pairs[i] for i in sorted(keyed[:n])]
+
+
+Parts = dict[str, list[PreferencePair]]
+
+
+def split_parts(pairs: Sequence[PreferencePair], parts: Mapping[str, Part], salt: str = "split",
+                sampling: Sampling = "first") -> tuple[Parts, Parts]:
+    """(capped parts, parts as split) of pairs split by conversation hash with the parts' fractions (filled in
+    order); a hash sample of part `name` is salted "<salt>:<name>"."""
+    split = split_pairs(pairs, {name: part.fraction for name, part in parts.items()}, salt=salt)
+    capped = {name: sample(split[name], part.cap, sampling, f"{salt}:{name}") for name, part in parts.items()}
+    return capped, split
+
+
+def conversations(pairs: Sequence[PreferencePair]) -> set[str]:
+    """The conversation keys (PreferencePair.group_key: the first human turn) of pairs."""
+    return {p.group_key() for p in pairs}
+
+
+def unseen_mask(pairs: Sequence[PreferencePair], seen: AbstractSet[str]) -> list[bool]:
+    """True for each pair whose conversation is not in `seen`."""
+    return [p.group_key() not in seen for p in pairs]
+
+
+@dataclass(frozen=True)
+class DataPlan:
+    """How one run's data is prepared.
+
+    parts: the source's parts in fill order; sampling: how a capped part (and an evaluation set) is cut;
+    training: the parts whose conversations no evaluation set may share, taken as split (seen_from "split") or
+    as capped ("sampled"); evals: other evaluation sets, each cleaned, then cut to eval_cap."""
+
+    source: DatasetConfig
+    parts: Mapping[str, Part]
+    salt: str = "split"
+    sampling: Sampling = "first"
+    training: tuple[str, ...] = ()
+    seen_from: Literal["split", "sampled"] = "split"
+    evals: Sequence[DatasetConfig] = ()
+    eval_cap: int | None = None
 
 
 @dataclass
 class PreparedData:
+    """parts: the source's capped parts; evals: each evaluation set cleaned and cut (by its label); source: the
+    source as read (its account of rows and drops); summaries: per evaluation set what was read, removed and used;
+    overlap_removed: per evaluation set the pairs dropped for sharing a conversation with training."""
+
+    parts: dict[str, list[PreferencePair]]
+    evals: dict[str, list[PreferencePair]]
+    source: PairDataset
+    summaries: dict[str, Any] = field(default_factory=dict)
+    overlap_removed: dict[str, int] = field(default_factory=dict)
+    split_sizes: dict[str, int] = field(default_factory=dict)
+
+
+def prepare_data(plan: DataPlan, data_dir: str | Path | None = None) -> PreparedData:
+    """Reads the plan's source and evaluation sets and prepares them (see the module docstring)."""
+    source = load_configured(plan.source, data_dir)
+    parts, split = split_parts(source.pairs, plan.parts, plan.salt, plan.sampling)
+    used = parts if plan.seen_from == "sampled" else split
+    seen = conversations([p for name in plan.training for p in used[name]])
+    evals: dict[str, list[PreferencePair]] = {}
+    summaries: dict[str, Any] = {}
+    removed: dict[str, int] = {}
+    for ds in plan.evals:
+        name = ds.label
+        if name in evals or name in parts:
+            raise ConfigError(f"evaluation set {name!r} listed twice")
+        loaded = load_configured(ds, data_dir)
+        kept = [p for p, keep in zip(loaded.pairs, unseen_mask(loaded.pairs, seen), strict=True) if keep]
+        removed[name] = len(loaded.pairs) - len(kept)
+        evals[name] = sample(kept, plan.eval_cap, plan.sampling, f"{plan.salt}:{name}")
+        summaries[name] = {**loaded.summary(), "label": name, "overlap_removed": removed[name],
+                           "used": len(evals[name])}
+    return PreparedData(parts, evals, source, summaries, removed, {k: len(v) for k, v in split.items()})
+
+
+# ----------------------------------------------------------------------------------------------------------
+# `rewardsmith train`
+
+
+@dataclass
+class TrainData:
     train: list[PreferencePair]
     eval_sets: dict[str, list[PreferencePair]]
     summaries: dict[str, Any]
 
 
-def prepare_data(cfg: DataConfig) -> PreparedData:
-    """Training pairs and named held-out sets, with per-set summaries (rows read, pairs kept, drops)."""
+def train_data(cfg: DataConfig) -> TrainData:
+    """The training pairs and named held-out sets of a `train` run: the source's training part (its first
+    train_pairs), its held-out and validation parts ("<label> (held-out)", "<label> (validation)") and every other
+    evaluation set cleaned of the training part's conversations, each cut to eval_pairs; with per-set summaries."""
     if cfg.train_fraction + cfg.val_fraction > 1.0 + 1e-9:
         raise ConfigError(f"data.train_fraction {cfg.train_fraction} + data.val_fraction {cfg.val_fraction} exceed 1")
-    source = load_configured(cfg.train, cfg.data_dir)
     rest = max(0.0, 1.0 - cfg.train_fraction - cfg.val_fraction)
-    parts = split_pairs(source.pairs, {"train": cfg.train_fraction, "validation": cfg.val_fraction, "heldout": rest})
-    train = parts["train"][: cfg.train_pairs] if cfg.train_pairs else parts["train"]
+    plan = DataPlan(cfg.train, {"train": Part(cfg.train_fraction, cfg.train_pairs),
+                                "validation": Part(cfg.val_fraction, cfg.eval_pairs),
+                                "heldout": Part(rest, cfg.eval_pairs)},
+                    training=("train",), evals=cfg.eval, eval_cap=cfg.eval_pairs)
+    data = prepare_data(plan, cfg.data_dir)
+    train = data.parts["train"]
     if not train:
-        raise ConfigError(f"no training pairs left from {cfg.train.label}: {source.account()}, "
-                          f"{len(parts['train'])} in the training split")
-    train_keys = {p.group_key() for p in parts["train"]}
+        raise ConfigError(f"no training pairs left from {cfg.train.label}: {data.source.account()}, "
+                          f"{data.split_sizes['train']} in the training split")
     eval_sets: dict[str, list[PreferencePair]] = {}
-    summaries: dict[str, Any] = {"train": {**source.summary(), "label": cfg.train.label, "used": len(train)}}
+    summaries: dict[str, Any] = {"train": {**data.source.summary(), "label": cfg.train.label, "used": len(train)}}
     for part, suffix in (("heldout", "held-out"), ("validation", "validation")):
-        if parts[part]:
+        if data.parts[part]:
             name = f"{cfg.train.label} ({suffix})"
-            eval_sets[name] = parts[part][: cfg.eval_pairs or None]
-            summaries[name] = {"label": name, "pairs": len(parts[part]), "used": len(eval_sets[name])}
-    for ds in cfg.eval:
-        loaded = load_configured(ds, cfg.data_dir)
-        kept = [p for p in loaded.pairs if p.group_key() not in train_keys]
-        name = ds.label
-        if name in eval_sets:
-            raise ConfigError(f"evaluation set {name!r} listed twice")
-        eval_sets[name] = kept[: cfg.eval_pairs or None]
-        summaries[name] = {**loaded.summary(), "label": name, "overlap_removed": len(loaded.pairs) - len(kept),
-                           "used": len(eval_sets[name])}
-    return PreparedData(train, eval_sets, summaries)
+            eval_sets[name] = data.parts[part]
+            summaries[name] = {"label": name, "pairs": data.split_sizes[part], "used": len(data.parts[part])}
+    eval_sets.update(data.evals)
+    summaries.update(data.summaries)
+    return TrainData(train, eval_sets, summaries)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rewardsmith.data.prepare import Part, split_parts, unseen_mask
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.data.splits import split_pairs
 from rewardsmith.errors import ConfigError
 from rewardsmith.icrm.config import EpisodeConfig
 
@@ -98,11 +98,8 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
     train_fraction = 1.0 - cfg.test_fraction - cfg.demo_fraction
     if train_fraction <= 0:
         raise ConfigError("episodes.test_fraction + episodes.demo_fraction must be below 1")
-    parts = split_pairs(
-        pairs,
-        {"train": train_fraction, "demo": cfg.demo_fraction, "test": cfg.test_fraction},
-        salt=cfg.split_salt,
-    )
+    parts, _ = split_parts(pairs, {"train": Part(train_fraction), "demo": Part(cfg.demo_fraction),
+                                   "test": Part(cfg.test_fraction)}, salt=cfg.split_salt)
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
 
@@ -134,7 +131,7 @@ def unseen_pools(name: str, pairs: Sequence[PreferencePair], test_fraction: floa
     targets split by the hash of the first human turn (a share test_fraction of the conversations are targets)."""
     if not 0.0 < test_fraction < 1.0:
         raise ConfigError(f"the target share of an unseen source must be in (0, 1), got {test_fraction}")
-    parts = split_pairs(pairs, {"demo": 1.0 - test_fraction, "test": test_fraction}, salt=salt)
+    parts, _ = split_parts(pairs, {"demo": Part(1.0 - test_fraction), "test": Part(test_fraction)}, salt=salt)
     parts["train"] = []
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
@@ -142,7 +139,7 @@ def unseen_pools(name: str, pairs: Sequence[PreferencePair], test_fraction: floa
 def without_conversations(pool: PairPool, keys: AbstractSet[str]) -> tuple[PairPool, int]:
     """The pool without every pair whose conversation (PreferencePair.group_key(), the first human turn) is in
     `keys`, its labellings kept aligned, and the number of pairs dropped."""
-    keep = np.array([p.group_key() not in keys for p in pool.pairs], dtype=bool)
+    keep = np.array(unseen_mask(pool.pairs, keys), dtype=bool)
     if keep.all():
         return pool, 0
     kept = PairPool(pool.name, [p for p, k in zip(pool.pairs, keep, strict=True) if k],

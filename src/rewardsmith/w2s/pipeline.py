@@ -32,9 +32,8 @@ import torch
 
 from rewardsmith.config import ModelConfig, TrainConfig, to_dict
 from rewardsmith.data.collate import encode_pairs
-from rewardsmith.data.registry import load_configured
-from rewardsmith.data.schema import PreferencePair, stable_hash
-from rewardsmith.data.splits import split_pairs
+from rewardsmith.data.prepare import DataPlan, Part, prepare_data
+from rewardsmith.data.schema import PreferencePair
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.evaluate.scoring import RewardScorer
@@ -94,45 +93,28 @@ def apply_quick(config: ShiftConfig) -> ShiftConfig:
     )
 
 
-def _hash_sample(pairs: list[PreferencePair], n: int | None, salt: str) -> list[PreferencePair]:
-    """At most n pairs, chosen by a stable hash (not file order, which is often sorted)."""
-    if n is None or len(pairs) <= n:
-        return list(pairs)
-    keyed = sorted(
-        range(len(pairs)), key=lambda i: stable_hash(f"{salt}:{i}:{pairs[i].pair_id}:{pairs[i].chosen[:200]}")
-    )
-    keep = sorted(keyed[:n])
-    return [pairs[i] for i in keep]
-
-
-def prepare_data(config: ShiftConfig, data_dir: str | Path | None = None) -> ShiftData:
-    """Loads and splits the source, and loads each target (sampled to split.target_pairs)."""
-    data_dir = data_dir or config.data_dir
+def shift_data(config: ShiftConfig, data_dir: str | Path | None = None) -> ShiftData:
+    """The source split into gold pool, W2S pool, ID test and validation (each a stable-hash sample of its cap) and
+    every target cleaned of the pools' conversations, then sampled to split.target_pairs (data.prepare)."""
     s = config.split
-    src = config.source
-    source = load_configured(src, data_dir).pairs
-    fractions = {"gold": s.gold_fraction, "w2s": s.w2s_fraction, "id": s.id_fraction, "val": s.val_fraction}
-    parts = split_pairs(source, fractions, salt=s.salt)
-    gold = _hash_sample(parts["gold"], s.gold_pairs, s.salt + ":gold")
-    w2s = _hash_sample(parts["w2s"], s.w2s_pairs, s.salt + ":w2s")
-    id_test = _hash_sample(parts["id"], s.id_pairs, s.salt + ":id")
-    val = _hash_sample(parts["val"], s.val_pairs, s.salt + ":val")
+    parts = {"gold": Part(s.gold_fraction, s.gold_pairs), "w2s": Part(s.w2s_fraction, s.w2s_pairs),
+             "id": Part(s.id_fraction, s.id_pairs), "val": Part(s.val_fraction, s.val_pairs)}
+    plan = DataPlan(config.source, parts,
+                    salt=s.salt, sampling="hash", training=("gold", "w2s"), seen_from="sampled",
+                    evals=config.targets, eval_cap=s.target_pairs)
+    if any(t.label == ID_SPLIT for t in config.targets):
+        raise ConfigError(f"target {ID_SPLIT!r} listed twice")
+    data = prepare_data(plan, data_dir or config.data_dir)
+    gold, w2s, id_test, val = (data.parts[k] for k in ("gold", "w2s", "id", "val"))
     if not gold or not w2s or not id_test:
-        raise DataError(f"{src.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})")
-    evals = {ID_SPLIT: id_test}
-    seen = {p.group_key() for p in gold + w2s}
-    removed: dict[str, int] = {}
+        raise DataError(f"{config.source.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID "
+                        f"{len(id_test)})")
     for target in config.targets:
-        if target.label in evals:
-            raise ConfigError(f"target {target.label!r} listed twice")
-        pairs = load_configured(target, data_dir).pairs
-        kept = [p for p in pairs if p.group_key() not in seen]
-        removed[target.label] = len(pairs) - len(kept)
-        if not kept:
-            raise DataError(f"target {target.label}: no pairs left ({len(pairs)} read, every one shares a "
-                            "conversation with training)")
-        evals[target.label] = _hash_sample(kept, s.target_pairs, s.salt + ":" + target.label)
-    return ShiftData(gold, w2s, evals, removed, val)
+        if not data.evals[target.label]:
+            read = data.summaries[target.label]["pairs"]
+            raise DataError(f"target {target.label}: no pairs left ({read} read, every one shares a conversation "
+                            "with training)")
+    return ShiftData(gold, w2s, {ID_SPLIT: id_test, **data.evals}, data.overlap_removed, val)
 
 
 def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
@@ -353,7 +335,7 @@ def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True
     labels, students) and resume interrupted training."""
     out = Path(out_dir)
     t_start = time.perf_counter()
-    data = data if data is not None else prepare_data(config, config.data_dir)
+    data = data if data is not None else shift_data(config, config.data_dir)
     run = ShiftRun(config, out, data, progress)
     if not train and not (out / TEACHER / "margins.npz").exists():
         raise ConfigError(f"{out}: no trained teacher to evaluate (run without --no-train first)")
