@@ -5,8 +5,11 @@ result (its table, then what was read, dropped, truncated and written)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+import inspect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,6 +82,83 @@ def config_option(owner: Any, name: str, *flags: str, help: str | None = None, *
     if isinstance(default, bool) and pair is not None:  # a --on/--off pair shows the flag that is the default
         shown = pair.split("/")[0 if default else 1]
     return typer.Option(*flags, help=f"{text}  [default: {shown}]", show_default=False, **kwargs)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How one config key appears on the command line: its flags (a "--on/--off" pair for a boolean), help that
+    replaces the field's own (None: the field's), and a conversion of the parsed value (e.g. Path -> str)."""
+
+    flags: tuple[str, ...]
+    help: str | None = None
+    convert: Callable[[Any], Any] | None = None
+    cli_type: Any = None  # the option's type when it is not the field's (e.g. str for a comma-separated list)
+    shown_default: str | None = None  # what [default: ...] says when it is not the field's default
+
+
+def _field_of(owner: type, dotted: str) -> tuple[Any, Any, str]:
+    """(type hint, default, help) of a dotted config key of `owner` (a nested config dataclass)."""
+    import typing
+
+    cls: Any = owner
+    *parents, leaf = dotted.split(".")
+    default_owner: Any = owner()
+    for name in parents:
+        cls = typing.get_type_hints(cls)[name]
+        default_owner = getattr(default_owner, name)
+    hint = typing.get_type_hints(cls)[leaf]
+    return hint, getattr(default_owner, leaf), help_of(cls, leaf)
+
+
+def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Adds one command-line option per config key of `owner` to a command, declared once: the key's flags, and the
+    help and default its dataclass field carries. The command receives `overrides` ({dotted key: value or None}) for
+    config.apply_overrides instead of one parameter per option."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(fn, eval_str=True)
+        params = [p for p in signature.parameters.values() if p.name != "overrides"]
+        taken = {p.name for p in params}
+        names: dict[str, tuple[str, Flag]] = {}
+        generated = []
+        for dotted, spec in flags.items():
+            spec = spec if isinstance(spec, Flag) else Flag((spec,))
+            hint, default, text = _field_of(owner, dotted)
+            hint = spec.cli_type if spec.cli_type is not None else hint
+            name = spec.flags[0].split("/")[0].lstrip("-").replace("-", "_")
+            if name in taken or name in names:
+                raise ValueError(f"option {spec.flags[0]} of {fn.__name__} clashes with another parameter")
+            names[name] = (dotted, spec)
+            shown = spec.shown_default or _shown(default)
+            pair = next((f for f in spec.flags if "/" in f), None)
+            if isinstance(default, bool) and pair is not None:
+                shown = pair.split("/")[0 if default else 1]
+            option = typer.Option(*spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False)
+            annotation = Annotated[hint | None, option]  # type: ignore[valid-type]
+            generated.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                                               annotation=annotation))
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            overrides = {}
+            for name, (dotted, spec) in names.items():
+                value = kwargs.pop(name, None)
+                overrides[dotted] = spec.convert(value) if value is not None and spec.convert else value
+            return fn(*args, overrides=overrides, **kwargs)
+
+        positional = [p for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        new_params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in positional + keyword] + generated
+        wrapper.__signature__ = signature.replace(parameters=new_params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in new_params}
+        return wrapper
+
+    return decorate
+
+
+def comma_list(text: str) -> list[str]:
+    """"a, b,c" -> ["a", "b", "c"] (an empty text gives an empty list, which the config then refuses or allows)."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def flag(*names: str, help: str) -> Any:

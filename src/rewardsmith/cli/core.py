@@ -4,7 +4,7 @@ one job function (rewardsmith.jobs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,6 +12,7 @@ from rewardsmith.cli.common import (
     BatchSize,
     ConfigFile,
     DataDir,
+    Flag,
     InferenceBf16,
     MaxLengthOpt,
     ModelPath,
@@ -21,58 +22,45 @@ from rewardsmith.cli.common import (
     SetOption,
     TemplateOpt,
     TrustRemoteCodeOpt,
-    config_option,
+    config_options,
     flag,
     handle_errors,
     keys_epilog,
     print_result,
 )
 from rewardsmith.config import (
-    DataConfig,
     DatasetConfig,
-    DebiasSettings,
-    ModelConfig,
     RunConfig,
-    TrainConfig,
     help_of,
 )
 
 app = typer.Typer()
 
-_D, _M, _T = DatasetConfig, ModelConfig, TrainConfig
-OnBadRow = Annotated[str | None, config_option(_D, "on_bad_row", "--on-bad-row")]
-Bf16 = Annotated[bool | None, config_option(_T, "bf16", "--bf16/--fp32")]
+_D = DatasetConfig
+
+
+TRAIN_OPTIONS: dict[str, str | Flag] = {
+    "data.train.name": Flag(("--train",), "training dataset: " + help_of(_D, "name"),
+                            shown_default="none: required unless --config gives it"),
+    "data.train.path": "--path", "data.train_pairs": "--train-pairs", "data.eval_pairs": "--eval-pairs",
+    "data.train.on_bad_row": "--on-bad-row", "model.backbone": "--backbone", "model.max_length": "--max-length",
+    "model.template": "--template", "model.lora.r": "--lora-r", "train.epochs": "--epochs",
+    "train.batch_size": "--batch-size", "train.lr": "--lr", "train.bf16": Flag(("--bf16/--fp32",)),
+    "train.max_steps": "--max-steps", "train.checkpoint_every": "--checkpoint-every", "train.seed": "--seed",
+    "train.debias.kind": "--debias", "train.report_to": "--report-to",
+    "data.data_dir": Flag(("--data-dir",), convert=str),
+}
 
 
 @app.command(epilog=keys_epilog(RunConfig))
+@config_options(RunConfig, TRAIN_OPTIONS)
 def train(
     out: OutDir,
+    overrides: dict[str, Any],
     config: ConfigFile = None,
-    train_set: Annotated[str | None, typer.Option(
-        "--train", help="training dataset: " + help_of(_D, "name") + "  [required unless --config gives it]",
-        show_default=False)] = None,
     eval_sets: Annotated[list[str] | None, typer.Option(
         "--eval", help="another evaluation dataset (repeatable); its conversations seen in training are removed  "
                        "[default: none]", show_default=False)] = None,
-    path: Annotated[str | None, config_option(_D, "path", "--path")] = None,
-    train_pairs: Annotated[int | None, config_option(DataConfig, "train_pairs", "--train-pairs")] = None,
-    eval_pairs: Annotated[int | None, config_option(DataConfig, "eval_pairs", "--eval-pairs")] = None,
-    on_bad_row: OnBadRow = None,
-    backbone: Annotated[str | None, config_option(_M, "backbone", "--backbone")] = None,
-    max_length: Annotated[int | None, config_option(_M, "max_length", "--max-length")] = None,
-    template: Annotated[str | None, config_option(_M, "template", "--template")] = None,
-    lora_r: Annotated[int | None, typer.Option("--lora-r", help="LoRA rank; 0 = full fine-tune  [default: 0]",
-                                               show_default=False)] = None,
-    epochs: Annotated[float | None, config_option(_T, "epochs", "--epochs")] = None,
-    batch_size: Annotated[int | None, config_option(_T, "batch_size", "--batch-size")] = None,
-    lr: Annotated[float | None, config_option(_T, "lr", "--lr")] = None,
-    bf16: Bf16 = None,
-    max_steps: Annotated[int | None, config_option(_T, "max_steps", "--max-steps")] = None,
-    checkpoint_every: Annotated[int | None, config_option(_T, "checkpoint_every", "--checkpoint-every")] = None,
-    seed: Annotated[int | None, config_option(_T, "seed", "--seed")] = None,
-    debias: Annotated[str | None, config_option(DebiasSettings, "kind", "--debias")] = None,
-    report_to: Annotated[str | None, config_option(_T, "report_to", "--report-to")] = None,
-    data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -83,58 +71,51 @@ def train(
     from rewardsmith.jobs.train import run_train
 
     with handle_errors():
-        if config is None and train_set is None:
+        if config is None and overrides["data.train.name"] is None:
             raise ConfigError("--train is required (a dataset name, `file --path FILE` or `hub --path ID`), or a "
                               "--config that names one")
         cfg = load_yaml(RunConfig, config) if config else RunConfig()
         if eval_sets:
             cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
-        apply_overrides(cfg, {
-            "data.train.name": train_set, "data.train.path": path, "data.train.on_bad_row": on_bad_row,
-            "data.train_pairs": train_pairs, "data.eval_pairs": eval_pairs,
-            "data.data_dir": str(data_dir) if data_dir else None,
-            "model.backbone": backbone, "model.max_length": max_length, "model.template": template,
-            "model.lora.r": lora_r,
-            "train.epochs": epochs, "train.batch_size": batch_size, "train.lr": lr, "train.bf16": bf16,
-            "train.max_steps": max_steps, "train.checkpoint_every": checkpoint_every, "train.seed": seed,
-            "train.debias.kind": debias, "train.progress": False if quiet else None, "train.report_to": report_to,
-            **parse_set_options(set_keys),
-        })
+        apply_overrides(cfg, {**overrides, "train.progress": False if quiet else None, **parse_set_options(set_keys)})
         print_result(run_train(cfg, out, overwrite))
 
 
 @app.command("eval")
+@config_options(DatasetConfig, {"path": "--path", "split": "--split", "limit": "--limit",
+                                "on_bad_row": "--on-bad-row"})
 def eval_cmd(
     model: ModelPath,
-    datasets: Annotated[list[str], typer.Option("--dataset", "-d", help="dataset to evaluate on (repeatable): "
-                                                + help_of(_D, "name"))],
     out: OutDir,
-    path: Annotated[str | None, config_option(_D, "path", "--path")] = None,
-    split: Annotated[str | None, config_option(_D, "split", "--split")] = None,
-    limit: Annotated[int | None, config_option(_D, "limit", "--limit")] = None,
-    on_bad_row: OnBadRow = None,
+    overrides: dict[str, Any],
+    datasets: Annotated[list[str] | None, typer.Option(
+        "--dataset", "-d", help="dataset to evaluate on (repeatable): " + help_of(_D, "name") + "  [default: none]",
+        show_default=False)] = None,
     bf16: InferenceBf16 = None,
     batch_size: BatchSize = 64,
     template: TemplateOpt = "auto",
     max_length: MaxLengthOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
+    shift_config: Annotated[Path | None, typer.Option(
+        "--shift-config", help="stress-test under preference shift: also evaluate on the ID test split and every "
+                               "target of a shift config (configs/shift-*.yaml), with each target's accuracy minus "
+                               "the ID accuracy and its CI  [default: none]", show_default=False)] = None,
     data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Evaluate a reward model (rewardsmith's or any other): accuracy, length rule, length-controlled accuracy,
     reward-length correlation, calibration."""
-    from rewardsmith.config import validate
+    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.train import run_eval
 
     with handle_errors():
-        sets = [DatasetConfig(name=n, split=split, limit=limit, path=path, on_bad_row=on_bad_row or "error")
-                for n in datasets]
-        for ds in sets:
-            validate(ds)
+        sets = [DatasetConfig(name=n) for n in datasets or []]
+        for ds in sets:  # every --dataset read with the same --path / --split / --limit / --on-bad-row
+            apply_overrides(ds, overrides)
         print_result(run_eval(model, sets, out, str(data_dir) if data_dir else None, bf16, batch_size,
                               progress=not quiet, overwrite=overwrite, template=template, max_length=max_length,
-                              trust_remote_code=trust_remote_code))
+                              trust_remote_code=trust_remote_code, shift_config=shift_config))
 
 
 @app.command()
@@ -196,6 +177,25 @@ def examples(
 
     with handle_errors():
         print_result(write_examples(out, overwrite))
+
+
+@app.command()
+def export(
+    model: ModelPath,
+    out: Annotated[Path, typer.Option("--out", "-o", help="folder to write: AutoModelForSequenceClassification "
+                                                          "loads it with the same scores (vLLM, TRL's GRPO, "
+                                                          "OpenRLHF); a folder rewardsmith did not write is refused")],
+    template: TemplateOpt = "auto",
+    max_length: MaxLengthOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+    overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith export` wrote "
+                                                        "it, unchanged")] = False,
+) -> None:
+    """Write a reward model as a Hugging Face *ForSequenceClassification folder, with its chat template."""
+    from rewardsmith.jobs.export import run_export
+
+    with handle_errors():
+        print_result(run_export(model, out, template, max_length, trust_remote_code, overwrite))
 
 
 @app.command()

@@ -4,30 +4,42 @@ evaluation protocols. Each command parses options into ICRMRunConfig and calls o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from rewardsmith.cli.common import (
     ConfigFile,
-    DataDir,
+    Flag,
     OutDir,
     Overwrite,
     Quiet,
     SetOption,
-    config_option,
+    config_options,
     flag,
     handle_errors,
     keys_epilog,
     print_result,
 )
-from rewardsmith.config import ICRMModelConfig, help_of
-from rewardsmith.icrm.config import ElboConfig, EpisodeConfig, ICRMEvalConfig, ICRMRunConfig, icrm_train_defaults
+from rewardsmith.config import help_of
+from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="In-context steerable reward models (Beta posterior, ELBO).")
 
-_M, _E, _V, _T = ICRMModelConfig, EpisodeConfig, ICRMEvalConfig, icrm_train_defaults()
+TRAIN_OPTIONS: dict[str, str | Flag] = {
+    "model.backbone": "--backbone", "model.mode": "--mode", "model.template": "--template",
+    "episodes.sources": Flag(("--source",), "episode source (repeatable): " + help_of(EpisodeConfig, "sources")),
+    "episodes.max_demos": "--max-demos", "train.max_steps": Flag(("--steps",), "optimiser steps"),
+    "train.batch_size": Flag(("--batch-size",), "episodes per step"),
+    "train.head_lr": Flag(("--head-lr",), "peak learning rate of the context encoder and heads"),
+    "elbo.kl_schedule": "--kl-schedule", "train.bf16": Flag(("--bf16/--fp32",)), "train.seed": "--seed",
+    "train.report_to": "--report-to", "data_dir": "--data-dir",
+}
+EVAL_OPTIONS: dict[str, str | Flag] = {
+    "eval.bt_model": "--bt-model", "eval.max_test_pairs": "--max-test-pairs", "eval.seed": "--seed",
+    "data_dir": "--data-dir",
+}
 
 
 def _config(config: Path | None, overrides: dict[str, object], set_keys: list[str] | None) -> ICRMRunConfig:
@@ -39,26 +51,14 @@ def _config(config: Path | None, overrides: dict[str, object], set_keys: list[st
 
 
 @app.command(epilog=keys_epilog(ICRMRunConfig))
+@config_options(ICRMRunConfig, TRAIN_OPTIONS)
 def train(
     out: OutDir,
+    overrides: dict[str, Any],
     config: ConfigFile = None,
-    backbone: Annotated[str | None, config_option(_M, "backbone", "--backbone")] = None,
-    mode: Annotated[str | None, config_option(_M, "mode", "--mode")] = None,
-    sources: Annotated[list[str] | None, config_option(_E, "sources", "--source", help="episode source "
-                                                       "(repeatable): " + help_of(_E, "sources"))] = None,
-    max_demos: Annotated[int | None, config_option(_E, "max_demos", "--max-demos")] = None,
-    steps: Annotated[int | None, config_option(_T, "max_steps", "--steps", help="optimiser steps")] = None,
-    batch_size: Annotated[int | None, config_option(_T, "batch_size", "--batch-size", help="episodes per step")] = None,
-    head_lr: Annotated[float | None, config_option(
-        _T, "head_lr", "--head-lr", help="peak learning rate of the context encoder and heads")] = None,
-    kl_schedule: Annotated[str | None, config_option(ElboConfig, "kl_schedule", "--kl-schedule")] = None,
-    bf16: Annotated[bool | None, config_option(_T, "bf16", "--bf16/--fp32")] = None,
     bt: Annotated[bool, flag("--bt", help="train the Bradley-Terry baseline of the same backbone on the same "
                                           "training pairs instead")] = False,
     bt_pairs: Annotated[int, typer.Option(help="--bt: at most this many training pairs", min=1)] = 2400,
-    seed: Annotated[int | None, config_option(_T, "seed", "--seed")] = None,
-    report_to: Annotated[str | None, config_option(_T, "report_to", "--report-to")] = None,
-    data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -67,14 +67,7 @@ def train(
     from rewardsmith.jobs.icrm import run_bt_baseline, run_icrm_train
 
     with handle_errors():
-        cfg = _config(config, {
-            "model.backbone": backbone, "model.mode": mode, "episodes.max_demos": max_demos,
-            "episodes.sources": list(sources) if sources else None, "train.max_steps": steps,
-            "train.batch_size": batch_size, "train.head_lr": head_lr, "elbo.kl_schedule": kl_schedule,
-            "train.bf16": bf16, "train.seed": seed, "train.progress": False if quiet else None,
-            "train.report_to": report_to,
-            "data_dir": str(data_dir) if data_dir else None,
-        }, set_keys)
+        cfg = _config(config, {**overrides, "train.progress": False if quiet else None}, set_keys)
         if bt:
             print_result(run_bt_baseline(cfg, out, max_pairs=bt_pairs, overwrite=overwrite))
         else:
@@ -82,16 +75,14 @@ def train(
 
 
 @app.command("eval", epilog=keys_epilog(ICRMRunConfig))
+@config_options(ICRMRunConfig, EVAL_OPTIONS)
 def eval_cmd(
     protocol: Annotated[str, typer.Option("--protocol", "-p", help="steerability | calibration | rmbench | pareto "
                                                                    "| math500 | all")],
     model: Annotated[Path, typer.Option("--model", "-m", help="an ICRM model folder (rewardsmith icrm train)")],
     out: OutDir,
+    overrides: dict[str, Any],
     config: ConfigFile = None,
-    bt_model: Annotated[Path | None, config_option(_V, "bt_model", "--bt-model")] = None,
-    max_test_pairs: Annotated[int | None, config_option(_V, "max_test_pairs", "--max-test-pairs")] = None,
-    seed: Annotated[int | None, config_option(_V, "seed", "--seed")] = None,
-    data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -100,8 +91,5 @@ def eval_cmd(
     from rewardsmith.jobs.icrm import run_icrm_eval
 
     with handle_errors():
-        cfg = _config(config, {"eval.bt_model": str(bt_model) if bt_model else None,
-                               "eval.max_test_pairs": max_test_pairs, "eval.seed": seed,
-                               "train.progress": False if quiet else None,
-                               "data_dir": str(data_dir) if data_dir else None}, set_keys)
+        cfg = _config(config, {**overrides, "train.progress": False if quiet else None}, set_keys)
         print_result(run_icrm_eval(protocol, model, out, cfg, overwrite))
