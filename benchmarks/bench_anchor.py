@@ -23,9 +23,9 @@ from rewardsmith.config import ModelConfig
 from rewardsmith.data.collate import PairEncoder, collate_pairs, encode_pairs, length_grouped_batches
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.models.factory import build_reward_model
-from rewardsmith.train.objectives import StepInfo, build_objective
-from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the objectives)
+from rewardsmith.train.objectives import BradleyTerryObjective, StepInfo
 from rewardsmith.w2s.config import AnchorSettings
+from rewardsmith.w2s.objectives.anchor import AnchorObjective
 from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
 
 RESULTS = Path(__file__).parent / "results" / "anchor.json"
@@ -67,15 +67,14 @@ def main() -> None:
     cache_build_s = time.perf_counter() - t0
 
     objectives = {
-        "naive": build_objective("naive"),
-        "anchor-per-step": build_objective(
-            "anchor",
+        "naive": BradleyTerryObjective(),
+        "anchor-per-step": AnchorObjective(
             reference=FrozenCopyReference(models["anchor-per-step"]),
             layers=[layer],
             settings=AnchorSettings(weight=1e-4),
         ),
-        "anchor-cached": build_objective(
-            "anchor", reference=CachedReference(cache), layers=[layer], settings=AnchorSettings(weight=1e-4)
+        "anchor-cached": AnchorObjective(
+            reference=CachedReference(cache), layers=[layer], settings=AnchorSettings(weight=1e-4)
         ),
     }
     optimizers = {k: torch.optim.AdamW(m.parameters(), lr=2e-5) for k, m in models.items()}

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from rewardsmith.errors import UnknownNameError
 
 T = TypeVar("T")
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+N = TypeVar("N", bound=Named)
 
 
 class Registry(Generic[T]):
@@ -48,3 +58,23 @@ class Registry(Generic[T]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
+
+
+def discover(package: str, attribute: str, kind: type[N]) -> dict[str, N]:
+    """name -> the module-level `attribute` (an instance of `kind` with a `name`) of every module of `package`, in
+    name order; modules whose name starts with "_" are skipped. An extension is one new module; nothing registers on
+    import. TypeError / ValueError for a module without the attribute or two of one name (bugs in the package)."""
+    root = importlib.import_module(package)
+    found: dict[str, N] = {}
+    for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        value: Any = getattr(module, attribute, None)
+        if not isinstance(value, kind):
+            raise TypeError(f"{module.__name__} has no module-level {attribute} of type {kind.__name__}")
+        name = value.name
+        if name in found:
+            raise ValueError(f"{kind.__name__} {name!r} defined twice ({module.__name__})")
+        found[name] = value
+    return found

@@ -18,7 +18,7 @@ from rewardsmith.losses.w2s import (
 )
 from rewardsmith.train.objectives import StepInfo
 from rewardsmith.w2s.config import ConfidenceSettings
-from rewardsmith.w2s.objectives import ConfidenceObjective
+from rewardsmith.w2s.objectives.confidence import ConfidenceObjective
 
 
 def _bce(margin: float, target: float) -> float:

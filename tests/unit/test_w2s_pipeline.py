@@ -18,7 +18,7 @@ from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.errors import ConfigError
 from rewardsmith.jobs.shift import run_shift_job
 from rewardsmith.models.factory import build_reward_model
-from rewardsmith.train.objectives import OBJECTIVES, StepInfo, build_objective
+from rewardsmith.train.objectives import BradleyTerryObjective, StepInfo
 from rewardsmith.train.trainer import _swap_pair
 from rewardsmith.w2s.config import (
     AnchorSettings,
@@ -28,7 +28,9 @@ from rewardsmith.w2s.config import (
     ShiftConfig,
     TeacherConfig,
 )
-from rewardsmith.w2s.pipeline import ShiftData, _layers_for, check_methods
+from rewardsmith.w2s.objectives import w2s_objectives
+from rewardsmith.w2s.objectives.anchor import AnchorObjective, layers_for
+from rewardsmith.w2s.pipeline import ShiftData, check_methods
 from rewardsmith.w2s.reference import CachedReference, FrozenCopyReference, ReferenceStateCache
 from rewardsmith.w2s.refiners import LABEL_REFINERS, seam_refine
 
@@ -58,8 +60,7 @@ def tiny() -> tuple[object, object, list]:
 
 
 def test_objectives_registered() -> None:
-    for name in ("naive", "confidence", "anchor"):
-        assert name in OBJECTIVES
+    assert {"naive", "confidence", "anchor"} <= set(w2s_objectives())
     assert {"seam", "none"} <= set(LABEL_REFINERS.names())
 
 
@@ -100,12 +101,12 @@ def test_anchor_objective_logs_drift_and_weight_changes_loss(tiny) -> None:
 
     info = StepInfo(0, 10)
     def anchored(**settings):
-        return build_objective("anchor", reference=Shifted(), layers=[2], settings=AnchorSettings(**settings))
+        return AnchorObjective(reference=Shifted(), layers=[2], settings=AnchorSettings(**settings))
 
     light = anchored(weight=1e-4)(model, batch, info)
     heavy = anchored(weight=1.0)(model, batch, info)
     relative = anchored(weight=1.0, normalise=True)(model, batch, info)
-    naive = build_objective("naive")(model, batch, info)
+    naive = BradleyTerryObjective()(model, batch, info)
     assert light.terms["anchor_drift.L2"] == pytest.approx(0.25, rel=1e-4)
     assert heavy.total.item() == pytest.approx(naive.total.item() + 0.25, rel=1e-4)
     assert light.total.item() != pytest.approx(heavy.total.item())
@@ -114,15 +115,13 @@ def test_anchor_objective_logs_drift_and_weight_changes_loss(tiny) -> None:
     mask = batch["response_mask"]
     mean_square = ((ref[2].detach() + 0.5)[mask] ** 2).mean().item()
     assert relative.total.item() - naive.total.item() == pytest.approx(0.25 / mean_square, rel=2e-2)
-    with pytest.raises(ConfigError, match="no option 'anchor_weight'"):
-        build_objective("anchor", reference=Shifted(), layers=[2], anchor_weight=1.0)
 
 
 def test_layers_from_depth_fractions() -> None:
-    assert _layers_for([1.0], 6) == [6]
-    assert _layers_for([0.5, 0.75], 6) == [3, 5]
+    assert layers_for([1.0], 6) == [6]
+    assert layers_for([0.5, 0.75], 6) == [3, 5]
     with pytest.raises(ConfigError):
-        _layers_for([0.0], 6)
+        layers_for([0.0], 6)
 
 
 def test_seam_refiner_denoises_toward_strong_features() -> None:
@@ -210,10 +209,8 @@ def test_bad_methods_fail_fast() -> None:
         check_methods(ShiftConfig(methods=[MethodConfig("teacher")]))
     with pytest.raises(ConfigError, match="anchor"):
         check_methods(ShiftConfig(methods=[MethodConfig("x", "naive", anchor=AnchorSettings(weight=1.0))]))
-    from rewardsmith.config import from_dict
-
-    with pytest.raises(ConfigError, match="objective"):
-        from_dict(ShiftConfig, {"methods": [{"name": "x", "objective": "no-such-objective"}]})
+    with pytest.raises(ConfigError, match="unknown objective 'no-such-objective'; known: anchor, confidence, naive"):
+        check_methods(ShiftConfig(methods=[MethodConfig("x", "no-such-objective")]))
 
 
 def test_tfidf_teacher_calibrated_labels_and_anchor_weight_chosen_on_validation(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from rewardsmith.data.collate import PairEncoder
+from rewardsmith.data.templates import TextEncoder, encoder_for
 from rewardsmith.errors import ConfigError
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.episodes import Episode, EpisodeSampler, PairPool, load_pools
@@ -31,7 +31,7 @@ from rewardsmith.losses.base import LossResult
 from rewardsmith.losses.beta_elbo import beta_elbo_loss
 from rewardsmith.models.beta import BetaRewardModel
 from rewardsmith.models.factory import build_model
-from rewardsmith.train.objectives import OBJECTIVES, StepInfo
+from rewardsmith.train.objectives import StepInfo
 from rewardsmith.train.trainer import PlannedBatch, StepHook, Trainer, TrainResult
 
 EMBEDDINGS_DIR = "embeddings"
@@ -45,7 +45,7 @@ class EpisodeBatchPlan:
 
     def __init__(self, sampler: EpisodeSampler, batch_size: int, mode: str,
                  tables: dict[str, PoolEmbeddings] | None = None, pools: dict[str, PairPool] | None = None,
-                 encoder: PairEncoder | None = None):
+                 encoder: TextEncoder | None = None):
         self.sampler = sampler
         self.batch_size = batch_size
         self.mode = mode
@@ -83,9 +83,6 @@ class ElboObjective:
         return result
 
 
-OBJECTIVES.add("beta-elbo", ElboObjective)
-
-
 @dataclass
 class ICRMTrainResult:
     train: TrainResult
@@ -96,7 +93,7 @@ class ICRMTrainResult:
 
 def embed_pools(model: BetaRewardModel, tokenizer: Any, pools: dict[str, PairPool], cfg: ICRMRunConfig,
                 cache_dir: Path | None) -> dict[str, PoolEmbeddings]:
-    encoder = PairEncoder(tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens)
+    encoder = encoder_for(tokenizer, cfg.model)
     settings = embedding_settings(cfg.model, cfg.train.bf16)
     return {name: embed_pool(model, encoder, pool, cfg.embed_batch_size, cfg.train.bf16, cfg.train.progress,
                              cache_dir, settings) for name, pool in pools.items()}
@@ -125,7 +122,7 @@ def train_icrm(cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[st
         tables = embed_pools(model, tokenizer, train_pools, cfg, run_dir / EMBEDDINGS_DIR)
         plan = EpisodeBatchPlan(sampler, cfg.train.batch_size, "set", tables=tables)
     else:
-        encoder = PairEncoder(tokenizer, cfg.model.max_length, cfg.model.min_prompt_tokens)
+        encoder = encoder_for(tokenizer, cfg.model)
         plan = EpisodeBatchPlan(sampler, cfg.train.batch_size, "concat", pools=train_pools, encoder=encoder)
     objective = ElboObjective(cfg.elbo.kl_schedule, cfg.elbo.kl_base, cfg.elbo.kl_scale)
     trainer = Trainer(model, plan, cfg.train, run_dir, objective, on_step)

@@ -18,7 +18,7 @@ Two published forms differ in how h's threshold and the coefficient c are set:
   min(1, step / warmup_steps), a linear warm-up with no jump.
 
 Everything here is a pure function of tensors; the rolling buffer lives in the objective
-(rewardsmith.w2s.objectives.ConfidenceObjective) and is passed in.
+(rewardsmith.w2s.objectives.confidence.ConfidenceObjective) and is passed in.
 """
 
 from __future__ import annotations

@@ -88,6 +88,9 @@ def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     if isinstance(cfg, ICRMModelConfig) and cfg.mode == "set" and not cfg.freeze_backbone:
         raise ConfigError("set-mode training reads cached embeddings: set model.freeze_backbone: true "
                           "(concat mode fine-tunes the backbone)")
+    if isinstance(cfg, ICRMModelConfig) and cfg.mode == "concat" and cfg.template != "hh":
+        raise ConfigError("concat mode writes the demonstrations into the prompt in HH framing: set "
+                          "model.template: hh")
     loaded = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout)
     check_max_length(loaded.model.config, cfg.max_length, cfg.backbone)
     torch.manual_seed(seed)

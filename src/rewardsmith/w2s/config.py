@@ -83,8 +83,7 @@ class SeamSettings:
 @dataclass
 class MethodConfig:
     name: str = option("naive", "label of this method in tables and metrics.json")
-    objective: str = option("naive", "naive | confidence | anchor (registered objectives)",
-                            choices=("naive", "confidence", "anchor"))
+    objective: str = option("naive", "naive | confidence | anchor: a module of rewardsmith.w2s.objectives")
     refiner: str = option("none", "label refiner applied to the teacher's labels first: none | seam",
                           choices=("none", "seam"))
     anchor: AnchorSettings = field(default_factory=AnchorSettings)

@@ -20,7 +20,6 @@ interrupted training resumes from the trainer's checkpoint.
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -39,18 +38,14 @@ from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
 from rewardsmith.models.backbone import num_hidden_layers
-from rewardsmith.models.factory import build_reward_model, is_lora
+from rewardsmith.models.factory import build_reward_model
 from rewardsmith.models.reward_model import RewardModel
-from rewardsmith.train.objectives import Objective, build_objective
+from rewardsmith.train.objectives import BradleyTerryObjective, Objective
 from rewardsmith.train.trainer import train_pairs
-from rewardsmith.w2s import objectives as _objectives  # noqa: F401  (registers the W2S objectives)
 from rewardsmith.w2s.config import AnchorSettings, ConfidenceSettings, MethodConfig, SeamSettings, ShiftConfig
 from rewardsmith.w2s.metrics import CEILING, ID_SPLIT, TEACHER, VAL_SPLIT, compute_metrics, teacher_label_stats
+from rewardsmith.w2s.objectives import StudentContext, w2s_objective, w2s_objectives
 from rewardsmith.w2s.reference import (
-    AdapterDisabledReference,
-    CachedReference,
-    FrozenCopyReference,
-    ReferenceProvider,
     ReferenceStateCache,
 )
 from rewardsmith.w2s.refiners import LABEL_REFINERS
@@ -115,16 +110,6 @@ def shift_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shift
             raise DataError(f"target {target.label}: no pairs left ({read} read, every one shares a conversation "
                             "with training)")
     return ShiftData(gold, w2s, {ID_SPLIT: id_test, **data.evals}, data.overlap_removed, val)
-
-
-def _layers_for(fractions: list[float], n_layers: int) -> list[int]:
-    """Depth fractions -> hidden-state indices (1..n_layers; index 0 is the embeddings), rounding half up."""
-    out = []
-    for f in fractions:
-        if not 0.0 < f <= 1.0:
-            raise ConfigError(f"anchor_layers are depth fractions in (0, 1], got {f}")
-        out.append(min(n_layers, max(1, math.floor(f * n_layers + 0.5))))
-    return sorted(set(out))
 
 
 def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -212,7 +197,7 @@ class ShiftRun:
             run = folder / ("model" if calls["n"] == 0 else f"fold{calls['n']}")
             calls["n"] += 1
             model, tokenizer, _ = self._train(t.model, t.train, list(gold), t.seed, run,
-                                              lambda *_: build_objective("naive"))
+                                              lambda *_: BradleyTerryObjective())
             chosen, rejected = RewardScorer.for_model(model, tokenizer, t.model, self.config.eval.batch_size,
                                                       self.config.eval.bf16).score_pairs(list(pairs))
             return chosen - rejected
@@ -258,23 +243,7 @@ class ShiftRun:
         return np.asarray(refine(teacher_labels, self.strong_features(), method.seam), dtype=np.float64)
 
     def _objective(self, method: MethodConfig, model: RewardModel, tokenizer: Any, encoded: list[Any]) -> Objective:
-        if method.objective == "naive":
-            return build_objective("naive")
-        if method.objective == "confidence":
-            return build_objective("confidence", settings=method.confidence)
-        a = method.anchor
-        layers = _layers_for(a.layers, num_hidden_layers(model.backbone))
-        reference: ReferenceProvider
-        if a.reference in ("cache", "disk"):
-            reference = CachedReference(self.reference_cache(layers, a.reference == "disk", encoded,
-                                                             int(tokenizer.pad_token_id)))
-        elif a.reference == "copy":
-            reference = FrozenCopyReference(model)
-        else:
-            if not is_lora(model):
-                raise ConfigError(f"method {method.name}: reference lora-base needs student.lora.r > 0")
-            reference = AdapterDisabledReference()
-        return build_objective("anchor", reference=reference, layers=layers, settings=a)
+        return w2s_objective(method.objective).build(method, StudentContext(self, model, tokenizer, encoded))
 
     # -- students -------------------------------------------------------------------------------------------
     def student(self, method: MethodConfig, seed: int, teacher_labels: np.ndarray, gold: bool = False
@@ -305,7 +274,10 @@ def check_methods(config: ShiftConfig) -> None:
     names = [m.name for m in config.methods]
     if len(set(names)) != len(names) or TEACHER in names or CEILING in names:
         raise ConfigError(f"method names must be unique and not {TEACHER!r} or {CEILING!r}: {names}")
+    known = w2s_objectives()
     for m in config.methods:
+        if m.objective not in known:
+            raise ConfigError(f"method {m.name}: unknown objective {m.objective!r}; known: {', '.join(sorted(known))}")
         for objective, key, default in (("anchor", "anchor", AnchorSettings()),
                                         ("confidence", "confidence", ConfidenceSettings())):
             if m.objective != objective and getattr(m, key) != default:
