@@ -10,6 +10,20 @@ import pytest
 from rewardsmith.data.sources import ENV_VAR, find_data_dir
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `gpu` skip, saying why, on a machine without a CUDA device (CI has none)."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device; none on this machine (run on a lent GPU: docs/scale.md)")
+    for item in gpu_tests:
+        item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real data directory (--data-dir default resolution: $REWARDSMITH_DATA_DIR, else ../shared/data).

@@ -110,6 +110,8 @@ class ModelConfig:
 class ICRMModelConfig(ModelConfig):
     """An in-context (ICRM) model: the backbone settings of ModelConfig plus the conditioning heads."""
 
+    template: str = option("hh", "as for a reward model (chat | plain | hh | auto); concat mode writes the "
+                           "demonstrations into the prompt in HH framing and needs hh", choices=TEMPLATES)
     max_length: int = option(192, "tokens per (prompt, response) sequence (set mode); concat mode: the whole "
                              "context, demonstrations included, so N is bounded by it", min=16)
     min_prompt_tokens: int = option(48, "prompt tokens always kept when the response is long", min=0)

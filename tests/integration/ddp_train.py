@@ -1,6 +1,8 @@
-"""Trains a tiny Bradley-Terry model or a tiny set-mode ICRM through the shared Trainer and saves the final
-weights; run by test_distributed.py both as a plain script (one process) and under
-`accelerate launch --num_processes 2 --cpu` (two processes, gloo), with the same global batch."""
+"""Trains a tiny Bradley-Terry model (optionally a LoRA adapter) or a tiny set-mode ICRM through the shared
+Trainer and saves the final weights and the outputs on held-out inputs; run by test_distributed.py and
+test_sharded_training.py as a plain script (one process) and under `accelerate launch` (DDP over gloo on CPU
+processes; DeepSpeed on its CPU accelerator; FSDP and DeepSpeed on GPUs), with the same global batch. The
+main process also saves the trained model folder (model/: heads.safetensors and the backbone or adapter)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from rewardsmith.config import ICRMModelConfig, ModelConfig, TrainConfig
+from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, TrainConfig
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
@@ -29,13 +31,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kind", choices=("bt", "icrm"), required=True)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--lora-r", type=int, default=0, help="bt: train a LoRA adapter of this rank")
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.kind == "bt":
         from rewardsmith.models.factory import build_reward_model
         from rewardsmith.train.trainer import train_pairs
 
-        model_cfg = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
+        model_cfg = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8,
+                                lora=LoraSettings(r=args.lora_r, alpha=max(1, 2 * args.lora_r)))
         cfg = TrainConfig(epochs=1, batch_size=8, lr=1e-3, max_steps=6, checkpoint_every=3, progress=False,
                           swap_pairs=True)
         model, tok = build_reward_model(model_cfg, seed=0)
@@ -48,6 +52,11 @@ def main() -> None:
         chosen, rejected = score_pairs(trainer.model, tok, held_out, 32, 8)
         before = score_pairs(build_reward_model(model_cfg, seed=0)[0], tok, held_out, 32, 8)
         outputs = {"now": torch.tensor(chosen - rejected), "before": torch.tensor(before[0] - before[1])}
+        saved = (trainer.model, tok, model_cfg)
+
+        def measure(model: torch.nn.Module) -> torch.Tensor:
+            c, r = score_pairs(model, tok, held_out, 32, 8)
+            return torch.tensor(c - r)
     else:
         from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig, icrm_train_defaults
         from rewardsmith.icrm.train import train_icrm
@@ -79,8 +88,18 @@ def main() -> None:
             return scores.u_first - scores.u_second
 
         outputs = {"now": margins(result.model), "before": margins(fresh)}
+        saved = (result.model, result.tokenizer, cfg.model)
+        measure = margins
     from accelerate.state import PartialState
 
+    from rewardsmith.models.factory import load_model, save_model
+
+    # The saved folder (heads.safetensors whole, the backbone or adapter) scores as the trained model did; every
+    # process scores (data-parallel), so every process loads it once the main one has written it.
+    if PartialState().is_main_process:
+        save_model(saved[0], saved[1], args.out / "model", saved[2])
+    PartialState().wait_for_everyone()
+    outputs["reloaded"] = measure(load_model(args.out / "model")[0])
     if PartialState().is_main_process:
         for name, weights in (("weights", state), ("initial", initial), ("outputs", outputs)):
             save_file({k: v.detach().float().cpu().contiguous().clone() for k, v in weights.items()},

@@ -9,11 +9,15 @@ episodes) agree within 1e-4 absolute after 6 AdamW steps, while training moved t
 that. The runs differ only in the order of floating-point sums (a half-batch mean per process, then an
 all-reduce). Weights are not compared one by one: AdamW's first steps move every weight by about +-lr whatever
 the size of its gradient, so a weight whose gradient is within rounding of zero can take either sign; a wrong
-shard, a double-counted gradient or a shortened schedule moves the outputs by far more than the tolerance."""
+shard, a double-counted gradient or a shortened schedule moves the outputs by far more than the tolerance.
+
+A two-process run SIGKILLed after step 4 (its checkpoint holds whole state from step 3) and started again ends
+with the weights of an uninterrupted two-process run, bit for bit. FSDP and DeepSpeed: test_sharded_training.py."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,21 +26,34 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from rewardsmith.train.trainer import KILL_AFTER_STEP_ENV
+
 SCRIPT = Path(__file__).with_name("ddp_train.py")
 TOLERANCE = 1e-4
 pytestmark = pytest.mark.slow
 
 
-def _run(kind: str, out: Path, processes: int) -> dict[str, torch.Tensor]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(kind: str, out: Path, processes: int, kill_after: int | None = None) -> dict[str, torch.Tensor]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           **({KILL_AFTER_STEP_ENV: str(kill_after)} if kill_after is not None else {})}
     if processes == 1:
         cmd = [sys.executable, str(SCRIPT)]
     else:
         accelerate = Path(sys.executable).with_name("accelerate")
         cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517", str(SCRIPT)]
+               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
+               str(SCRIPT)]
     result = subprocess.run([*cmd, "--kind", kind, "--out", str(out)], capture_output=True, text=True, env=env,
                             timeout=900)
+    if kill_after is not None:  # killed: the checkpoint of the step before stays
+        assert result.returncode != 0 and (out / "run" / "checkpoint" / "state.json").exists(), result.stderr[-3000:]
+        return {}
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "processes.txt").read_text() == str(processes)
     return load_file(str(out / "outputs.safetensors"))
@@ -51,3 +68,13 @@ def test_two_processes_match_one(tmp_path: Path, kind: str) -> None:
     # Training moved the outputs far beyond the tolerance: agreement is not agreement of untrained models.
     moved = float((one["now"] - one["before"]).abs().max())
     assert moved > 100 * TOLERANCE, moved
+
+
+def test_a_killed_two_process_run_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    _run("bt", tmp_path / "clean", 2)
+    _run("bt", tmp_path / "killed", 2, kill_after=4)
+    resumed = _run("bt", tmp_path / "killed", 2)
+    clean = load_file(str(tmp_path / "clean" / "weights.safetensors"))
+    weights = load_file(str(tmp_path / "killed" / "weights.safetensors"))
+    assert clean.keys() == weights.keys() and all(torch.equal(clean[k], weights[k]) for k in clean)
+    assert float((resumed["reloaded"] - resumed["now"]).abs().max()) < 1e-6  # the saved folder scores the same

@@ -236,7 +236,11 @@ def print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:
 
 
 def print_result(result: Any) -> None:
-    """A job's results table (or title), then its summary lines."""
+    """A job's results table (or title), then its summary lines; under a launcher, from the main process only."""
+    from rewardsmith.io.processes import processes
+
+    if not processes().main:
+        return
     print_table(result.rows, result.title)
     for line in result.summary:
         typer.echo(line)

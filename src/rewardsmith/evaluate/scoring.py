@@ -1,7 +1,13 @@
 """The one batched inference loop and the scalar scorer on it: texts sorted by length, padded per batch, run under
 inference mode (bf16 autocast on request, heads in fp32), results returned in input order. Reward scoring
 (RewardScorer: score, eval, serve, demo, the W2S teacher and students, the ICRM protocols' BT baseline), ICRM
-embeddings and the server all go through `batched_forward`."""
+embeddings and the server all go through `batched_forward`.
+
+Data-parallel under a launcher (`accelerate launch --num_processes N ...`): every process holds the same texts
+and the same single-process batch plan; process p runs batches p, p + N, p + 2N, ... of it, and the rows are
+gathered (torch.distributed all_gather) and put back in input order, so every process returns every score. A
+batch is the batch one process would have run (same texts, same padding), so the scores are the very floats
+one process computes, given the same kernels (the same device kind and threads per process)."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import torch
 
 from rewardsmith.data.collate import EncodedText, Encoder, pad_texts, sorted_batches
 from rewardsmith.data.schema import PreferencePair
+from rewardsmith.io.processes import Processes, gather_rows, processes, same_on_every_process
 from rewardsmith.io.progress import Progress
 from rewardsmith.models.reward_model import PooledBackbone
 
@@ -23,7 +30,11 @@ def model_device(model: torch.nn.Module) -> torch.device:
 
 
 def default_device() -> torch.device:
-    """The first CUDA device when there is one, else the CPU."""
+    """The device this process computes on: under a launcher, the one accelerate gives it (GPU LOCAL_RANK, or
+    the CPU); else the first CUDA device when there is one, else the CPU."""
+    procs = processes()
+    if procs.several:
+        return torch.device(procs.device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -35,25 +46,52 @@ def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], 
     """forward(pad_texts batch on `device`) -> (B, ...) for every text, batched by descending length.
 
     Returns (N, ...) float32 on the CPU in input order. progress: a description to show progress under
-    (None: silent). max_tokens, max_padding: also cap each batch's padded tokens (rows x longest text) and the
-    share of them that is padding (sorted_batches)."""
+    (None: silent; the main process's share under a launcher). max_tokens, max_padding: also cap each batch's
+    padded tokens (rows x longest text) and the share of them that is padding (sorted_batches).
+
+    Under a launcher every process must call this with the same texts (the module docstring): each runs its
+    share of the batches and all return all rows. RuntimeError when the processes hold different texts."""
     if not texts:
         return torch.zeros(0)
+    lengths = [len(t.input_ids) for t in texts]
+    batches = list(sorted_batches(lengths, batch_size, max_tokens, max_padding))
+    procs = processes()
+    if procs.several and not same_on_every_process(_plan_fingerprint(lengths, batch_size), procs):
+        raise RuntimeError("data-parallel scoring: the processes of this launch hold different texts; every "
+                           "process must score the same texts (each runs its share of them)")
+    mine = batches[procs.index::procs.count]
     autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-    batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size, max_tokens, max_padding))
-    out: torch.Tensor | None = None
+    values: list[torch.Tensor] = []
     done = 0
-    with Progress(progress or "", len(texts), enabled=progress is not None and len(batches) > 1,
-                  unit="texts") as bar, autocast:
-        for idx in batches:
+    shown = progress is not None and len(batches) > 1 and procs.main
+    with Progress(progress or "", sum(len(b) for b in mine), enabled=shown, unit="texts") as bar, autocast:
+        for idx in mine:
             batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id, padding_side).items()}
-            values = forward(batch).float().cpu()
-            if out is None:
-                out = torch.zeros((len(texts), *values.shape[1:]), dtype=torch.float32)
-            out[torch.as_tensor(idx)] = values
+            values.append(forward(batch).float().cpu())
             done += len(idx)
             bar.update(done)
-    assert out is not None
+    return _in_input_order(batches, values, len(texts), procs)
+
+
+def _plan_fingerprint(lengths: Sequence[int], batch_size: int) -> list[int]:
+    """Small integers that differ when two processes would make different batch plans (their texts' lengths)."""
+    weighted = 0
+    for i, n in enumerate(lengths):
+        weighted = (weighted * 1_000_003 + n + i) % 2_147_483_647
+    return [len(lengths), sum(lengths), weighted, batch_size]
+
+
+def _in_input_order(batches: list[list[int]], values: list[torch.Tensor], n: int, procs: Processes) -> torch.Tensor:
+    """(n, ...) rows in input order from this process's batch values (batches p, p + N, ... of the plan) and,
+    under a launcher, every other process's (gathered)."""
+    local = torch.cat(values) if values else torch.zeros(0)
+    shares = gather_rows(local, procs)
+    trailing = next((s.shape[1:] for s in shares if s.shape[0]), local.shape[1:])
+    out = torch.zeros((n, *trailing), dtype=torch.float32)
+    for p, rows in enumerate(shares):
+        order = [i for idx in batches[p::procs.count] for i in idx]
+        if order:
+            out[torch.as_tensor(order)] = rows.reshape(len(order), *trailing)
     return out
 
 

@@ -14,6 +14,9 @@
   And a finished run records the sha256 of every file it wrote (`checksums`); a file whose bytes changed
   since, or that someone added inside one of the run's folders, is left where it is.
 - Temporary files (".<name>.tmp.*", left by a kill during an atomic write) are removed on open.
+- Several processes of one launch (`accelerate launch --num_processes N rewardsmith eval ...`) run one command
+  on one folder: the main process opens and locks it as above; the others wait for it, then hold a read-only
+  view (`main` False) that reads the folder but writes, claims and locks nothing, so the run is written once.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 from rewardsmith.errors import RunFolderError
 from rewardsmith.io.atomic import atomic_write_json, atomic_write_text
 from rewardsmith.io.jsonsafe import json_ready
+from rewardsmith.io.processes import agree, processes
 
 MANIFEST = "manifest.json"
 LOCK = ".rewardsmith.lock"
@@ -107,15 +111,19 @@ class RunFolder:
 
     resumed: the folder held an earlier run of the same command and config (work already done is reused).
     complete: that earlier run had finished.
+    main: this process writes the run (False: a non-main process of a launch, whose writes are skipped; see
+    the module docstring).
     """
 
-    def __init__(self, path: Path, command: str, manifest: dict[str, Any], lock_fd: int, resumed: bool):
+    def __init__(self, path: Path, command: str, manifest: dict[str, Any], lock_fd: int | None, resumed: bool,
+                 main: bool = True):
         self.path = path
         self.command = command
         self.manifest = manifest
         self._lock_fd: int | None = lock_fd
         self.resumed = resumed
         self.complete = resumed and manifest.get("status") == "complete"
+        self.main = main
 
     # -- opening ----------------------------------------------------------------------------------------
     @classmethod
@@ -125,7 +133,32 @@ class RunFolder:
 
         volatile: dotted config keys that may change between a run and its resume (progress bars, ...).
         compare: replaces the default "every non-volatile key equal" resume check.
+        Under a launcher of several processes every process calls this; only the main one opens the folder.
         """
+        procs = processes()
+        if not procs.several:
+            return cls._open_locked(path, command, config, overwrite, volatile, compare)
+        opened: RunFolder | None = None
+        try:
+            if procs.main:
+                opened = cls._open_locked(path, command, config, overwrite, volatile, compare)
+        finally:
+            # 0: the main process could not open it (its error is raised there); 1: a new run; 2: resumed.
+            outcome = agree(0 if opened is None else 1 + opened.resumed, procs)
+        if opened is not None:
+            return opened
+        if outcome == 0:
+            raise RunFolderError(f"{path}: the main process of this launch could not open the run folder (its "
+                                 "error names why)")
+        try:
+            manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            raise RunFolderError(f"{Path(path) / MANIFEST}: unreadable run manifest; choose another --out") from None
+        return cls(Path(path), command, manifest, None, outcome == 2, main=False)
+
+    @classmethod
+    def _open_locked(cls, path: str | Path, command: str, config: Mapping[str, Any], overwrite: bool,
+                     volatile: Iterable[str], compare: Compare | None) -> RunFolder:
         path = Path(path)
         volatile = tuple(volatile)
         config = json_ready(config)
@@ -239,7 +272,7 @@ class RunFolder:
         if inside_path(self.path, name) is None:
             raise RunFolderError(f"{self.path / name}: not a path inside the run folder {self.path}")
         target = self.path / name
-        if not self.owns(name):
+        if self.main and not self.owns(name):
             if target.exists() or target.is_symlink():
                 raise RunFolderError(f"{target}: exists and was not written by rewardsmith; it is left alone: "
                                      "choose another --out")
@@ -248,18 +281,24 @@ class RunFolder:
         return target
 
     def write_json(self, name: str, value: Any) -> Path:
-        return atomic_write_json(self.claim(name), value)
+        """Writes `name` (claimed) atomically; a non-main process of a launch writes nothing."""
+        target = self.claim(name)
+        return atomic_write_json(target, value) if self.main else target
 
     def write_text(self, name: str, text: str) -> Path:
-        return atomic_write_text(self.claim(name), text)
+        """Writes `name` (claimed) atomically; a non-main process of a launch writes nothing."""
+        target = self.claim(name)
+        return atomic_write_text(target, text) if self.main else target
 
     # -- status -----------------------------------------------------------------------------------------
     def mark_complete(self, **facts: Any) -> None:
         """Records that the run finished (a rerun with the same config then finds it complete), with the sha256 of
         every file it wrote (what --overwrite may delete later)."""
+        self.complete = True
+        if not self.main:
+            return
         self.manifest.update({"status": "complete", "updated": _now(), "checksums": self._checksums(),
                               **json_ready(facts)})
-        self.complete = True
         self._write_manifest()
 
     def _checksums(self) -> dict[str, str]:

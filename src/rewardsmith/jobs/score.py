@@ -7,6 +7,9 @@ HH transcript, or a chat list; a chat-templated string is read back into turns b
 file scores the same through `score`, through `eval --dataset file` and through the server. The output is JSONL:
 the input rows with reward fields added (jobs.inference.item_results), written atomically and never over a file
 the tool did not write; model loading and scoring time are reported apart, and how many texts were truncated.
+
+Under `accelerate launch --num_processes N` every process reads the file and scores its share of the batches
+(evaluate.scoring: data-parallel, the same floats as one process); the main process writes the output once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.io.jsonsafe import json_ready
 from rewardsmith.io.outputs import check_output, write_output
+from rewardsmith.io.processes import processes
 from rewardsmith.jobs.common import JobResult, truncation_line
 from rewardsmith.jobs.inference import Inference, item_results, item_texts
 
@@ -102,7 +106,9 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
     # timestamp) as text.
     text = "".join(json.dumps(json_ready({**row, **result}), default=str) + "\n"
                    for row, result in zip(rows, results, strict=True))
-    write_output(output, lambda fh: fh.write(text.encode("utf-8")), "score", overwrite)
+    procs = processes()
+    if procs.main:
+        write_output(output, lambda fh: fh.write(text.encode("utf-8")), "score", overwrite)
     loaded = inference.loaded
     summary = [f"read {input_path}: {len(rows)} rows"
                + (f" ({repaired} with unpaired UTF-16 surrogates, scored with U+FFFD in their place)" if repaired
@@ -111,6 +117,7 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
                f"model load {load_seconds:.1f} s; scoring {score_seconds:.1f} s "
                f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)",
                truncation_line(inference.counts, f"texts (at {loaded.max_length} tokens)"), *([note] if note else []),
-               f"wrote {output}"]
+               f"wrote {output}" if procs.main else f"process {procs.index} of {procs.count}: scored its share; "
+                                                    f"the main process wrote {output}"]
     return JobResult(output, f"scored {len(rows)} rows -> {output}",
                      {"rows": len(rows), "load_seconds": load_seconds, "score_seconds": score_seconds}, [], summary)

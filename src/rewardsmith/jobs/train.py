@@ -1,5 +1,9 @@
 """`rewardsmith train` and `rewardsmith eval`: train a Bradley-Terry reward model and evaluate it on held-out
-sets; evaluate a saved model on datasets."""
+sets; evaluate a saved model on datasets.
+
+Both run under `accelerate launch --num_processes N`: every process trains (the Trainer) and scores
+(data-parallel, evaluate.scoring) together, and the main process writes the run folder (io.runfolder: the
+others hold a read-only view of it)."""
 
 from __future__ import annotations
 
@@ -7,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rewardsmith.config import DatasetConfig, RunConfig, to_dict
 from rewardsmith.data.collate import encode_pairs
-from rewardsmith.data.prepare import prepare_data
+from rewardsmith.data.prepare import train_data
 from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.data.templates import encoder_for
@@ -21,6 +27,7 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, add_counts, dataset_lines, open_run, truncation_line, written_line
 from rewardsmith.jobs.inference import Inference
 from rewardsmith.models.factory import build_reward_model, save_model
+from rewardsmith.report.render import with_interval
 from rewardsmith.report.train import eval_report, eval_rows, train_report
 from rewardsmith.train.tracking import tracked_paths
 from rewardsmith.train.trainer import CHECKPOINT_DIR, LOG_FILE, train_pairs
@@ -86,7 +93,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         reused = _reused(folder, title)
         if reused is not None:
             return reused
-        data = prepare_data(cfg.data)
+        data = train_data(cfg.data)
         model, tokenizer = build_reward_model(cfg.model, seed=cfg.train.seed)
         encoder = encoder_for(tokenizer, cfg.model)
         encoded = encode_pairs(encoder, data.train)
@@ -95,7 +102,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
             folder.claim(name)
         trainer = train_pairs(model, tokenizer, data.train, cfg.train, cfg.model, folder.path, encoded=encoded)
         model = trainer.model
-        if cfg.save_model:
+        if cfg.save_model and folder.main:
             save_model(model, tokenizer, folder.claim("model"), cfg.model,
                        extra={"trained_on": cfg.data.train.label, "train_pairs": len(data.train),
                               "bf16": cfg.train.bf16})
@@ -116,7 +123,8 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         }
         folder.write_json("metrics.json", metrics)
         folder.claim("plots")
-        train_report(metrics, folder)
+        if folder.main:
+            train_report(metrics, folder)
         folder.mark_complete()
         summary = [*dataset_lines(data.summaries), truncation_line(train_counts, "training sequences"),
                    truncation_line(eval_counts, "evaluation sequences"), written_line(folder, OUTPUTS)]
@@ -126,15 +134,18 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
 def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Path, data_dir: str | None = None,
              bf16: bool | None = None, batch_size: int = 64, n_boot: int = 1000, progress: bool = True,
              overwrite: bool = False, template: str = "auto", max_length: int | None = None,
-             trust_remote_code: bool = False) -> JobResult:
+             trust_remote_code: bool = False, shift_config: str | Path | None = None) -> JobResult:
     """Evaluates a reward model (any kind models.loading reads) on each dataset into the run folder `out`.
-    bf16: None = as trained; template / max_length / trust_remote_code: how a model from elsewhere is read."""
-    if not datasets:
-        raise ConfigError("give at least one --dataset")
+    bf16: None = as trained; template / max_length / trust_remote_code: how a model from elsewhere is read.
+    shift_config: a stress test under preference shift: the config's ID test split of its source and every target
+    (split as `rewardsmith shift` splits them), with each target's accuracy minus the ID accuracy and its CI."""
+    if not datasets and shift_config is None:
+        raise ConfigError("give at least one --dataset, or a --shift-config whose source and targets to evaluate on")
     if batch_size < 1:
         raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     config = {"model": str(model_dir), "datasets": [to_dict(d) for d in datasets], "bf16": bf16, "n_boot": n_boot,
-              "data_dir": data_dir, "batch_size": batch_size, "template": template, "max_length": max_length}
+              "data_dir": data_dir, "batch_size": batch_size, "template": template, "max_length": max_length,
+              "shift_config": str(shift_config) if shift_config else None}
     title = f"rewardsmith eval -> {out}"
     with RunFolder.open(out, "eval", config, overwrite=overwrite, volatile=("data_dir", "batch_size")) as folder:
         sets: dict[str, list[PreferencePair]] = {}
@@ -147,18 +158,79 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
                 raise DataError(f"no pairs to evaluate in {ds.label}: {loaded.account()}")
             sets[ds.label] = loaded.pairs
             summaries[ds.label] = {**loaded.summary(), "label": ds.label, "used": len(loaded.pairs)}
+        shift = _shift_sets(shift_config, data_dir) if shift_config is not None else None
+        if shift is not None:
+            for name, pairs in shift["sets"].items():
+                if name in sets:
+                    raise ConfigError(f"evaluation set {name!r} given by --dataset and by --shift-config")
+                sets[name] = pairs
+                summaries[name] = {"label": name, "pairs": len(pairs), "used": len(pairs),
+                                   "overlap_removed": shift["overlap_removed"].get(name, 0)}
         inference = Inference.load(model_dir, template, max_length, trust_remote_code, batch_size, bf16)
         if inference.in_context:
             raise ConfigError(f"{model_dir}: an in-context (ICRM) model; evaluate it with `rewardsmith icrm eval`")
         results, counts, scores = evaluate_sets(inference.scorer, sets, n_boot, progress)
         folder.write_json(SCORES_FILE, scores)
         model = inference.loaded
+        shift_block = _shift_block(shift, sets, scores, n_boot) if shift is not None else None
         metrics = {"model": str(model_dir), "model_kind": model.kind, "template": model.template,
                    "max_length": model.max_length, "trained_on": model.meta.get("trained_on"), "eval": results,
-                   "data": summaries, "truncation": counts, "environment": environment_info(), "config": config}
+                   "data": summaries, "truncation": counts, "environment": environment_info(), "config": config,
+                   **({"shift": shift_block} if shift_block else {})}
         folder.write_json("metrics.json", metrics)
         folder.claim("plots")
-        eval_report(metrics, folder)
+        if folder.main:
+            eval_report(metrics, folder)
         folder.mark_complete()
-        summary = [*dataset_lines(summaries), model.describe(), truncation_line(counts), written_line(folder, OUTPUTS)]
+        shifted = []
+        for name, t in (shift_block or {}).get("targets", {}).items():
+            plain = with_interval(t["ood_minus_id"], t["ood_minus_id_ci"], 1)
+            lc = with_interval(t["length_controlled_ood_minus_id"], t["length_controlled_ood_minus_id_ci"], 1)
+            shifted.append(f"under shift: {name} minus the ID test {plain} points (length-controlled {lc})")
+        summary = [*dataset_lines(summaries), model.describe(), truncation_line(counts), *shifted,
+                   written_line(folder, OUTPUTS)]
         return JobResult(folder.path, title, metrics, eval_rows(results), summary)
+
+
+def _shift_sets(path: str | Path, data_dir: str | None) -> dict[str, Any]:
+    """The ID test and the targets of a shift config, split as `rewardsmith shift` splits them (targets cleaned of
+    the conversations of its training pools)."""
+    from rewardsmith.config import load_yaml
+    from rewardsmith.w2s.config import ShiftConfig
+    from rewardsmith.w2s.metrics import ID_SPLIT
+    from rewardsmith.w2s.pipeline import shift_data
+
+    config = load_yaml(ShiftConfig, path)
+    data = shift_data(config, data_dir)
+    id_name = f"{config.source.label} (ID test)"
+    sets = {(id_name if name == ID_SPLIT else name): pairs for name, pairs in data.eval.items()}
+    return {"config": str(path), "id": id_name, "sets": sets, "overlap_removed": data.overlap_removed}
+
+
+def _shift_block(shift: dict[str, Any], sets: dict[str, list[PreferencePair]], scores: dict[str, Any],
+                 n_boot: int) -> dict[str, Any]:
+    """Per target: its accuracy minus the ID accuracy, and the same for the length-controlled accuracy, with CIs
+    (each set resampled on its own: different pairs)."""
+    from rewardsmith.evaluate.metrics import pairwise_correct
+    from rewardsmith.evaluate.transfer import unpaired_difference
+
+    def correct_and_longer(name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        s = scores[name]
+        margins = np.asarray(s["chosen"], dtype=np.float64) - np.asarray(s["rejected"], dtype=np.float64)
+        chosen_chars, rejected_chars = np.asarray(s["chosen_chars"]), np.asarray(s["rejected_chars"])
+        return pairwise_correct(margins), chosen_chars != rejected_chars, chosen_chars > rejected_chars
+
+    id_correct, id_unequal, id_longer = correct_and_longer(shift["id"])
+    targets = {}
+    for name in sets:
+        if name == shift["id"] or name not in shift["sets"]:
+            continue
+        correct, unequal, longer = correct_and_longer(name)
+        plain = unpaired_difference(id_correct, correct, n_boot=n_boot)
+        lc = unpaired_difference(id_correct[id_unequal], correct[unequal], n_boot=n_boot,
+                                 first_longer=id_longer[id_unequal], second_longer=longer[unequal])
+        targets[name] = {"ood_minus_id": plain["value"], "ood_minus_id_ci": plain["ci"],
+                         "length_controlled_ood_minus_id": lc.get("length_controlled"),
+                         "length_controlled_ood_minus_id_ci": lc.get("length_controlled_ci")}
+    return {"config": shift["config"], "id": shift["id"], "targets": targets,
+            "overlap_removed": shift["overlap_removed"]}

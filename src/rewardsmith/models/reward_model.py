@@ -79,6 +79,11 @@ class PooledBackbone(nn.Module):
     def hidden_size(self) -> int:
         return int(self.backbone.config.hidden_size)
 
+    @property
+    def _no_split_modules(self) -> list[str] | None:
+        """The backbone's layer classes, so an FSDP auto-wrap policy by layer class finds them through this model."""
+        return getattr(self.backbone, "_no_split_modules", None)
+
     def head_parameters(self) -> list[nn.Parameter]:
         """Trainable parameters outside the backbone."""
         return [p for name, p in self.named_parameters() if not name.startswith("backbone.")]

@@ -7,10 +7,13 @@ The Trainer is generic over two things:
   length-grouped pairs over epochs; the ICRM episode plan (rewardsmith.icrm.train) serves sampled episodes.
 - an objective: objective(model, batch, StepInfo) -> LossResult, a thin glue to a pure loss function.
 
-Single process on CPU or one GPU, or many under `accelerate launch` (DDP, FSDP, DeepSpeed): the same code;
-each process takes its slice of every micro-batch, and gradients are averaged across processes, so the
-result matches a single process with the same global batch. Checkpoints are pickle-free state folders
-(safetensors + JSON), written atomically.
+Single process on CPU or one GPU, or many under `accelerate launch` (DDP; FSDP, FSDP2 and DeepSpeed ZeRO-1/2/3
+on GPUs, configs/accelerate/): the same code; each process takes its slice of every micro-batch, and gradients
+are averaged across processes, so the result matches a single process with the same global batch. A launch whose
+engine accelerate does not run (FSDP or DeepSpeed on CPU processes) is refused, not trained as something else.
+Checkpoints are pickle-free state folders (safetensors + JSON), written atomically, holding whole state (full
+model and optimiser state, train.sharding) under every engine, so a run resumes exactly under any of them.
+After a sharded run trainer.model is a plain module again, with whole weights on every process.
 """
 
 from __future__ import annotations
@@ -39,6 +42,18 @@ from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.models.debias import attach_debias, detach_debias, prefit_covariate
 from rewardsmith.train.objectives import Objective, StepInfo, build_objective, debias_objective
+from rewardsmith.train.sharding import (
+    Skeleton,
+    check_engine,
+    check_requested_engine,
+    end_of_run,
+    fill_deepspeed_config,
+    load_whole_optimizer_state,
+    requested_engine,
+    shards_in_place,
+    whole_model_state,
+    whole_optimizer_state,
+)
 from rewardsmith.train.tracking import accelerator_options, require_tracker, tracking
 
 CHECKPOINT_DIR = "checkpoint"
@@ -196,7 +211,8 @@ class Trainer:
     def _optimizer(self) -> torch.optim.Optimizer:
         """AdamW with three learning rates: the backbone (lr), the heads (head_lr) and a training-only debias
         head (debias.lr). The fused kernel where every parameter's device has one: on CPU it steps MiniLM's 22M
-        parameters several times faster than the default multi-tensor loop (benchmarks/results/kernels.json)."""
+        parameters several times faster than the default multi-tensor loop (benchmarks/results/kernels.json).
+        Records the parameter names of each group (self.group_names: what whole optimiser state is keyed by)."""
         debias = [p for name, p in self.model.named_parameters() if name.startswith("debias.") and p.requires_grad]
         taken = {id(p) for p in debias}
         head = [p for p in self.model.head_parameters() if p.requires_grad and id(p) not in taken]
@@ -207,6 +223,8 @@ class Trainer:
         if debias:
             groups.append({"params": debias, "lr": self.cfg.debias.lr})
         fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
+        names = {id(p): name for name, p in self.model.named_parameters()}
+        self.group_names = [[names[id(p)] for p in g["params"]] for g in groups]
         return torch.optim.AdamW(groups, weight_decay=self.cfg.weight_decay, fused=fused)
 
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
@@ -221,9 +239,16 @@ class Trainer:
 
         cfg = self.cfg
         _reset_single_process_state()
+        engine = requested_engine()
+        check_requested_engine(engine)
+        # DeepSpeed needs cpu=False to start its engine, also on its CPU accelerator (DS_ACCELERATOR=cpu).
         accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no",
-                                  gradient_accumulation_steps=cfg.grad_accum, cpu=not torch.cuda.is_available(),
+                                  gradient_accumulation_steps=cfg.grad_accum,
+                                  cpu=not torch.cuda.is_available() and engine != "deepspeed",
                                   **accelerator_options(cfg.report_to, self.run_dir))
+        check_engine(accelerator, engine)
+        fill_deepspeed_config(accelerator, math.ceil(self._items_per_batch() / accelerator.num_processes),
+                              cfg.max_grad_norm)
         self.model.to(accelerator.device)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -231,10 +256,18 @@ class Trainer:
         optimizer = self._optimizer()
         scheduler = self._scheduler(optimizer)
         ckpt = self.run_dir / CHECKPOINT_DIR
-        start_batch = self._restore(load_state(ckpt), optimizer, scheduler) if ckpt.exists() else 0
+        saved = load_state(ckpt) if ckpt.exists() else None
+        start_batch = self._restore(saved, scheduler) if saved is not None else 0
+        skeleton = Skeleton(self.model) if shards_in_place(accelerator) else None
         # The scheduler is stepped here, once per optimiser step, not prepared: batches are already split
         # across processes, so accelerate's per-process scheduler stepping would shorten the schedule.
         model, optimizer = accelerator.prepare(self.model, optimizer)
+        if accelerator.gradient_accumulation_steps != cfg.grad_accum:
+            raise ConfigError(f"the DeepSpeed config accumulates {accelerator.gradient_accumulation_steps} "
+                              f"micro-batches, train.grad_accum {cfg.grad_accum}: set gradient_accumulation_steps: "
+                              "auto in it (the Trainer fills it)")
+        if saved is not None:
+            self._restore_optimizer(saved, accelerator, model, optimizer)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.run_dir / LOG_FILE
         start_step = start_batch // cfg.grad_accum
@@ -281,7 +314,11 @@ class Trainer:
                     os.kill(os.getpid(), signal.SIGKILL)
         accelerator.wait_for_everyone()
         seconds = time.perf_counter() - t0
-        self.model = accelerator.unwrap_model(model)
+        if skeleton is not None:  # a plain module with whole weights on every process (scoring, saving)
+            self.model = skeleton.build(whole_model_state(accelerator, model, everywhere=True), accelerator.device)
+        else:
+            self.model = accelerator.unwrap_model(model)
+        end_of_run(accelerator)
         if accelerator.is_main_process and ckpt.exists():
             shutil.rmtree(ckpt)  # the run is complete: the saved model replaces the checkpoint
         self._result = TrainResult(self.total_steps, seen * accelerator.num_processes, seconds,
@@ -296,20 +333,41 @@ class Trainer:
         return self._result
 
     # -- checkpoints ------------------------------------------------------------------------------------
+    def _items_per_batch(self) -> int:
+        """Items (pairs or episodes) in one micro-batch of the plan, all processes together."""
+        return int(getattr(self.plan, "batch_size", None) or self.cfg.batch_size)
+
     def _save(self, accelerator: Any, model: Any, optimizer: Any, scheduler: Any, next_batch: int) -> None:
+        """Writes whole state (train.sharding) from the main process; every process takes part in gathering it."""
         accelerator.wait_for_everyone()
+        model_state = whole_model_state(accelerator, model, everywhere=False)
+        optimizer_state = whole_optimizer_state(accelerator, model, optimizer, self.group_names)
         if not accelerator.is_main_process:
+            accelerator.wait_for_everyone()
             return
         rng: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate(),
                                "numpy": np.random.get_state()}
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        state = {"next_batch": next_batch, "model": accelerator.unwrap_model(model).state_dict(),
-                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng,
-                 "train_config": to_dict(self.cfg), "objective": _objective_state(self.objective)}
+        state = {"next_batch": next_batch, "model": model_state, "optimizer": optimizer_state,
+                 "scheduler": scheduler.state_dict(), "rng": rng, "train_config": to_dict(self.cfg),
+                 "objective": _objective_state(self.objective)}
         save_state(self.run_dir / CHECKPOINT_DIR, state)
+        # No process runs on (and may be killed) before the checkpoint of this step is complete on disk.
+        accelerator.wait_for_everyone()
 
-    def _restore(self, state: Any, optimizer: Any, scheduler: Any) -> int:
+    def _restore_optimizer(self, state: Any, accelerator: Any, model: Any, optimizer: Any) -> None:
+        """Loads the checkpoint's whole optimiser state into the prepared optimiser (each process its shard)."""
+        try:
+            load_whole_optimizer_state(accelerator, model, optimizer, state["optimizer"], state["model"],
+                                       self.group_names)
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise CheckpointError(f"{self.run_dir / CHECKPOINT_DIR}: its optimiser state does not fit this run "
+                                  f"({first_line(exc)[:200]})") from None
+
+    def _restore(self, state: Any, scheduler: Any) -> int:
+        """Restores the model weights (before prepare(): every engine shards what the module holds), the
+        scheduler, the random generators and the objective's state; returns the micro-batch to go on from."""
         where = self.run_dir / CHECKPOINT_DIR
         try:
             saved, now = state["train_config"], to_dict(self.cfg)
@@ -318,7 +376,8 @@ class Trainer:
                     raise CheckpointError(f"{where}: saved with {key}={saved[key]!r}, now {now[key]!r}; "
                                           "use another --out or the same settings")
             self.model.load_state_dict(state["model"])
-            optimizer.load_state_dict(state["optimizer"])
+            if not all(isinstance(name, str) for g in state["optimizer"]["param_groups"] for name in g["params"]):
+                raise ValueError("optimiser state keyed by position (an older rewardsmith), not by parameter name")
             scheduler.load_state_dict(state["scheduler"])
             rng = state["rng"]
             torch.set_rng_state(rng["torch"])

@@ -1,0 +1,132 @@
+"""The processes one command runs in: one, or several started by a launcher (`accelerate launch`, torchrun,
+mpirun) that each run the same command. Which process this is, how many there are, which device it owns, and
+the few collectives the commands need (agreeing on a flag, gathering rows of scores), all through accelerate's
+PartialState and torch.distributed; nothing here starts processes or talks to them any other way.
+
+A command that is not launched (WORLD_SIZE unset or 1) never imports torch.distributed and sees one process.
+Importing this module does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from rewardsmith.errors import ConfigError
+
+# Launchers name the number of processes in one of these (torchrun / accelerate: WORLD_SIZE; MPI launchers:
+# the others), read the way accelerate reads them.
+_WORLD_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def launched_processes() -> int:
+    """How many processes the launcher started for this command (1 when it was not launched)."""
+    for name in _WORLD_SIZE_VARS:
+        value = os.environ.get(name, "")
+        if value.strip().isdigit():
+            return max(1, int(value))
+    return 1
+
+
+@dataclass(frozen=True)
+class Processes:
+    """This process's place among the processes of a launch: index (0 is the main process), count, and the
+    device it computes on (None when not launched: callers keep their own choice)."""
+
+    index: int = 0
+    count: int = 1
+    device: Any = None
+
+    @property
+    def main(self) -> bool:
+        return self.index == 0
+
+    @property
+    def several(self) -> bool:
+        return self.count > 1
+
+
+def processes() -> Processes:
+    """The Processes of this command. Under a launcher this joins (or reads) accelerate's PartialState, which
+    sets up the process group: gloo between CPU processes, NCCL between GPUs (one per process, by LOCAL_RANK),
+    with the same choice the Trainer's Accelerator makes, so scoring before or after training shares it.
+
+    ConfigError when accelerate counts fewer processes than were launched (it does for DeepSpeed on CPU
+    processes, where every process would take itself for the only one)."""
+    launched = launched_processes()
+    if launched <= 1:
+        return Processes()
+    import torch
+    from accelerate import PartialState
+
+    state = PartialState(cpu=not torch.cuda.is_available())
+    if state.num_processes != launched:
+        raise ConfigError(f"the launcher started {launched} processes but accelerate {_accelerate_version()} counts "
+                          f"{state.num_processes} ({state.distributed_type}); every process would take itself for "
+                          "the only one. On CPU processes launch with `accelerate launch --multi_gpu "
+                          "--num_processes N` (gloo); DeepSpeed and FSDP need GPUs")
+    return Processes(state.process_index, state.num_processes, state.device)
+
+
+def _accelerate_version() -> str:
+    from importlib.metadata import version
+
+    return version("accelerate")
+
+
+def agree(value: int, procs: Processes) -> int:
+    """The main process's `value`, on every process (a broadcast of one integer; every process must call it)."""
+    if not procs.several:
+        return value
+    import torch
+    import torch.distributed as dist
+
+    flag = torch.tensor([value], dtype=torch.int64, device=procs.device)
+    dist.broadcast(flag, src=0)
+    return int(flag.item())
+
+
+def gather_rows(rows: Any, procs: Processes) -> list[Any]:
+    """Every process's `rows` (a float32 tensor (n_p, ...) on the CPU; n_p may differ between processes, the
+    trailing shape may not), in process order: [rows of process 0, rows of process 1, ...] as CPU tensors,
+    on every process. Two all_gathers: the row counts and shapes, then the rows padded to the longest."""
+    import torch
+
+    if not procs.several:
+        return [rows]
+    if rows.dim() > 5:
+        raise ValueError(f"gather_rows takes at most 4 trailing dimensions, got shape {tuple(rows.shape)}")
+    header = torch.full((6,), -1, dtype=torch.int64)
+    header[0], header[1] = rows.shape[0], rows.dim() - 1
+    header[2:2 + rows.dim() - 1] = torch.tensor(rows.shape[1:], dtype=torch.int64)
+    headers = _all_gather(header.to(procs.device), procs)
+    shapes = {tuple(int(x) for x in h[2:2 + int(h[1])]) for h in headers if int(h[0]) > 0}
+    if len(shapes) > 1:
+        raise RuntimeError(f"processes computed rows of different shapes {sorted(shapes)}")
+    trailing = shapes.pop() if shapes else tuple(rows.shape[1:])
+    longest = max(int(h[0]) for h in headers)
+    padded = torch.zeros((longest, *trailing), dtype=torch.float32)
+    if rows.shape[0]:
+        padded[:rows.shape[0]] = rows.reshape(rows.shape[0], *trailing)
+    gathered = _all_gather(padded.to(procs.device), procs)
+    return [g[:int(h[0])].cpu() for g, h in zip(gathered, headers, strict=True)]
+
+
+def same_on_every_process(fingerprint: list[int], procs: Processes) -> bool:
+    """Whether every process holds the same small integer fingerprint (one all_gather)."""
+    if not procs.several:
+        return True
+    import torch
+
+    mine = torch.tensor(fingerprint, dtype=torch.int64)
+    return all(torch.equal(other.cpu(), mine) for other in _all_gather(mine.to(procs.device), procs))
+
+
+def _all_gather(tensor: Any, procs: Processes) -> list[Any]:
+    import torch
+    import torch.distributed as dist
+
+    out = [torch.empty_like(tensor) for _ in range(procs.count)]
+    dist.all_gather(out, tensor.contiguous())
+    return out
