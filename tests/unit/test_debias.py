@@ -24,7 +24,8 @@ from rewardsmith.losses.w2s import confidence_loss
 from rewardsmith.models import build_reward_model
 from rewardsmith.models.debias import attach_debias
 from rewardsmith.models.factory import load_model, save_model
-from rewardsmith.train.trainer import PairBatchPlan, length_balance_weights, response_tokens, train_pairs
+from rewardsmith.train.debias import length_balance_weights, response_tokens
+from rewardsmith.train.trainer import PairBatchPlan, train_pairs
 
 torch.set_num_threads(1)
 MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)

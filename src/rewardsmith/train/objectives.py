@@ -10,17 +10,15 @@ option is a one-line ConfigError, never silently ignored.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
-from rewardsmith.config import DebiasSettings
 from rewardsmith.errors import ConfigError
 from rewardsmith.losses.base import LossResult
 from rewardsmith.losses.bt import bradley_terry_loss
-from rewardsmith.losses.debias import odin_regulariser
 from rewardsmith.registry import Registry
 
 
@@ -32,6 +30,27 @@ class StepInfo:
 
 class Objective(Protocol):
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult: ...
+
+
+class TrainingHooks:
+    """What an objective may do around a run of pair training besides its loss (train_pairs calls these for an
+    objective that subclasses TrainingHooks; the defaults do nothing): weight the pairs, prepare the model before
+    the Trainer is built (attach and prefit a training-only head), restore it after the run, and give parameters
+    under a name prefix their own learning rate. rewardsmith.train.debias is the one user today."""
+
+    def pair_weights(self, encoded: Sequence[Any]) -> list[float] | None:
+        """Per-pair loss weights (mean 1), or None for none."""
+        return None
+
+    def prepare(self, model: Any, encoded: Sequence[Any]) -> None:
+        """Called once before the Trainer is built (its optimiser sees what this attaches)."""
+
+    def finish(self, model: Any) -> None:
+        """Called once after the run, also when it fails."""
+
+    def parameter_groups(self) -> dict[str, float]:
+        """Parameter-name prefix -> learning rate, for parameters trained at their own rate."""
+        return {}
 
 
 ObjectiveFactory = Callable[..., Objective]
@@ -70,39 +89,3 @@ def build_objective(name: str, **options: Any) -> Objective:
         takes = ", ".join(params) or "no options"
         raise ConfigError(f"objective {name!r} has no option {unknown[0]!r} (takes: {takes})")
     return factory(**options)
-
-
-class OdinObjective:
-    """`inner` plus ODIN's regulariser on the debias head's outputs of the same forward (model.last_debias):
-    the length head explains length, the quality head is penalised for following it, and the two heads' weights
-    are kept orthogonal. Delegates checkpoint state to `inner`."""
-
-    def __init__(self, inner: Objective, settings: DebiasSettings):
-        self.inner = inner
-        self.settings = settings
-
-    def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
-        result = self.inner(model, batch, info)
-        core = getattr(model, "module", model)  # under DDP the heads live on the wrapped module
-        out = core.last_debias
-        if out is None:
-            raise RuntimeError("the odin objective needs a training forward with the length head attached")
-        reg = odin_regulariser(out.quality, out.extra, out.log_length, core.head.weight,
-                               core.debias.weight_layer.weight, self.settings.correlation_coef,
-                               self.settings.orthogonal_coef)
-        total = result.total + reg.total
-        return LossResult(total, {**result.terms, **reg.terms, "odin": float(reg.total.detach()),
-                                  "total": float(total.detach())})
-
-    def state_dict(self) -> Any:
-        return self.inner.state_dict() if hasattr(self.inner, "state_dict") else None
-
-    def load_state_dict(self, state: Any) -> None:
-        if hasattr(self.inner, "load_state_dict"):
-            self.inner.load_state_dict(state)
-
-
-def debias_objective(objective: Objective, settings: DebiasSettings) -> Objective:
-    """The objective a debias setting trains with: odin wraps it with its regulariser; the other kinds act
-    through the model (length-covariate) or the pair weights (length-balanced) and leave it as is."""
-    return OdinObjective(objective, settings) if settings.kind == "odin" else objective

@@ -40,8 +40,8 @@ from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
-from rewardsmith.models.debias import attach_debias, detach_debias, prefit_covariate
-from rewardsmith.train.objectives import Objective, StepInfo, build_objective, debias_objective
+from rewardsmith.train.debias import debiased
+from rewardsmith.train.objectives import Objective, StepInfo, TrainingHooks, build_objective
 from rewardsmith.train.sharding import (
     Skeleton,
     check_engine,
@@ -91,29 +91,6 @@ def swap_decision(seed: int, epoch: int, index: int) -> bool:
 
 def _swap_pair(p: EncodedPair) -> EncodedPair:
     return EncodedPair(p.rejected, p.chosen, 1.0 - p.label, p.index, not p.swapped)
-
-
-def response_tokens(pair: EncodedPair) -> tuple[int, int]:
-    """Response token counts (chosen, rejected) of an encoded pair."""
-    return sum(pair.chosen.response_mask), sum(pair.rejected.response_mask)
-
-
-def length_balance_weights(encoded: Sequence[EncodedPair]) -> list[float]:
-    """Pair weights under which pairs whose preferred response (label >= 0.5: chosen) is the longer one and
-    pairs where it is the shorter one carry equal total mass; ties keep weight 1. Normalised to mean 1. All
-    ones when either group is empty (nothing to balance)."""
-    sides = []
-    for p in encoded:
-        c, r = response_tokens(p)
-        diff = (c - r) if p.label >= 0.5 else (r - c)
-        sides.append(0 if diff == 0 else (1 if diff > 0 else -1))
-    longer, shorter = sides.count(1), sides.count(-1)
-    if not longer or not shorter:
-        return [1.0] * len(encoded)
-    half = (longer + shorter) / 2
-    raw = [1.0 if s == 0 else half / (longer if s > 0 else shorter) for s in sides]
-    mean = sum(raw) / len(raw)
-    return [w / mean for w in raw]
 
 
 class PairBatchPlan:
@@ -209,19 +186,26 @@ class Trainer:
 
     # -- optimiser --------------------------------------------------------------------------------------
     def _optimizer(self) -> torch.optim.Optimizer:
-        """AdamW with three learning rates: the backbone (lr), the heads (head_lr) and a training-only debias
-        head (debias.lr). The fused kernel where every parameter's device has one: on CPU it steps MiniLM's 22M
-        parameters several times faster than the default multi-tensor loop (benchmarks/results/kernels.json).
+        """AdamW with a learning rate per group: the backbone (lr), the heads (head_lr) and each parameter group
+        the objective names (TrainingHooks.parameter_groups: a training-only debias head at debias.lr). The fused
+        kernel where every parameter's device has one: on CPU it steps MiniLM's 22M parameters several times
+        faster than the default multi-tensor loop (benchmarks/results/kernels.json).
         Records the parameter names of each group (self.group_names: what whole optimiser state is keyed by)."""
-        debias = [p for name, p in self.model.named_parameters() if name.startswith("debias.") and p.requires_grad]
-        taken = {id(p) for p in debias}
+        own_rates = self.objective.parameter_groups() if isinstance(self.objective, TrainingHooks) else {}
+        extra: list[dict[str, Any]] = []
+        taken: set[int] = set()
+        for prefix, lr in own_rates.items():
+            params = [p for name, p in self.model.named_parameters()
+                      if name.startswith(prefix) and p.requires_grad and id(p) not in taken]
+            taken |= {id(p) for p in params}
+            if params:
+                extra.append({"params": params, "lr": lr})
         head = [p for p in self.model.head_parameters() if p.requires_grad and id(p) not in taken]
         taken |= {id(p) for p in head}
         body = [p for p in self.model.parameters() if p.requires_grad and id(p) not in taken]
         groups: list[dict[str, Any]] = [{"params": body, "lr": self.cfg.lr}] if body else []
         groups.append({"params": head, "lr": self.cfg.head_lr or self.cfg.lr})
-        if debias:
-            groups.append({"params": debias, "lr": self.cfg.debias.lr})
+        groups.extend(extra)
         fused = all(p.device.type in ("cpu", "cuda") for g in groups for p in g["params"])
         names = {id(p): name for name, p in self.model.named_parameters()}
         self.group_names = [[names[id(p)] for p in g["params"]] for g in groups]
@@ -405,26 +389,20 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
     """Trains `model` on preference pairs (tokenised here unless `encoded` is given) and returns the
     finished Trainer (trainer.model is the trained model).
 
-    cfg.debias selects a length-debiasing scheme: a training-only head attached for the run and removed
-    after it (length-covariate, odin; the odin objective adds its regulariser to `objective`), or pair
-    weights (length-balanced)."""
+    cfg.debias selects a length-debiasing scheme (rewardsmith.train.debias): the objective is wrapped, and its
+    training hooks weight the pairs, attach a training-only head for the run and remove it after."""
     if encoded is None:
         encoded = encode_pairs(encoder_for(tokenizer, model_cfg), pairs)
-    kind = cfg.debias.kind
-    weights = length_balance_weights(encoded) if kind == "length-balanced" else None
+    objective = debiased(objective or build_objective(cfg.loss), cfg.debias)
+    hooks = objective if isinstance(objective, TrainingHooks) else TrainingHooks()
     plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs,
-                         weights)
-    if attach_debias(model, kind) and kind == "length-covariate":
-        lengths = torch.log1p(torch.tensor([response_tokens(p) for p in encoded], dtype=torch.float32))
-        with torch.random.fork_rng():
-            prefit_covariate(model.debias, lengths[:, 0], lengths[:, 1],
-                             torch.tensor([p.label for p in encoded], dtype=torch.float32))
-    trainer = Trainer(model, plan, cfg, run_dir, debias_objective(objective or build_objective(cfg.loss), cfg.debias),
-                      on_step)
+                         hooks.pair_weights(encoded))
+    hooks.prepare(model, encoded)
+    trainer = Trainer(model, plan, cfg, run_dir, objective, on_step)
     try:
         trainer.fit()
     finally:
-        detach_debias(trainer.model)
+        hooks.finish(trainer.model)
     return trainer
 
 
