@@ -11,7 +11,7 @@ one process computes, given the same kernels (the same device kind and threads p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -60,17 +60,29 @@ def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], 
         raise RuntimeError("data-parallel scoring: the processes of this launch hold different texts; every "
                            "process must score the same texts (each runs its share of them)")
     mine = batches[procs.index::procs.count]
+    values = [out.float().cpu() for _, _, out in
+              forward_batches(forward, texts, mine, pad_id, device, bf16, padding_side,
+                              progress if procs.main and len(batches) > 1 else None)]
+    return _in_input_order(batches, values, len(texts), procs)
+
+
+def forward_batches(forward: Callable[[dict[str, torch.Tensor]], Any], texts: Sequence[EncodedText],
+                    batches: Sequence[Sequence[int]], pad_id: int, device: torch.device, bf16: bool = False,
+                    padding_side: str = "right", progress: str | None = None
+                    ) -> Iterator[tuple[Sequence[int], dict[str, torch.Tensor], Any]]:
+    """The loop itself: for each batch of text indices, the padded batch on `device` and forward(batch) under
+    bf16 autocast on request, with a progress bar under `progress` (None: silent). Yields (indices, batch,
+    output). batched_forward collects fixed-shape rows from it; a caller whose outputs are ragged (the W2S
+    reference cache: each text's response-token states) writes each batch's rows where it keeps them."""
     autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-    values: list[torch.Tensor] = []
     done = 0
-    shown = progress is not None and len(batches) > 1 and procs.main
-    with Progress(progress or "", sum(len(b) for b in mine), enabled=shown, unit="texts") as bar, autocast:
-        for idx in mine:
+    with Progress(progress or "", sum(len(b) for b in batches), enabled=progress is not None,
+                  unit="texts") as bar, autocast:
+        for idx in batches:
             batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id, padding_side).items()}
-            values.append(forward(batch).float().cpu())
+            yield idx, batch, forward(batch)
             done += len(idx)
             bar.update(done)
-    return _in_input_order(batches, values, len(texts), procs)
 
 
 def _plan_fingerprint(lengths: Sequence[int], batch_size: int) -> list[int]:

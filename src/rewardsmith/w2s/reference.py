@@ -21,15 +21,15 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from rewardsmith.data.collate import EncodedPair, pad_texts, sorted_batches
+from rewardsmith.data.collate import EncodedPair, sorted_batches
 from rewardsmith.errors import DataError
+from rewardsmith.evaluate.scoring import forward_batches
 from rewardsmith.models.reward_model import RewardModel
 
 
@@ -163,18 +163,16 @@ class ReferenceStateCache:
         was_training = model.training
         model.eval()
         device = next(model.parameters()).device
-        autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
-        with autocast:
-            for idx in sorted_batches([len(t.input_ids) for t in texts], batch_size):
-                batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id).items()}
-                out = model(batch, hidden_layers=layers)
-                pooled[idx] = out.pooled.float().cpu().numpy()
-                mask = batch["response_mask"]
-                for row, i in enumerate(idx):
-                    if counts[i] == 0:
-                        continue
-                    rows = torch.stack([out.hidden_states[layer][row][mask[row]] for layer in layers], dim=1)
-                    states[offsets[i] : offsets[i] + counts[i]] = rows.float().cpu().numpy().astype(np.float16)
+        batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size))
+        for idx, batch, out in forward_batches(lambda b: model(b, hidden_layers=layers), texts, batches, pad_id,
+                                               device, bf16):
+            pooled[idx] = out.pooled.float().cpu().numpy()
+            mask = batch["response_mask"]
+            for row, i in enumerate(idx):
+                if counts[i] == 0:
+                    continue
+                rows = torch.stack([out.hidden_states[layer][row][mask[row]] for layer in layers], dim=1)
+                states[offsets[i] : offsets[i] + counts[i]] = rows.float().cpu().numpy().astype(np.float16)
         model.train(was_training)
         cache = cls(
             layers,
