@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import special, stats
 
 FloatArray = NDArray[np.float64]
 
@@ -17,6 +16,8 @@ FloatArray = NDArray[np.float64]
 def sigmoid(x: ArrayLike) -> FloatArray:
     """1 / (1 + exp(-x)) elementwise, without overflow for large |x| (scipy's expit). Returns float64 of x's
     shape."""
+    from scipy import special  # imported on use: importing rewardsmith stays free of scipy
+
     return np.asarray(special.expit(np.asarray(x, dtype=np.float64)), dtype=np.float64)
 
 
@@ -102,6 +103,8 @@ def length_controlled_value(correct: ArrayLike, longer: ArrayLike) -> FloatArray
 
 def spearman(x: ArrayLike, y: ArrayLike) -> FloatArray:
     """Spearman rank correlation of x and y along the last axis (..., n) -> (...,); NaN where either is constant."""
+    from scipy import stats
+
     rx = stats.rankdata(np.asarray(x, dtype=np.float64), axis=-1)  # average ranks: ties share their mean rank
     ry = stats.rankdata(np.asarray(y, dtype=np.float64), axis=-1)
     rx = rx - rx.mean(axis=-1, keepdims=True)

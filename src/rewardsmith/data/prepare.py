@@ -58,13 +58,13 @@ def split_parts(pairs: Sequence[PreferencePair], parts: Mapping[str, Part], salt
 
 
 def conversations(pairs: Sequence[PreferencePair]) -> set[str]:
-    """The conversation keys (PreferencePair.group_key: the first human turn) of pairs."""
-    return {p.group_key() for p in pairs}
+    """The conversation keys (PreferencePair.conversation_key: the first human turn's letters and digits) of pairs."""
+    return {p.conversation_key() for p in pairs}
 
 
 def unseen_mask(pairs: Sequence[PreferencePair], seen: AbstractSet[str]) -> list[bool]:
     """True for each pair whose conversation is not in `seen`."""
-    return [p.group_key() not in seen for p in pairs]
+    return [p.conversation_key() not in seen for p in pairs]
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,14 @@ def prepare_data(plan: DataPlan, data_dir: str | Path | None = None) -> Prepared
     evals: dict[str, list[PreferencePair]] = {}
     summaries: dict[str, Any] = {}
     removed: dict[str, int] = {}
+    # The hash split keeps a conversation on one side; a repeat of it with other punctuation or spacing is found
+    # by its conversation key and dropped from the parts training does not see.
+    for name in parts:
+        if name not in plan.training:
+            kept = [p for p, keep in zip(parts[name], unseen_mask(parts[name], seen), strict=True) if keep]
+            if len(kept) < len(parts[name]):
+                removed[name] = len(parts[name]) - len(kept)
+                parts[name] = kept
     for ds in plan.evals:
         name = ds.label
         if name in evals or name in parts:

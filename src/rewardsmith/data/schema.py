@@ -47,6 +47,12 @@ class PreferencePair:
         """Key that keeps one conversation on one side of a split (hash of the first human turn)."""
         return stable_hash(self.first_user_turn().strip().lower())
 
+    def conversation_key(self) -> str:
+        """Key that finds one conversation again in another set: the first human turn reduced to its lowercase
+        letters and digits, so a repeat with other punctuation or spacing matches (stricter than group_key, which
+        stays the split's hash input so committed splits do not move)."""
+        return "".join(ch for ch in self.first_user_turn().lower() if ch.isalnum())
+
     def with_label(self, label: float) -> PreferencePair:
         return PreferencePair(self.prompt, self.chosen, self.rejected, float(label), self.domain,
                               self.pair_id, dict(self.metadata))

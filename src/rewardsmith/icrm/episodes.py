@@ -137,7 +137,7 @@ def unseen_pools(name: str, pairs: Sequence[PreferencePair], test_fraction: floa
 
 
 def without_conversations(pool: PairPool, keys: AbstractSet[str]) -> tuple[PairPool, int]:
-    """The pool without every pair whose conversation (PreferencePair.group_key(), the first human turn) is in
+    """The pool without every pair whose conversation (PreferencePair.conversation_key(), the first human turn) is in
     `keys`, its labellings kept aligned, and the number of pairs dropped."""
     keep = np.array(unseen_mask(pool.pairs, keys), dtype=bool)
     if keep.all():

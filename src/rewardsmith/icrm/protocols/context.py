@@ -3,7 +3,7 @@ embedding caches, and scoring of episodes.
 
 Targets are data no training saw. For a training source (one of the run's episodes.sources) they are its held-out
 `test` part; for any other source, a hash-chosen share (eval.unseen_test_fraction) of its conversations. Either
-way every target pair whose conversation (first human turn, PreferencePair.group_key) appears in the `train` part
+way every target pair whose conversation (first human turn, PreferencePair.conversation_key) appears in the `train` part
 of any training source is dropped and counted (`overlap_removed` in each protocol's metrics): sources overlap (37
 of rm-bench/chat's 129 first turns are in hh-rlhf/helpful-base). The BT baseline trains on the same train parts,
 so its targets are clean too. Demonstrations come from the `demo` part (from demo + train where the demo part of a
@@ -123,7 +123,7 @@ class EvalContext:
     def training_keys(self) -> set[str]:
         """Conversations (group keys) of every training pair: the train parts of all training sources."""
         if self._training_keys is None:
-            self._training_keys = {p.group_key() for source in self.cfg.episodes.sources
+            self._training_keys = {p.conversation_key() for source in self.cfg.episodes.sources
                                    for p in self.pools(source)["train"].pairs}
         return self._training_keys
 
