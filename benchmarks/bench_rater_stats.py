@@ -35,6 +35,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -102,52 +103,47 @@ def remove_generated(folder: Path) -> None:
 # ----------------------------------------------------------------------------------------------- worker
 
 
-def _tree_rss_bytes(root: int) -> int:
-    """Resident bytes of process `root` and all its descendants (from /proc)."""
+def _tree_sum(root: int, value: Callable[[int, list[str]], float]) -> float:
+    """Sum of value(pid, stat fields after the command name) over process `root` and its live descendants, read from
+    /proc; processes that vanish while being read are skipped."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page = os.sysconf("SC_PAGE_SIZE")
+    values: dict[int, float] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as fh:
                 fields = fh.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/statm") as fh:
-                rss[int(entry)] = int(fh.read().split()[1]) * page
+            values[int(entry)] = value(int(entry), fields)
         except (OSError, IndexError, ValueError):
             continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo.extend(children.get(pid, []))
-    return total
-
-
-def _tree_cpu_seconds(root: int) -> float:
-    """CPU seconds (user + system, with reaped children) of process `root` and its live descendants (/proc): the
-    worker's threads and, for Spark, the JVM it launched."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        cpu[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime, stime, cutime, cstime
         children.setdefault(int(fields[1]), []).append(int(entry))
     total, todo = 0.0, [root]
     while todo:
         pid = todo.pop()
-        total += cpu.get(pid, 0.0)
+        total += values.get(pid, 0.0)
         todo.extend(children.get(pid, []))
     return total
+
+
+def _rss_bytes(pid: int, fields: list[str]) -> float:
+    with open(f"/proc/{pid}/statm") as fh:
+        return float(int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _cpu_seconds(pid: int, fields: list[str]) -> float:
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+
+
+def _tree_rss_bytes(root: int) -> int:
+    """Resident bytes of process `root` and all its descendants."""
+    return int(_tree_sum(root, _rss_bytes))
+
+
+def _tree_cpu_seconds(root: int) -> float:
+    """CPU seconds (user + system, with reaped children) of process `root` and its live descendants: the worker's
+    threads and, for Spark, the JVM it launched."""
+    return _tree_sum(root, _cpu_seconds)
 
 
 class PeakMemory:
