@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS: dict[str, list[str]] = {
     "train_throughput": ["bench_train_throughput.py"],
     "score": ["bench_score.py"],
+    "suites": ["bench_suites.py"],
     "kernels": ["bench_kernels.py"],
     "anchor": ["bench_anchor.py"],
     "icrm": ["bench_icrm.py", "--pairs", "1000", "--demos", "64", "--repeats", "2"],

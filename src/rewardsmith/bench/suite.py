@@ -112,7 +112,9 @@ class Suite:
     name: the name the CLI and reports use ("reward-bench"); title: its display name; order: its place in a report
     (ascending); release: where its data comes from (hub ids, layout under the data directory); source: the
     files of the official code its definitions follow (shown in docs/benchmarks.md); load: LoadRequest ->
-    SuiteData, or Missing when its release is absent; measure: (rows, rewards, options) -> SuiteMeasures.
+    SuiteData, or Missing when its release is absent; measure: (rows, rewards, options) -> SuiteMeasures;
+    group: the name `rewardsmith bench --suite` selects it by, as the benchmark is usually called ("rewardbench";
+    suites of one benchmark share it, as PPE's two do; "" = its own name).
     """
 
     name: str
@@ -122,3 +124,9 @@ class Suite:
     source: str
     load: Loader
     measure: Measurer
+    group: str = ""
+
+    @property
+    def selector(self) -> str:
+        """The --suite name that selects this suite (its group, else its name)."""
+        return self.group or self.name

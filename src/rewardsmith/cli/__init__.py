@@ -15,7 +15,7 @@ from typer._click import exceptions as click_errors  # typer bundles its own cli
 from typer._click.termui import echo
 from typer.core import TyperGroup
 
-from rewardsmith.cli import calibrate, core, icrm, serve, shift
+from rewardsmith.cli import bench, calibrate, core, icrm, serve, shift
 
 
 class OneLineErrors(TyperGroup):
@@ -64,7 +64,7 @@ def _root(version: bool = typer.Option(False, "--version", help="print the versi
     """Train, stress-test, steer, calibrate and serve reward models for RLHF."""
 
 
-for _module in (core, shift, serve):
+for _module in (core, shift, bench, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)
 app.add_typer(calibrate.app, name="calibrate")

@@ -16,18 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.report.plots import Series, _new_figure, _save, plot_grouped_bars
+from rewardsmith.report.plots import _new_figure, _save
 from rewardsmith.report.render import Figure, Report, figure_markdown, markdown_table, with_interval, write_report
 
 Writer = Callable[[str, str], Path]
 
-INTRO = ("Scores in % (ROC AUC and correlations as fractions) with 95% bootstrap CIs over the benchmark's units "
-         "(rows, or prompts where a prompt holds several rows). Each score is defined as its benchmark's official "
-         "harness defines it (docs/benchmarks.md). **Length rule**: the same metric with the response length as the "
-         "reward (\"the longer response wins\"); a model near its length rule may be scoring length. "
-         "**Length-controlled**: the mean of the accuracies on pairs whose preferred response is longer and on those "
-         "whose preferred response is shorter (50 for a pure length scorer), where the metric is pairwise. "
-         "**corr(reward, length)**: Spearman correlation of reward and response length over every response.")
+INTRO = (
+    "Scores in % (ROC AUC and correlations as fractions) with 95% bootstrap CIs over the benchmark's units "
+    "(rows, or prompts where a prompt holds several rows). Each score is defined as its benchmark's official "
+    "harness defines it (docs/benchmarks.md). **Length rule**: the same metric with the response length as the "
+    'reward ("the longer response wins"); a model near its length rule may be scoring length. '
+    "**Length-controlled**: the mean of the accuracies on pairs whose preferred response is longer and on those "
+    "whose preferred response is shorter (50 for a pure length scorer), where the metric is pairwise. "
+    "**corr(reward, length)**: Spearman correlation of reward and response length over every response."
+)
 VERDICT_COLOURS = {"better": "#2a9d45", "worse": "#c23b22", "inconclusive": "#7f7f7f", None: "#bbbbbb"}
 
 
@@ -60,13 +62,43 @@ def _by_key(metrics: Mapping[str, Any], model: str, suite: str) -> dict[tuple[st
     return {} if result is None else {(m["subset"], m["metric"]): m for m in result["measures"]}
 
 
+TRAINED = "trained on this set"
+
+
+def in_training(metrics: Mapping[str, Any], model: str, suite: str, subset: str) -> bool:
+    """Whether the model was trained on the set this subset is (model_info's training_sets): not a held-out
+    score."""
+    found = ((metrics.get("model_info") or {}).get(model) or {}).get("training_sets") or []
+    return any(f.get("suite") == suite and f.get("subset") == subset for f in found)
+
+
+def _score_cell(record: Mapping[str, Any] | None, decimals: int) -> str:
+    return _fmt(record, "score", decimals) if record else "not run"
+
+
+def _training_note(metrics: Mapping[str, Any], suite: str) -> str:
+    marked = [
+        f"{model} on {f['subset']}"
+        for model in metrics["models"]
+        for f in ((metrics.get("model_info") or {}).get(model) or {}).get("training_sets") or []
+        if f.get("suite") == suite
+    ]
+    return (
+        f"*{TRAINED}*: {'; '.join(marked)}. The set may hold the pairs the model was trained on, so its score "
+        "there is not a held-out one."
+        if marked
+        else ""
+    )
+
+
 def _label(record: Mapping[str, Any], metrics_shown: set[str]) -> str:
-    """"<subset> (n=N)", or "<subset>: <metric> (n=N)" when the rows show several metrics."""
+    """ "<subset> (n=N)", or "<subset>: <metric> (n=N)" when the rows show several metrics."""
     name = record["subset"] if len(metrics_shown) <= 1 else f"{record['subset']}: {record['metric']}"
     return f"{name} (n={record['n']})"
 
 
 # ---------------------------------------------------------------------------------------------------- tables
+
 
 def drop_empty_columns(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     """The rows without the columns that are "n/a" in every row (e.g. a length-controlled accuracy where no
@@ -86,12 +118,16 @@ def summary_rows(metrics: Mapping[str, Any]) -> list[dict[str, str]]:
         heads = [m for m in layout["measures"] if m["level"] == "overall" and m["primary"]] or layout["measures"][:1]
         for head in heads:
             dec = _decimals(head)
-            row = {"suite": layout["title"], "measure": f"{head['subset']}: {head['metric']}", "n": str(head["n"]),
-                   "chance": with_interval(head.get("chance"), None, dec),
-                   "length rule": _fmt(head, "length_rule", dec)}
+            row = {
+                "suite": layout["title"],
+                "measure": f"{head['subset']}: {head['metric']}",
+                "n": str(head["n"]),
+                "chance": with_interval(head.get("chance"), None, dec),
+                "length rule": _fmt(head, "length_rule", dec),
+            }
             for model in metrics["models"]:
                 record = _by_key(metrics, model, suite).get((head["subset"], head["metric"]))
-                row[model] = _fmt(record, "score", dec) if record else "not run"
+                row[model] = _score_cell(record, dec)
             rows.append(row)
     return rows
 
@@ -106,19 +142,28 @@ def main_rows(metrics: Mapping[str, Any], suite: str) -> tuple[list[dict[str, st
     scores, diagnostics = [], []
     for head in layout:
         dec = _decimals(head)
-        base = {"subset": head["subset"], "metric": head["metric"], "n": str(head["n"]),
-                "chance": with_interval(head.get("chance"), None, dec), "length rule": _fmt(head, "length_rule", dec)}
+        base = {
+            "subset": head["subset"],
+            "metric": head["metric"],
+            "n": str(head["n"]),
+            "chance": with_interval(head.get("chance"), None, dec),
+            "length rule": _fmt(head, "length_rule", dec),
+        }
         diag = {"subset": head["subset"], "metric": head["metric"]}
         for model in models:
             record = _by_key(metrics, model, suite).get((head["subset"], head["metric"])) or {}
             prefix = "" if single else f"{model}: "
-            base["score" if single else model] = _fmt(record, "score", dec) if record else "not run"
+            base["score" if single else model] = _score_cell(record if record else None, dec)
             target = base if single else diag
             target[f"{prefix}length-controlled"] = _fmt(record, "length_controlled", 1)
             target[f"{prefix}corr(reward, length)"] = _fmt(record, "length_correlation", 2)
         scores.append(base)
         if any(v != "n/a" for k, v in diag.items() if k not in ("subset", "metric")):
             diagnostics.append(diag)
+    trained = [", ".join(m for m in models if in_training(metrics, m, suite, head["subset"])) for head in layout]
+    if any(trained):
+        for row, names in zip(scores, trained, strict=True):
+            row[TRAINED] = names
     return drop_empty_columns(scores), ([] if single else drop_empty_columns(diagnostics))
 
 
@@ -144,16 +189,27 @@ def secondary_rows(metrics: Mapping[str, Any], suite: str) -> list[dict[str, str
     return rows
 
 
-def comparison_rows(records: Sequence[Mapping[str, Any]], titles: Mapping[str, str] | None = None,
-                    ) -> list[dict[str, str]]:
+def comparison_rows(
+    records: Sequence[Mapping[str, Any]],
+    titles: Mapping[str, str] | None = None,
+) -> list[dict[str, str]]:
     """One row per compared measure: suite (its title), subset, metric, n, difference [CI], verdict."""
     names = titles or {}
-    return [{"suite": names.get(r["suite"], r["suite"]), "subset": r["subset"], "metric": r["metric"], "n": str(r["n"]),
-             "difference": with_interval(r.get("difference"), r.get("difference_ci"), 3 if r.get("unit") == "" else 1),
-             "verdict": r.get("verdict") or "n/a"} for r in records]
+    return [
+        {
+            "suite": names.get(r["suite"], r["suite"]),
+            "subset": r["subset"],
+            "metric": r["metric"],
+            "n": str(r["n"]),
+            "difference": with_interval(r.get("difference"), r.get("difference_ci"), 3 if r.get("unit") == "" else 1),
+            "verdict": r.get("verdict") or "n/a",
+        }
+        for r in records
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------- figures
+
 
 def _xerr(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Asymmetric error bar lengths (2, K); a missing bound draws no whisker on its side."""
@@ -179,16 +235,32 @@ def plot_forest(rows: Sequence[Mapping[str, Any]], path: Path, *, title: str, xl
     figure = _new_figure(7.5, 1.5 + 0.3 * len(rows) * (1.0 if len(models) < 3 else 1.5))
     axes = figure.add_subplot()
     y = np.arange(len(rows))[::-1].astype(float)
-    offsets = (np.arange(len(models)) - (len(models) - 1) / 2) * (0.5 / max(len(models), 1))
+    offsets = (np.arange(len(models)) - (len(models) - 1) / 2) * (0.6 / max(len(models), 1))
     for k, model in enumerate(models):
         vals = [row["models"].get(model, (None, None, None)) for row in rows]
         v, lo, hi = (_floats([x[i] for x in vals]) for i in range(3))
-        axes.errorbar(v, y - offsets[k], xerr=_xerr(v, lo, hi), fmt="o", color=f"C{k % 10}", capsize=2.5,
-                      markersize=5, label=f"{model} (95% CI)")
-    axes.scatter(_floats([r.get("length_rule") for r in rows]), y, marker="x", color="#444444", s=30, zorder=3,
-                 label="length rule")
-    axes.scatter(_floats([r.get("chance") for r in rows]), y, marker="|", color="#999999", s=160, zorder=2,
-                 label="chance")
+        axes.errorbar(
+            v,
+            y - offsets[k],
+            xerr=_xerr(v, lo, hi),
+            fmt="o",
+            color=f"C{k % 10}",
+            capsize=2.5,
+            markersize=5,
+            label=f"{model} (95% CI)",
+        )
+    axes.scatter(
+        _floats([r.get("length_rule") for r in rows]),
+        y,
+        marker="x",
+        color="#444444",
+        s=30,
+        zorder=3,
+        label="length rule",
+    )
+    axes.scatter(
+        _floats([r.get("chance") for r in rows]), y, marker="|", color="#999999", s=160, zorder=2, label="chance"
+    )
     _separators(axes, y, [str(r.get("group", "")) for r in rows])
     axes.set_yticks(y, [row["label"] for row in rows])
     axes.set_ylim(-0.7, len(rows) - 0.3)
@@ -199,8 +271,13 @@ def plot_forest(rows: Sequence[Mapping[str, Any]], path: Path, *, title: str, xl
     axes.grid(True, axis="x", alpha=0.3)
     handles, labels = axes.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: labels[i] in ("length rule", "chance"))  # models first
-    figure.legend([handles[i] for i in order], [labels[i] for i in order], fontsize="small",
-                  loc="outside lower center", ncol=min(4, len(labels)))
+    figure.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        fontsize="small",
+        loc="outside lower center",
+        ncol=min(4, len(labels)),
+    )
     return _save(figure, path)
 
 
@@ -215,13 +292,25 @@ def _forest_rows(metrics: Mapping[str, Any], suite: str) -> list[dict[str, Any]]
             if record and record.get("score") is not None:
                 low, high = record.get("score_ci") or [None, None]
                 per_model[model] = (record["score"], low, high)
-        rows.append({"label": _label(head, shown), "group": head["level"],
-                     "chance": head.get("chance"), "length_rule": head.get("length_rule"), "models": per_model})
+        rows.append(
+            {
+                "label": _label(head, shown),
+                "group": head["level"],
+                "chance": head.get("chance"),
+                "length_rule": head.get("length_rule"),
+                "models": per_model,
+            }
+        )
     return rows
 
 
-def plot_best_of_k(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], rule: Mapping[str, Mapping[str, Any]],
-                   path: Path, *, title: str) -> Path:
+def plot_best_of_k(
+    curves: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    rule: Mapping[str, Mapping[str, Any]],
+    path: Path,
+    *,
+    title: str,
+) -> Path:
     """Small multiples, one panel per set: each model's best-of-K curve with its 95% band, the length rule's curve,
     the oracle (some correct response among K) and a random pick. curves: model -> set -> extras curve."""
     sets = list(dict.fromkeys(s for per in curves.values() for s in per))
@@ -252,7 +341,7 @@ def plot_best_of_k(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], rule: 
         axes.set_xlabel("K (responses drawn)")
         axes.set_ylabel("picked correct (%)")
         axes.grid(True, alpha=0.3)
-    for axes in panels[len(sets):]:
+    for axes in panels[len(sets) :]:
         axes.set_visible(False)
     handles, labels = panels[0].get_legend_handles_labels()
     figure.suptitle(title)
@@ -260,8 +349,9 @@ def plot_best_of_k(curves: Mapping[str, Mapping[str, Mapping[str, Any]]], rule: 
     return _save(figure, path)
 
 
-def plot_differences(records: Sequence[Mapping[str, Any]], path: Path, *, title: str,
-                     titles: Mapping[str, str] | None = None) -> Path:
+def plot_differences(
+    records: Sequence[Mapping[str, Any]], path: Path, *, title: str, titles: Mapping[str, str] | None = None
+) -> Path:
     """Paired differences (candidate - baseline) with 95% CIs, one line per measure grouped by suite (thin lines
     between suites, each row labelled "<suite>: <subset>"), coloured by verdict, with the zero line."""
     figure = _new_figure(7.5, 1.6 + 0.3 * len(records))
@@ -274,8 +364,16 @@ def plot_differences(records: Sequence[Mapping[str, Any]], path: Path, *, title:
         v = _floats([records[i].get("difference") for i in chosen])
         ci = [records[i].get("difference_ci") or [None, None] for i in chosen]
         lo, hi = _floats([c[0] for c in ci]), _floats([c[1] for c in ci])
-        axes.errorbar(v, y[chosen], xerr=_xerr(v, lo, hi), fmt="o", color=colour, capsize=2.5, markersize=5,
-                      label=verdict or "no CI")
+        axes.errorbar(
+            v,
+            y[chosen],
+            xerr=_xerr(v, lo, hi),
+            fmt="o",
+            color=colour,
+            capsize=2.5,
+            markersize=5,
+            label=verdict or "no CI",
+        )
     axes.axvline(0.0, color="black", linewidth=1)
     _separators(axes, y, [r["suite"] for r in records])
     names = titles or {}
@@ -289,8 +387,9 @@ def plot_differences(records: Sequence[Mapping[str, Any]], path: Path, *, title:
     return _save(figure, path)
 
 
-def _plotted_differences(metrics: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
-                         max_subsets: int = 8) -> list[Mapping[str, Any]]:
+def _plotted_differences(
+    metrics: Mapping[str, Any], records: Sequence[Mapping[str, Any]], max_subsets: int = 8
+) -> list[Mapping[str, Any]]:
     """The differences worth a figure: each suite's primary % measures at overall and section level, and its
     subsets when it has at most `max_subsets` of them (the tables list every measure)."""
     primary = [r for r in records if _is_primary(metrics, r)]
@@ -298,35 +397,120 @@ def _plotted_differences(metrics: Mapping[str, Any], records: Sequence[Mapping[s
     for r in primary:
         if r["level"] == "subset":
             count[r["suite"]] = count.get(r["suite"], 0) + 1
-    return [r for r in primary if r["level"] in ("overall", "section")
-            or (r["level"] == "subset" and count[r["suite"]] <= max_subsets)]
+    return [
+        r
+        for r in primary
+        if r["level"] in ("overall", "section") or (r["level"] == "subset" and count[r["suite"]] <= max_subsets)
+    ]
+
+
+DIFFICULTIES = ("easy", "normal", "hard")
+
+
+def plot_difficulty(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[Any, Any, Any]]]], groups: Sequence[str], path: Path, *, title: str
+) -> Path:
+    """Small multiples, one panel per model (shared 0-100 axis): per group (domain) one bar per difficulty with its
+    95% CI, and the chance line. panels: model -> difficulty -> per group (value, low, high)."""
+    names = list(panels)
+    columns = min(3, len(names))
+    rows_n = int(np.ceil(len(names) / columns))
+    figure = _new_figure(max(4.2, 0.9 * len(groups) + 1.2) * columns + 0.4, 3.0 * rows_n + 0.9)
+    axes_all = np.atleast_1d(figure.subplots(rows_n, columns, squeeze=False, sharey=True)).ravel()
+    x = np.arange(len(groups))
+    width = 0.8 / len(DIFFICULTIES)
+    for axes, model in zip(axes_all, names, strict=False):
+        for k, difficulty in enumerate(DIFFICULTIES):
+            cells = panels[model].get(difficulty) or [(None, None, None)] * len(groups)
+            v, lo, hi = (_floats([c[i] for c in cells]) for i in range(3))
+            axes.bar(
+                x + (k - 1) * width,
+                np.nan_to_num(v),
+                width,
+                yerr=_xerr(v, lo, hi),
+                capsize=2.5,
+                color=f"C{k}",
+                alpha=0.85,
+                label=difficulty,
+                error_kw={"linewidth": 1},
+            )
+        axes.axhline(50.0, color="grey", linestyle="--", linewidth=1, label="chance (50)")
+        axes.set_xticks(
+            x,
+            list(groups),
+            rotation=20 if max(len(g) for g in groups) > 8 else 0,
+            ha="right" if max(len(g) for g in groups) > 8 else "center",
+        )
+        axes.set_ylim(0, 105)
+        axes.set_title(model, fontsize="medium")
+        axes.grid(True, axis="y", alpha=0.3)
+    for axes in axes_all[::columns]:
+        axes.set_ylabel("accuracy (%)")
+    for axes in axes_all[len(names) :]:
+        axes.set_visible(False)
+    figure.suptitle(title)
+    handles, labels = axes_all[0].get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("chance"))  # the difficulties first
+    figure.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        fontsize="small",
+        loc="outside lower center",
+        ncol=len(labels),
+    )
+    return _save(figure, path)
 
 
 def _difficulty_figure(metrics: Mapping[str, Any], suite: str, out: Path) -> list[Figure]:
-    """RM-Bench: easy / normal / hard per domain, one figure per model (existing grouped-bar plot)."""
-    figures = []
+    """RM-Bench: easy / normal / hard per domain, one panel per model in one figure."""
     layout = _suite(metrics, suite)["measures"]
-    subsets = list(dict.fromkeys(m["subset"] for m in layout if m["metric"] == "hard"))
+    groups = list(dict.fromkeys(m["subset"] for m in layout if m["metric"] == "hard"))
+    panels: dict[str, dict[str, list[tuple[Any, Any, Any]]]] = {}
     for model in metrics["models"]:
         found = _by_key(metrics, model, suite)
         if not found:
             continue
-        series = []
-        for difficulty in ("easy", "normal", "hard"):
-            records = [found.get((s, difficulty)) or {} for s in subsets]
-            cis = [r.get("score_ci") or [None, None] for r in records]
-            series.append(Series(difficulty, subsets, [r.get("score") for r in records], [c[0] for c in cis],
-                                 [c[1] for c in cis]))
-        path = plot_grouped_bars(subsets, series, out / f"{_slug(suite)}_{_slug(model)}_difficulty.png",
-                                 ylabel="accuracy (%)", title=f"{_suite(metrics, suite)['title']}: {model}",
-                                 reference=50.0)
-        figures.append(Figure(path, f"{_suite(metrics, suite)['title']}, {model}: easy / normal / hard accuracy "
-                                    "per domain (%, 95% CIs over prompts); hard pits a concise correct response "
-                                    "against a more styled wrong one"))
-    return figures
+        panels[model] = {}
+        for difficulty in DIFFICULTIES:
+            records = [found.get((g, difficulty)) or {} for g in groups]
+            panels[model][difficulty] = [(r.get("score"), *(r.get("score_ci") or [None, None])) for r in records]
+    if not panels or not groups:
+        return []
+    title = _suite(metrics, suite)["title"]
+    path = plot_difficulty(
+        panels, groups, out / f"{_slug(suite)}_difficulty.png", title=f"{title}: accuracy by difficulty"
+    )
+    return [
+        Figure(
+            path,
+            f"{title}: easy / normal / hard accuracy per domain and model (%, 95% CIs over prompts). "
+            "Hard pits a concise correct response against a more styled wrong one, easy the reverse; "
+            "hard far below easy means style wins over correctness",
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------- document
+
+
+def _settings_line(metrics: Mapping[str, Any]) -> str:
+    """What the run read and how (from the job's config and options, where the metrics hold them)."""
+    config, options = metrics.get("config") or {}, metrics.get("options") or {}
+    if not config:
+        return ""
+    limit = options.get("limit")
+    rows = "all rows" if limit is None else f"the first {limit} rows of each subset (a sample)"
+    return (
+        f"\n\nData: {md_text(str(config.get('data_dir', '')))}, {rows}; {options.get('n_boot', 0)} bootstrap "
+        "replicates per interval."
+    )
+
+
+def md_text(text: str) -> str:
+    """Free text (paths, globs such as data/test-*.parquet) as literal Markdown: emphasis and code characters
+    escaped."""
+    return "".join(f"\\{c}" if c in "*_`[]<>" else c for c in text)
+
 
 def _summary_line(layout: Mapping[str, Any]) -> str:
     summary = layout["summary"]
@@ -334,9 +518,12 @@ def _summary_line(layout: Mapping[str, Any]) -> str:
     dropped = {k: v for k, v in (summary.get("dropped") or {}).items() if v}
     if dropped:
         parts.append("dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items()))
-    text = "; ".join(parts) + f". Source: {layout['release']}. Definitions follow {layout['source']}."
+    text = (
+        md_text("; ".join(parts)) + f". Source: {md_text(layout['release'])}. Definitions follow "
+        f"{md_text(layout['source'])}."
+    )
     notes = summary.get("notes") or []
-    return text + ("\n\n" + "\n".join(f"- {n}" for n in notes) if notes else "")
+    return text + ("\n\n" + "\n".join(f"- {md_text(n)}" for n in notes) if notes else "")
 
 
 def _extras_markdown(metrics: Mapping[str, Any], suite: str) -> str:
@@ -347,26 +534,42 @@ def _extras_markdown(metrics: Mapping[str, Any], suite: str) -> str:
     ties = {m: e["ties_components"] for m, e in extras.items() if e.get("ties_components")}
     if ties:
         names = list(next(iter(ties.values())))
-        rows = [{"component": name, **{m: with_interval(None if c.get(name) is None else
-                                                        c[name] if name == "margin score" else 100 * c[name],
-                                                        None, 3 if name == "margin score" else 1)
-                                       for m, c in ties.items()}} for name in names]
-        blocks.append("Ties score components (%; the margin score, a tanh, lies in (-1, 1)):\n\n"
-                      + markdown_table(rows))
+        rows = [
+            {
+                "component": name,
+                **{
+                    m: with_interval(
+                        None if c.get(name) is None else c[name] if name == "margin score" else 100 * c[name],
+                        None,
+                        3 if name == "margin score" else 1,
+                    )
+                    for m, c in ties.items()
+                },
+            }
+            for name in names
+        ]
+        blocks.append(
+            "Ties score components (%; the margin score, a tanh, lies in (-1, 1)):\n\n" + markdown_table(rows)
+        )
     for model, e in extras.items():
         matrix = (e.get("matrices") or {}).get("overall")
         if not matrix:
             continue
         styles = e.get("styles") or [str(i) for i in range(len(matrix["matrix"]))]
-        rows = [{"chosen \\ rejected": s, **{t: f"{v:.1f}" for t, v in zip(styles, row, strict=True)}}
-                for s, row in zip(styles, matrix["matrix"], strict=True)]
-        blocks.append(f"Style matrix, every prompt ({model}; % of prompts whose chosen response in the row's style "
-                      "beats the rejected one in the column's; hard = above the diagonal):\n\n" + markdown_table(rows))
+        rows = [
+            {"chosen \\ rejected": s, **{t: f"{v:.1f}" for t, v in zip(styles, row, strict=True)}}
+            for s, row in zip(styles, matrix["matrix"], strict=True)
+        ]
+        blocks.append(
+            f"Style matrix, every prompt ({model}; % of prompts whose chosen response in the row's style "
+            "beats the rejected one in the column's; hard = above the diagonal):\n\n" + markdown_table(rows)
+        )
     return "\n\n".join(blocks)
 
 
-def bench_report(metrics: Mapping[str, Any], out_dir: str | Path, write: Writer | None = None,
-                 title: str | None = None) -> tuple[Path, Path]:
+def bench_report(
+    metrics: Mapping[str, Any], out_dir: str | Path, write: Writer | None = None, title: str | None = None
+) -> tuple[Path, Path]:
     """Writes out_dir/report.md, out_dir/report.html and out_dir/plots/*.png from bench_metrics' dict; each figure
     sits in the section it belongs to.
 
@@ -376,7 +579,7 @@ def bench_report(metrics: Mapping[str, Any], out_dir: str | Path, write: Writer 
     out = Path(out_dir)
     plots = out / "plots"
     models = metrics["models"]
-    report = Report(title or f"rewardsmith bench: {', '.join(models)}", INTRO)
+    report = Report(title or f"rewardsmith bench: {', '.join(models)}", INTRO + _settings_line(metrics))
     suites = _suite_names(metrics)
     titles = {s: _suite(metrics, s)["title"] for s in suites}
 
@@ -390,55 +593,126 @@ def bench_report(metrics: Mapping[str, Any], out_dir: str | Path, write: Writer 
         body = [_summary_line(layout)]
         scores, diagnostics = main_rows(metrics, suite)
         body.append(markdown_table(scores))
+        note = _training_note(metrics, suite)
+        if note:
+            body.append(note)
         if diagnostics:
             body.append("Length diagnostics per model:\n\n" + markdown_table(diagnostics))
         forest = _forest_rows(metrics, suite)
         if forest:
-            path = plot_forest(forest, plots / f"{_slug(suite)}_scores.png", title=layout["title"],
-                               xlabel="score (%)")
-            body.append(figure(path, f"{layout['title']}: score per subset with 95% CI per model, the length rule "
-                                     "(x) and chance (|)"))
+            path = plot_forest(forest, plots / f"{_slug(suite)}_scores.png", title=layout["title"], xlabel="score (%)")
+            body.append(
+                figure(
+                    path,
+                    f"{layout['title']}: score per subset with 95% CI per model, the length rule (x) and chance (|)",
+                )
+            )
         secondary = secondary_rows(metrics, suite)
         if secondary:
-            body.append("Further metrics:\n\n" + markdown_table(secondary))
+            gap = (
+                "; **hard - easy** is the style gap in points, per prompt (below 0: the model prefers a more "
+                "styled wrong response over a plainer correct one)"
+                if "hard - easy" in secondary[0]
+                else ""
+            )
+            body.append(f"Further metrics, each model's and the length rule's{gap}:\n\n" + markdown_table(secondary))
         extras = _extras_markdown(metrics, suite)
         if extras:
             body.append(extras)
-        curves = {m: metrics["results"][m]["suites"][suite]["extras"]["curves"] for m in models
-                  if "curves" in metrics["results"][m]["suites"].get(suite, {}).get("extras", {})}
+        curves = {
+            m: metrics["results"][m]["suites"][suite]["extras"]["curves"]
+            for m in models
+            if "curves" in metrics["results"][m]["suites"].get(suite, {}).get("extras", {})
+        }
         if curves:
             rule = layout["extras"].get("length_rule", {}).get("curves", {})
-            path = plot_best_of_k(curves, rule, plots / f"{_slug(suite)}_best_of_k.png",
-                                  title="PPE correctness: best-of-K curves")
-            body.append(figure(path, "Best-of-K: expected correctness of the highest-reward response among K drawn "
-                                     "from a prompt's responses, per model (95% band over prompts), with the length "
-                                     "rule, the oracle and a random pick"))
+            path = plot_best_of_k(
+                curves, rule, plots / f"{_slug(suite)}_best_of_k.png", title="PPE correctness: best-of-K curves"
+            )
+            body.append(
+                figure(
+                    path,
+                    "Best-of-K: expected correctness of the highest-reward response among K drawn "
+                    "from a prompt's responses, per model (95% band over prompts), with the length "
+                    "rule, the oracle and a random pick",
+                )
+            )
         if any(m["metric"] == "hard" for m in layout["measures"]):
             body += [figure(f.path, f.caption) for f in _difficulty_figure(metrics, suite, plots)]
         report.add(layout["title"], "\n\n".join(body))
     for name, records in (metrics.get("comparisons") or {}).items():
         if not records:
             continue
-        body = ["Difference of the first model minus the second on the units both were scored on, with a paired "
-                "bootstrap 95% CI; **better** / **worse** when the CI excludes 0, else **inconclusive**."]
+        candidate, _, baseline = name.partition(" vs ")
+        body = [
+            f"**{candidate}** minus **{baseline}** on the units both were scored on (percentage points; ROC AUC "
+            "and correlations as fractions), with a paired bootstrap 95% CI: **better** when the CI lies above "
+            "0, **worse** below it, **inconclusive** when it covers 0."
+        ]
         plotted = _plotted_differences(metrics, records)
         if plotted:
-            path = plot_differences(plotted, plots / f"differences_{_slug(name)}.png", title=name, titles=titles)
-            body.append(figure(path, f"Paired differences {name} of each suite's headline scores (percentage points, "
-                                     "paired bootstrap 95% CIs), coloured by verdict; the table lists every measure"))
+            path = plot_differences(
+                plotted, plots / f"differences_{_slug(name)}.png", title=f"{candidate} minus {baseline}", titles=titles
+            )
+            body.append(
+                figure(
+                    path,
+                    f"Paired differences, {candidate} minus {baseline}, of each suite's headline "
+                    "scores (percentage points, "
+                    "paired bootstrap 95% CIs), coloured by verdict; the table lists every measure",
+                )
+            )
         body.append(markdown_table(comparison_rows(records, titles)))
         report.add(f"Paired differences: {name}", "\n\n".join(body))
     missing = metrics.get("missing") or []
     if missing:
-        report.add("Not run", "\n".join(f"- **{m['suite']}**: {m['message']}" for m in missing))
-    texts = [{"model": m, **{k: str(v) for k, v in metrics["results"][m].get("texts", {}).items()}} for m in models]
-    if texts:
-        report.add("Texts scored", "Each distinct (prompt, response) is scored once across suites; *reused* counts "
-                   "the texts requested again.\n\n" + markdown_table(texts))
+        report.add("Not run", "\n".join(f"- **{m['suite']}**: {md_text(m['message'])}" for m in missing))
+    report.add(
+        "Models and texts scored",
+        "Each distinct (prompt, response) is scored once across suites, rows with "
+        "many completions in the same batches; *reused* counts the texts requested again. Scoring time "
+        "excludes model loading.\n\n" + markdown_table(model_rows(metrics)),
+    )
     return write_report(report, out, write)
+
+
+def model_rows(metrics: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per model: what was loaded and how its texts were written (where metrics hold model_info), the
+    texts requested, scored and reused, the truncated texts and the scoring speed."""
+    rows = []
+    for model in metrics["models"]:
+        info = (metrics.get("model_info") or {}).get(model, {})
+        texts = metrics["results"][model].get("texts", {})
+        row = {"model": model}
+        if info:
+            row.update(
+                {
+                    "source": info.get("source", ""),
+                    "read as": f"{info.get('kind', '')}, {info.get('template', '')} template, "
+                    f"{info.get('max_length', '')} tokens, {info.get('precision', '')}",
+                    "trained on": info.get("trained_on") or "n/a",
+                }
+            )
+        row.update({k: str(texts.get(k, "")) for k in ("requested", "scored", "reused")})
+        if info:
+            cut = info.get("truncation", {})
+            timing = info.get("timing", {})
+            rate = timing.get("texts_per_s")
+            row.update(
+                {
+                    "prompt / response cut": f"{cut.get('prompt_truncated', 0)} / {cut.get('response_truncated', 0)}",
+                    "texts/s": "n/a"
+                    if rate is None
+                    else f"{rate:.1f}" + (" (earlier run)" if info.get("from_earlier_run") else ""),
+                }
+            )
+        rows.append(row)
+    return rows
 
 
 def _is_primary(metrics: Mapping[str, Any], record: Mapping[str, Any]) -> bool:
     layout = _suite(metrics, record["suite"])["measures"] if record["suite"] in _suite_names(metrics) else []
-    return any(m["subset"] == record["subset"] and m["metric"] == record["metric"] and m["primary"]
-               and m.get("unit") == "%" for m in layout)
+    return any(
+        m["subset"] == record["subset"] and m["metric"] == record["metric"] and m["primary"] and m.get("unit") == "%"
+        for m in layout
+    )

@@ -42,8 +42,13 @@ SETS: dict[str, tuple[str, str]] = {
     "ifeval": ("lmarena-ai/PPE-IFEval-Best-of-K", "ifeval_best_of_k"),
     "mbpp_plus": ("lmarena-ai/PPE-MBPP-Plus-Best-of-K", "mbpp_plus_best_of_k"),
 }
-COLUMNS = (Column("prompt", "str"), Column("scores", "list[bool]"), Column("sampled_conflict_pairs", "list[pair]"),
-           Column("question_id", "id", required=False), Column("model_name", "str", required=False))
+COLUMNS = (
+    Column("prompt", "str"),
+    Column("scores", "list[bool]"),
+    Column("sampled_conflict_pairs", "list[pair]"),
+    Column("question_id", "id", required=False),
+    Column("model_name", "str", required=False),
+)
 CONFLICT = "conflict accuracy"
 AREA, END, PEAK, AUC = "best-of-K area", "best-of-K end", "best-of-K max", "ROC AUC"
 
@@ -57,24 +62,38 @@ def _set_rows(data: SuiteData, set_name: str, rows: Any, limit: SubsetLimit, uni
             raise DataError(str(err), path=where, row=row_no, field="response_*") from None
         correct = record["scores"]
         if not names or len(names) != len(correct):
-            raise DataError(f"{len(names)} response columns for {len(correct)} correctness labels", path=where,
-                            row=row_no, field="scores")
+            raise DataError(
+                f"{len(names)} response columns for {len(correct)} correctness labels",
+                path=where,
+                row=row_no,
+                field="scores",
+            )
         responses = []
         for name in names:
             if not isinstance(record[name], str):
-                raise DataError(f"expected str, got {type(record[name]).__name__}", path=where, row=row_no,
-                                field=name)
+                raise DataError(f"expected str, got {type(record[name]).__name__}", path=where, row=row_no, field=name)
             responses.append(record[name])
         for i, j in record["sampled_conflict_pairs"]:
             if not (0 <= i < len(responses) and 0 <= j < len(responses)):
-                raise DataError(f"pair ({i}, {j}) outside responses 0..{len(responses) - 1}", path=where,
-                                row=row_no, field="sampled_conflict_pairs")
+                raise DataError(
+                    f"pair ({i}, {j}) outside responses 0..{len(responses) - 1}",
+                    path=where,
+                    row=row_no,
+                    field="sampled_conflict_pairs",
+                )
         if not limit.admit(set_name):
             continue
         question = record["question_id"] if record["question_id"] is not None else f"row {row_no}"
         row_id = f"{set_name}:{question}" + (f":{record['model_name']}" if record["model_name"] else "")
-        data.rows.append(BenchRow(unique(row_id), set_name, user_prompt(record["prompt"]), tuple(responses),
-                                  {"correct": tuple(correct), "pairs": tuple(record["sampled_conflict_pairs"])}))
+        data.rows.append(
+            BenchRow(
+                unique(row_id),
+                set_name,
+                user_prompt(record["prompt"]),
+                tuple(responses),
+                {"correct": tuple(correct), "pairs": tuple(record["sampled_conflict_pairs"])},
+            )
+        )
 
 
 def load(request: LoadRequest) -> SuiteData | Missing:
@@ -84,8 +103,15 @@ def load(request: LoadRequest) -> SuiteData | Missing:
     limit, unique = SubsetLimit(request.limit), UniqueIds()
     for set_name, (hub_id, ppe_name) in SETS.items():
         folder = hub_id.split("/")[1]
-        source = release_rows(request, NAME, [root / folder, root / ppe_name], COLUMNS, hub_id=hub_id,
-                              split="train", what="data/train-*.parquet")
+        source = release_rows(
+            request,
+            NAME,
+            [root / folder, root / ppe_name],
+            COLUMNS,
+            hub_id=hub_id,
+            split="train",
+            what="data/train-*.parquet",
+        )
         if isinstance(source, Missing):
             data.notes.append(f"{set_name}: {source.message}")
             continue
@@ -108,12 +134,18 @@ def _curve_extras(curves: np.ndarray, oracle: np.ndarray, ks: list[int], options
         reps = curves[idx].mean(axis=1) * 100.0  # (B, len(ks))
         bands = [percentile_interval(reps[:, j], options.confidence) for j in range(len(ks))]
         low, high = [b[0] for b in bands], [b[1] for b in bands]
-    return {"k": ks, "curve": mean.tolist(), "low": list(low), "high": list(high),
-            "oracle": (oracle.mean(axis=0) * 100.0).tolist()}
+    return {
+        "k": ks,
+        "curve": mean.tolist(),
+        "low": list(low),
+        "high": list(high),
+        "oracle": (oracle.mean(axis=0) * 100.0).tolist(),
+    }
 
 
-def _set_measures(set_name: str, data: SuiteData, rewards: RowRewards, rows: list[int],
-                  options: EvalOptions) -> tuple[list[Measure], dict[str, Any]]:
+def _set_measures(
+    set_name: str, data: SuiteData, rewards: RowRewards, rows: list[int], options: EvalOptions
+) -> tuple[list[Measure], dict[str, Any]]:
     ids = tuple(data.rows[i].row_id for i in rows)
     k_max = min(len(data.rows[i].responses) for i in rows)
     ks = list(range(1, k_max + 1))
@@ -134,13 +166,20 @@ def _set_measures(set_name: str, data: SuiteData, rewards: RowRewards, rows: lis
     random_pick = 100.0 * float(np.mean([np.mean(data.rows[i].fields["correct"]) for i in rows]))
     pairs = PairView(np.concatenate(margins), np.concatenate(good_len), np.concatenate(bad_len))
     measures = [
-        Measure(set_name, CONFLICT, Units(ids, np.array(counts, dtype=np.float64), "ratio"), chance=50.0,
-                pairs=pairs, rows=tuple(rows)),
+        Measure(
+            set_name,
+            CONFLICT,
+            Units(ids, np.array(counts, dtype=np.float64), "ratio"),
+            chance=50.0,
+            pairs=pairs,
+            rows=tuple(rows),
+        ),
         Measure(set_name, AREA, Units(ids, curve_arr.mean(axis=1)), primary=False, chance=random_pick),
         Measure(set_name, END, Units(ids, curve_arr[:, -1]), primary=False, chance=random_pick),
         Measure(set_name, PEAK, Units(ids, curve_arr, "max_of_means"), primary=False, chance=random_pick),
-        Measure(set_name, AUC, Units(ids, np.array(auc_values), "pooled_auc", scale=1.0), primary=False,
-                chance=0.5, unit=""),
+        Measure(
+            set_name, AUC, Units(ids, np.array(auc_values), "pooled_auc", scale=1.0), primary=False, chance=0.5, unit=""
+        ),
     ]
     extras = _curve_extras(curve_arr, oracle_arr, ks, options)
     extras["random"] = random_pick
@@ -159,16 +198,29 @@ def measure(data: SuiteData, rewards: RowRewards, options: EvalOptions) -> Suite
     for column, metric in enumerate((CONFLICT, AREA, END, PEAK, AUC)):
         parts = [measures[column] for measures in per_set.values()]
         if parts:
-            overall.append(composite_measure("overall", metric, equal_weights(parts), level="overall",
-                                             primary=metric == CONFLICT, unit=parts[0].unit,
-                                             chance=parts[0].chance if metric in (CONFLICT, AUC) else None))
+            overall.append(
+                composite_measure(
+                    "overall",
+                    metric,
+                    equal_weights(parts),
+                    level="overall",
+                    primary=metric == CONFLICT,
+                    unit=parts[0].unit,
+                    chance=parts[0].chance if metric in (CONFLICT, AUC) else None,
+                )
+            )
     return SuiteMeasures([*overall, *(m for ms in per_set.values() for m in ms)], {"curves": curves})
 
 
 SUITE = Suite(
-    name=NAME, title="PPE correctness (best-of-K)", order=40,
+    name=NAME,
+    title="PPE correctness (best-of-K)",
+    order=40,
     release="lmarena-ai/PPE-{MMLU-Pro,MATH,GPQA,IFEval,MBPP-Plus}-Best-of-K (train split) at "
-            "<data dir>/ppe/<set>/data/*.parquet",
+    "<data dir>/ppe/<set>/data/*.parquet",
     source="the PPE paper (arXiv:2410.14872) and the lmarena/PPE repository (conflict-pair "
-           "accuracy, best-of-K curve, ROC AUC); the sets' dataset cards for the columns",
-    load=load, measure=measure)
+    "accuracy, best-of-K curve, ROC AUC); the sets' dataset cards for the columns",
+    load=load,
+    measure=measure,
+    group="ppe",
+)

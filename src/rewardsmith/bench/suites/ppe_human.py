@@ -29,11 +29,19 @@ NAME = "ppe-human-preference"
 HUB_ID = "lmarena-ai/PPE-Human-Preference-V1"
 FOLDERS = ("PPE-Human-Preference-V1", "human_preference_v1")
 SET = "human_preference_v1"
-COLUMNS = (Column("question_id", "id"), Column("prompt", "str"), Column("response_1", "str"),
-           Column("response_2", "str"), Column("winner", "str"), Column("model_a", "str", required=False),
-           Column("model_b", "str", required=False), Column("language", "str", required=False),
-           Column("is_code", "bool", required=False), Column("is_refusal", "bool", required=False),
-           Column("category_tag", "mapping", required=False))
+COLUMNS = (
+    Column("question_id", "id"),
+    Column("prompt", "str"),
+    Column("response_1", "str"),
+    Column("response_2", "str"),
+    Column("winner", "str"),
+    Column("model_a", "str", required=False),
+    Column("model_b", "str", required=False),
+    Column("language", "str", required=False),
+    Column("is_code", "bool", required=False),
+    Column("is_refusal", "bool", required=False),
+    Column("category_tag", "mapping", required=False),
+)
 WINNERS = {"model_a": 0, "model_b": 1}
 TIES = ("tie", "tie (bothbad)")
 HARD_PROMPT_CRITERIA = 6
@@ -73,13 +81,23 @@ def load(request: LoadRequest) -> SuiteData | Missing:
             data.drop("tie")
             continue
         if winner not in WINNERS:
-            raise DataError(f"expected one of model_a, model_b, tie, tie (bothbad), got {winner!r}"[:160],
-                            path=where, row=row_no, field="winner")
+            raise DataError(
+                f"expected one of model_a, model_b, tie, tie (bothbad), got {winner!r}"[:160],
+                path=where,
+                row=row_no,
+                field="winner",
+            )
         if not limit.admit(SET):
             continue
-        data.rows.append(BenchRow(unique(record["question_id"]), SET, user_prompt(record["prompt"]),
-                                  (record["response_1"], record["response_2"]),
-                                  {"preferred": WINNERS[winner], "categories": tuple(category_tags(record))}))
+        data.rows.append(
+            BenchRow(
+                unique(record["question_id"]),
+                SET,
+                user_prompt(record["prompt"]),
+                (record["response_1"], record["response_2"]),
+                {"preferred": WINNERS[winner], "categories": tuple(category_tags(record))},
+            )
+        )
     return data
 
 
@@ -92,21 +110,40 @@ def measure(data: SuiteData, rewards: RowRewards, options: EvalOptions) -> Suite
     everything = list(range(len(data.rows)))
     measures: list[Measure] = []
     if everything:
-        measures.append(pairwise_measure("overall", ACCURACY, data, rewards, everything, strict=False,
-                                         preferred=_preferred, level="overall"))
+        measures.append(
+            pairwise_measure(
+                "overall", ACCURACY, data, rewards, everything, strict=False, preferred=_preferred, level="overall"
+            )
+        )
     by_tag: dict[str, list[int]] = {}
     for i, row in enumerate(data.rows):
         for tag in row.fields["categories"]:
             by_tag.setdefault(tag, []).append(i)
     for tag, rows in by_tag.items():
-        measures.append(pairwise_measure(tag, ACCURACY, data, rewards, rows, strict=False, preferred=_preferred,
-                                         level="category", correlation=False))
+        measures.append(
+            pairwise_measure(
+                tag,
+                ACCURACY,
+                data,
+                rewards,
+                rows,
+                strict=False,
+                preferred=_preferred,
+                level="category",
+                correlation=False,
+            )
+        )
     return SuiteMeasures(measures, {"categories": {tag: len(rows) for tag, rows in by_tag.items()}})
 
 
 SUITE = Suite(
-    name=NAME, title="PPE human preference", order=30,
+    name=NAME,
+    title="PPE human preference",
+    order=30,
     release=f"{HUB_ID} (test split) at <data dir>/ppe/PPE-Human-Preference-V1/data/*.parquet",
     source="the PPE paper (arXiv:2410.14872) and the lmarena/PPE repository (human preference "
-           "accuracy, ties excluded); dataset card of lmarena-ai/PPE-Human-Preference-V1 for the columns",
-    load=load, measure=measure)
+    "accuracy, ties excluded); dataset card of lmarena-ai/PPE-Human-Preference-V1 for the columns",
+    load=load,
+    measure=measure,
+    group="ppe",
+)

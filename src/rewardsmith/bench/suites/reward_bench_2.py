@@ -31,14 +31,27 @@ from rewardsmith.errors import DataError
 
 NAME = "reward-bench-2"
 HUB_ID = "allenai/reward-bench-2"
-COLUMNS = (Column("id", "id"), Column("prompt", "str"), Column("chosen", "list[str]"),
-           Column("rejected", "list[str]"), Column("num_correct", "int"), Column("num_incorrect", "int"),
-           Column("total_completions", "int"), Column("subset", "str"), Column("models", "list[str]", required=False),
-           Column("additional_metadata", "mapping", required=False))
+COLUMNS = (
+    Column("id", "id"),
+    Column("prompt", "str"),
+    Column("chosen", "list[str]"),
+    Column("rejected", "list[str]"),
+    Column("num_correct", "int"),
+    Column("num_incorrect", "int"),
+    Column("total_completions", "int"),
+    Column("subset", "str"),
+    Column("models", "list[str]", required=False),
+    Column("additional_metadata", "mapping", required=False),
+)
 PATTERNS = ("test-*", "test.*")
 TIES_METRIC = "Ties score"
-TIES_COMPONENTS = ("ref accuracy", "tied accuracy", "correctness preferred", "correctness preferred (hard)",
-                   "margin score")
+TIES_COMPONENTS = (
+    "ref accuracy",
+    "tied accuracy",
+    "correctness preferred",
+    "correctness preferred (hard)",
+    "margin score",
+)
 
 
 def is_ties(subset: str) -> bool:
@@ -51,12 +64,21 @@ def _check_row(record: dict[str, Any], where: Any, row_no: int) -> None:
     problems = [
         (not chosen, "chosen", "needs at least one completion"),
         (not rejected, "rejected", "needs at least one completion"),
-        (record["num_correct"] != len(chosen), "num_correct",
-         f"is {record['num_correct']} but chosen holds {len(chosen)} completions"),
-        (record["total_completions"] != len(chosen) + len(rejected), "total_completions",
-         f"is {record['total_completions']} but chosen + rejected hold {len(chosen) + len(rejected)}"),
-        (is_ties(record["subset"]) and record["id"].partition(":")[0] not in ("ref", "tied"), "id",
-         f"a Ties id must be 'ref:<id>' or 'tied:<id>', got {record['id']!r}"),
+        (
+            record["num_correct"] != len(chosen),
+            "num_correct",
+            f"is {record['num_correct']} but chosen holds {len(chosen)} completions",
+        ),
+        (
+            record["total_completions"] != len(chosen) + len(rejected),
+            "total_completions",
+            f"is {record['total_completions']} but chosen + rejected hold {len(chosen) + len(rejected)}",
+        ),
+        (
+            is_ties(record["subset"]) and record["id"].partition(":")[0] not in ("ref", "tied"),
+            "id",
+            f"a Ties id must be 'ref:<id>' or 'tied:<id>', got {record['id']!r}",
+        ),
     ]
     for failed, field, message in problems:
         if failed:
@@ -66,8 +88,16 @@ def _check_row(record: dict[str, Any], where: Any, row_no: int) -> None:
 def load(request: LoadRequest) -> SuiteData | Missing:
     """The test split's rows (responses = chosen + rejected; fields num_correct, num_incorrect), at most
     request.limit per subset; Missing when reward-bench-2/data holds no test-* file (and the hub is not asked)."""
-    source = release_rows(request, NAME, [request.data_dir / "reward-bench-2"], COLUMNS, hub_id=HUB_ID,
-                          split="test", what="data/test-*.parquet", patterns=PATTERNS)
+    source = release_rows(
+        request,
+        NAME,
+        [request.data_dir / "reward-bench-2"],
+        COLUMNS,
+        hub_id=HUB_ID,
+        split="test",
+        what="data/test-*.parquet",
+        patterns=PATTERNS,
+    )
     if isinstance(source, Missing):
         return source
     rows, sources = source
@@ -78,16 +108,24 @@ def load(request: LoadRequest) -> SuiteData | Missing:
         _check_row(record, where, row_no)
         if not limit.admit(record["subset"]):
             continue
-        data.rows.append(BenchRow(unique(record["id"]), record["subset"], user_prompt(record["prompt"]),
-                                  tuple(record["chosen"]) + tuple(record["rejected"]),
-                                  {"num_correct": record["num_correct"], "num_incorrect": record["num_incorrect"],
-                                   "id": record["id"]}))
+        data.rows.append(
+            BenchRow(
+                unique(record["id"]),
+                record["subset"],
+                user_prompt(record["prompt"]),
+                tuple(record["chosen"]) + tuple(record["rejected"]),
+                {"num_correct": record["num_correct"], "num_incorrect": record["num_incorrect"], "id": record["id"]},
+            )
+        )
     return data
 
 
 def _ties_measure(subset: str, data: SuiteData, rewards: RowRewards, rows: list[int]) -> tuple[Measure, dict[str, Any]]:
-    prompts, values = ties_units([data.rows[i].fields["id"] for i in rows],
-                                 [data.rows[i].fields["num_correct"] for i in rows], [rewards[i] for i in rows])
+    prompts, values = ties_units(
+        [data.rows[i].fields["id"] for i in rows],
+        [data.rows[i].fields["num_correct"] for i in rows],
+        [rewards[i] for i in rows],
+    )
     units = Units(tuple(prompts), values, statistic="ties")
     components = {}
     for column, name in enumerate(TIES_COMPONENTS):
@@ -110,16 +148,25 @@ def measure(data: SuiteData, rewards: RowRewards, options: EvalOptions) -> Suite
         credit = np.array([best_of_n_credit(rewards[i]) for i in rows])
         chance = 100.0 * float(np.mean([1.0 / len(data.rows[i].responses) for i in rows]))
         metric = f"best-of-{sizes.pop()} accuracy" if len(sizes) == 1 else "best-of-n accuracy"
-        subsets.append(Measure(subset, metric, Units(tuple(data.rows[i].row_id for i in rows), credit),
-                               chance=chance, rows=tuple(rows)))
-    overall = [composite_measure("overall", "mean of subsets", equal_weights(subsets), level="overall")
-               ] if subsets else []
+        subsets.append(
+            Measure(
+                subset, metric, Units(tuple(data.rows[i].row_id for i in rows), credit), chance=chance, rows=tuple(rows)
+            )
+        )
+    overall = (
+        [composite_measure("overall", "mean of subsets", equal_weights(subsets), level="overall")] if subsets else []
+    )
     return SuiteMeasures([*overall, *subsets], extras)
 
 
 SUITE = Suite(
-    name=NAME, title="RewardBench 2", order=20,
+    name=NAME,
+    title="RewardBench 2",
+    order=20,
     release=f"{HUB_ID} (test split) at <data dir>/reward-bench-2/data/test-*.parquet",
     source="allenai/reward-bench: scripts/run_v2.py, rewardbench/utils.py (reroll_and_score_dataset: best-of-4 "
-           "with ties 1/k; process_single_model and _compute_prompt_stats: the Ties score)",
-    load=load, measure=measure)
+    "with ties 1/k; process_single_model and _compute_prompt_stats: the Ties score)",
+    load=load,
+    measure=measure,
+    group="rewardbench2",
+)

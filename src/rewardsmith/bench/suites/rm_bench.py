@@ -56,8 +56,9 @@ def load(request: LoadRequest) -> SuiteData | Missing:
             variants = tuple(pair.metadata["chosen_variants"]) + tuple(pair.metadata["rejected_variants"])
             data.rows.append(BenchRow(pair.pair_id, domain, pair.prompt, variants))
     if not data.sources:
-        return missing_release(NAME, folder, "chat_filtered.json, code_filtered.json, safety-*_filtered.json",
-                               "THU-KEG/RM-Bench")
+        return missing_release(
+            NAME, folder, "chat_filtered.json, code_filtered.json, safety-*_filtered.json", "THU-KEG/RM-Bench"
+        )
     return data
 
 
@@ -66,8 +67,9 @@ def _masks() -> dict[str, np.ndarray]:
     return {d: np.array([[c == d for c in row] for row in cells]) for d in DIFFICULTIES}
 
 
-def _block(subset: str, level: str, data: SuiteData, rewards: RowRewards, rows: list[int]) -> tuple[list[Measure],
-                                                                                                      dict[str, Any]]:
+def _block(
+    subset: str, level: str, data: SuiteData, rewards: RowRewards, rows: list[int]
+) -> tuple[list[Measure], dict[str, Any]]:
     scores = np.array([rewards[i] for i in rows], dtype=np.float64).reshape(len(rows), 2 * STYLES)
     chosen, rejected = scores[:, :STYLES], scores[:, STYLES:]
     per_prompt = rmbench_pair_matrix(chosen, rejected, tie_credit=0.0)  # (N, 3, 3)
@@ -76,14 +78,37 @@ def _block(subset: str, level: str, data: SuiteData, rewards: RowRewards, rows: 
     per_difficulty = {d: per_prompt[:, mask].mean(axis=1) for d, mask in masks.items()}
     lengths = np.array([data.rows[i].lengths() for i in rows]).reshape(len(rows), 2 * STYLES)
     margins = (chosen[:, :, None] - rejected[:, None, :]).ravel()
-    pairs = PairView(margins, np.repeat(lengths[:, :STYLES], STYLES, axis=1).ravel(),
-                     np.tile(lengths[:, STYLES:], (1, STYLES)).ravel(), strict=True)
-    measures = [Measure(subset, AVG, Units(ids, per_prompt.reshape(len(rows), -1).mean(axis=1)), level=level,
-                        chance=50.0, pairs=pairs, rows=tuple(rows))]
-    measures += [Measure(subset, d, Units(ids, per_difficulty[d]), level=level, primary=False, chance=50.0)
-                 for d in DIFFICULTIES]
-    measures.append(Measure(subset, GAP, Units(ids, per_difficulty["hard"] - per_difficulty["easy"]), level=level,
-                            primary=False, chance=0.0, unit="pp"))
+    pairs = PairView(
+        margins,
+        np.repeat(lengths[:, :STYLES], STYLES, axis=1).ravel(),
+        np.tile(lengths[:, STYLES:], (1, STYLES)).ravel(),
+        strict=True,
+    )
+    measures = [
+        Measure(
+            subset,
+            AVG,
+            Units(ids, per_prompt.reshape(len(rows), -1).mean(axis=1)),
+            level=level,
+            chance=50.0,
+            pairs=pairs,
+            rows=tuple(rows),
+        )
+    ]
+    measures += [
+        Measure(subset, d, Units(ids, per_difficulty[d]), level=level, primary=False, chance=50.0) for d in DIFFICULTIES
+    ]
+    measures.append(
+        Measure(
+            subset,
+            GAP,
+            Units(ids, per_difficulty["hard"] - per_difficulty["easy"]),
+            level=level,
+            primary=False,
+            chance=0.0,
+            unit="pp",
+        )
+    )
     matrix = rmbench_accuracy(chosen, rejected, n_boot=0)["matrix"]
     return measures, {"matrix": matrix, "n": len(rows)}
 
@@ -103,8 +128,13 @@ def measure(data: SuiteData, rewards: RowRewards, options: EvalOptions) -> Suite
 
 
 SUITE = Suite(
-    name=NAME, title="RM-Bench", order=50,
+    name=NAME,
+    title="RM-Bench",
+    order=50,
     release="THU-KEG/RM-Bench at <data dir>/rm-bench/<domain>_filtered.json",
     source="THU-KEG/RM-Bench: README.md and scripts/utils.py (compute_accuracy: hard = upper-right triangle, "
-           "easy = lower-left, normal = diagonal; a tie is wrong)",
-    load=load, measure=measure)
+    "easy = lower-left, normal = diagonal; a tie is wrong)",
+    load=load,
+    measure=measure,
+    group="rm-bench",
+)
