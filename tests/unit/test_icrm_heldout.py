@@ -37,14 +37,14 @@ def _context(cfg: ICRMRunConfig) -> EvalContext:
 
 
 def _keys(pool: PairPool) -> set[str]:
-    return {p.group_key() for p in pool.pairs}
+    return {p.conversation_key() for p in pool.pairs}
 
 
 def test_without_conversations_drops_counts_and_keeps_labellings_aligned() -> None:
     pairs = [_pair(f"question {i}", "t") for i in range(6)]
     helpful = np.array([True, False, True, False, True, False])
     pool = PairPool("src", pairs, {"harmless": np.ones(6, bool), "helpful": helpful})
-    seen = {pairs[1].group_key(), pairs[4].group_key(), _pair("never asked", "x").group_key()}
+    seen = {pairs[1].conversation_key(), pairs[4].conversation_key(), _pair("never asked", "x").conversation_key()}
     kept, removed = without_conversations(pool, seen)
     assert removed == 2
     assert [p.pair_id for p in kept.pairs] == [pairs[i].pair_id for i in (0, 2, 3, 5)]
