@@ -90,7 +90,7 @@ def test_targets_never_share_a_conversation_with_training(shared_conversations) 
     assert len(parts["train"]) == 0 and not _keys(parts["demo"]) & _keys(parts["test"])
     assert len(parts["demo"]) + len(parts["test"]) == 120
     # Dropped and counted: the shared questions whose train/a copy is a training pair.
-    expected = sum(p.group_key() in training for p in parts["test"].pairs)
+    expected = sum(p.conversation_key() in training for p in parts["test"].pairs)
     assert expected > 0 and ctx.overlap_removed["eval/shared"] == expected
     assert len(targets) + expected == len(parts["test"])
     # A shared question held out of train/a's training part is not training data: it stays a target.
