@@ -39,14 +39,16 @@ DESIGNS = {"balanced": 0.0, "unbalanced": 1.0}  # design -> SD of the raters' me
 RATER_PRIOR = {"slope": 1.0, "slope_sd": 0.4, "intercept_sd": 0.8, "correlation": 0.5, "noise_sd": 1.0}
 COUNT_RANGE = (10, 40)  # ratings per rater drawn uniformly from [10, 40)
 # (method, reference) pairs whose gain is reported with an interval.
-COMPARISONS = ([(m, "pooled") for m in METHODS if m != "pooled"]
-               + [(m, "ols") for m in METHODS if m not in ("pooled", "ols")]
-               + [("pebs", "pebs-centred"), ("pebs", "pebs-uncentred"), ("pebs-centred", "pebs-uncentred"),
-                  ("pebs", "mixedlm")])
+COMPARISONS = (
+    [(m, "pooled") for m in METHODS if m != "pooled"]
+    + [(m, "ols") for m in METHODS if m not in ("pooled", "ols")]
+    + [("pebs", "pebs-centred"), ("pebs", "pebs-uncentred"), ("pebs-centred", "pebs-uncentred"), ("pebs", "mixedlm")]
+)
 
 
-def held_out_errors(shift_sd: float, replicate: int, n_raters: int, config: EvalConfig) -> tuple[dict[str, np.ndarray],
-                                                                                                  np.ndarray]:
+def held_out_errors(
+    shift_sd: float, replicate: int, n_raters: int, config: EvalConfig
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Per-rater held-out squared-error sums of every method (J,) and held-out counts (J,) for one replicate."""
     params = simulate_parameters(n_raters, seed=100 + replicate, **RATER_PRIOR)
     counts = np.random.default_rng(replicate).integers(*COUNT_RANGE, size=n_raters)
@@ -69,10 +71,19 @@ def summarise_design(sse: dict[str, np.ndarray], count: np.ndarray, n_boot: int,
     for method, reference in COMPARISONS:
         gain = 100 * (1 - np.sqrt(sse[method].sum() / sse[reference].sum()))
         reps = 100 * (1 - np.sqrt(boot[method] / boot[reference]))
-        comparisons.append({"method": method, "reference": reference, "gain_pct": float(gain),
-                            "ci": list(percentile_interval(reps, confidence))})
-    return {"rmse": {m: float(np.sqrt(v.sum() / count.sum())) for m, v in sse.items()},
-            "heldout_ratings": int(count.sum()), "comparisons": comparisons}
+        comparisons.append(
+            {
+                "method": method,
+                "reference": reference,
+                "gain_pct": float(gain),
+                "ci": list(percentile_interval(reps, confidence)),
+            }
+        )
+    return {
+        "rmse": {m: float(np.sqrt(v.sum() / count.sum())) for m, v in sse.items()},
+        "heldout_ratings": int(count.sum()),
+        "comparisons": comparisons,
+    }
 
 
 def main() -> None:
@@ -91,17 +102,31 @@ def main() -> None:
         per_rep = [held_out_errors(shift_sd, d, args.raters, config) for d in range(args.replicates)]
         sse = {m: np.stack([errors[m] for errors, _ in per_rep]) for m in METHODS}
         count = np.stack([c for _, c in per_rep])
-        designs[design] = {"rater_r_shift_sd": shift_sd,
-                           **summarise_design(sse, count, args.bootstrap, config.confidence)}
+        designs[design] = {
+            "rater_r_shift_sd": shift_sd,
+            **summarise_design(sse, count, args.bootstrap, config.confidence),
+        }
         print(design, {m: round(v, 4) for m, v in designs[design]["rmse"].items()}, flush=True)
-    command = (f"OMP_NUM_THREADS=1 .venv/bin/python experiments/calibration_variants.py --raters {args.raters} "
-               f"--replicates {args.replicates} --split-seeds {args.split_seeds} --bootstrap {args.bootstrap}")
-    result = {"command": command,
-              "setup": {"raters": args.raters, "ratings_per_rater": [COUNT_RANGE[0], COUNT_RANGE[1] - 1],
-                        **RATER_PRIOR, "model_score_sd": 1.0, "holdout": config.holdout,
-                        "replicates": args.replicates, "split_seeds": args.split_seeds,
-                        "bootstrap": args.bootstrap, "confidence": config.confidence},
-              "designs": designs, "seconds": time.perf_counter() - start}
+    command = (
+        f"OMP_NUM_THREADS=1 .venv/bin/python experiments/calibration_variants.py --raters {args.raters} "
+        f"--replicates {args.replicates} --split-seeds {args.split_seeds} --bootstrap {args.bootstrap}"
+    )
+    result = {
+        "command": command,
+        "setup": {
+            "raters": args.raters,
+            "ratings_per_rater": [COUNT_RANGE[0], COUNT_RANGE[1] - 1],
+            **RATER_PRIOR,
+            "model_score_sd": 1.0,
+            "holdout": config.holdout,
+            "replicates": args.replicates,
+            "split_seeds": args.split_seeds,
+            "bootstrap": args.bootstrap,
+            "confidence": config.confidence,
+        },
+        "designs": designs,
+        "seconds": time.perf_counter() - start,
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {args.out} in {result['seconds']:.0f} s")

@@ -23,18 +23,16 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from rewardsmith.evaluate.transfer import paired_differences
+from rewardsmith.stats import percentile_interval, spearman
 
-from rewardsmith.evaluate.transfer import paired_differences  # noqa: E402
-from rewardsmith.stats import percentile_interval, spearman  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SOURCES = ("harmless", "helpful")
 KINDS = ("none", "length-covariate", "odin", "length-balanced")
@@ -46,8 +44,19 @@ N_BOOT = 1000
 
 def command(source: str, kind: str, seed: int) -> list[str]:
     out = str(run_dir(source, kind, seed).relative_to(ROOT))
-    return [str(ROOT / ".venv" / "bin" / "rewardsmith"), "train", "--config", f"configs/train-{source}.yaml",
-            "--debias", kind, "--seed", str(seed), "--quiet", "--out", out]
+    return [
+        str(ROOT / ".venv" / "bin" / "rewardsmith"),
+        "train",
+        "--config",
+        f"configs/train-{source}.yaml",
+        "--debias",
+        kind,
+        "--seed",
+        str(seed),
+        "--quiet",
+        "--out",
+        out,
+    ]
 
 
 def run_dir(source: str, kind: str, seed: int) -> Path:
@@ -58,8 +67,13 @@ def run_all(seeds: list[int], kinds: list[str], sources: list[str], jobs: int) -
     env = dict(os.environ)
     if jobs > 1:  # one thread per process: the machine's cores go to parallel runs instead
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    todo = [(s, k, seed) for seed in seeds for s in sources for k in kinds
-            if not (run_dir(s, k, seed) / "scores.json").exists()]
+    todo = [
+        (s, k, seed)
+        for seed in seeds
+        for s in sources
+        for k in kinds
+        if not (run_dir(s, k, seed) / "scores.json").exists()
+    ]
     print(f"{len(todo)} runs to do", flush=True)
 
     def one(job: tuple[str, str, int]) -> None:
@@ -96,8 +110,9 @@ def _abs_corr(scores: dict[str, Any], idx: np.ndarray | None = None) -> np.ndarr
     return np.abs(spearman(np.concatenate([sc, sr], axis=-1), np.concatenate([lc, lr], axis=-1)))
 
 
-def correlation_summary(runs: dict[str, list[dict[str, Any]]], targets: list[str], n_boot: int,
-                        seed: int = 0) -> dict[str, Any]:
+def correlation_summary(
+    runs: dict[str, list[dict[str, Any]]], targets: list[str], n_boot: int, seed: int = 0
+) -> dict[str, Any]:
     """Mean |corr(reward, length)| over targets and seeds for each kind, and each kind's ratio to none, with
     hierarchical bootstrap CIs (seeds, then pairs; one pair draw per target shared by every kind)."""
     rng = np.random.default_rng(seed)
@@ -120,10 +135,12 @@ def correlation_summary(runs: dict[str, list[dict[str, Any]]], targets: list[str
         point = float(np.mean([_abs_corr(by_seed[s][t]) for s in range(n_seeds) for t in targets]))
         ratio_reps = reps[k] / reps["none"]
         none_point = float(np.mean([_abs_corr(runs["none"][s][t]) for s in range(n_seeds) for t in targets]))
-        out[k] = {"mean_abs_corr": round(point, 4), "mean_abs_corr_ci": [round(x, 4) for x in
-                                                                           percentile_interval(reps[k])],
-                  "ratio_to_none": round(point / none_point, 4),
-                  "ratio_to_none_ci": [round(x, 4) for x in percentile_interval(ratio_reps)]}
+        out[k] = {
+            "mean_abs_corr": round(point, 4),
+            "mean_abs_corr_ci": [round(x, 4) for x in percentile_interval(reps[k])],
+            "ratio_to_none": round(point / none_point, 4),
+            "ratio_to_none_ci": [round(x, 4) for x in percentile_interval(ratio_reps)],
+        }
     return out
 
 
@@ -139,24 +156,31 @@ def summarise_source(source: str, seeds: list[int], kinds: list[str], n_boot: in
                 if r[s]["pair_id"] != runs["none"][0][s]["pair_id"]:
                     raise SystemExit(f"{source}/{k}: {s} holds other pairs than the none run")
     correct = {k: {s: np.stack([_correct(r[s]) for r in runs[k]]) for s in sets} for k in kinds}
-    lengths = {s: (np.asarray(runs["none"][0][s]["chosen_chars"]), np.asarray(runs["none"][0][s]["rejected_chars"]))
-               for s in sets}
-    controlled = paired_differences(correct, "none", lengths=lengths, n_boot=n_boot,
-                                    means={"cross-domain": targets})
+    lengths = {
+        s: (np.asarray(runs["none"][0][s]["chosen_chars"]), np.asarray(runs["none"][0][s]["rejected_chars"]))
+        for s in sets
+    }
+    controlled = paired_differences(correct, "none", lengths=lengths, n_boot=n_boot, means={"cross-domain": targets})
     raw = paired_differences(correct, "none", n_boot=n_boot, means={"cross-domain": targets})
     levels: dict[str, Any] = {}
     for k in kinds:
         levels[k] = {}
         for s in sets:
-            runs_metrics = [json.loads((run_dir(source, k, sd) / "metrics.json").read_text())["eval"][s]
-                            for sd in seeds]
-            levels[k][s] = {key: round(float(np.mean([m[key] for m in runs_metrics])), 3)
-                            for key in ("accuracy", "length_controlled_accuracy", "length_rule_accuracy",
-                                        "length_correlation")}
-    return {"sets": {"held_out": held, "validation": val, "cross_domain": targets},
-            "pairs": {s: len(runs["none"][0][s]["pair_id"]) for s in sets},
-            "levels": levels, "controlled_vs_none": controlled, "raw_vs_none": raw,
-            "correlation": correlation_summary(runs, targets, max(200, n_boot // 4))}
+            runs_metrics = [
+                json.loads((run_dir(source, k, sd) / "metrics.json").read_text())["eval"][s] for sd in seeds
+            ]
+            levels[k][s] = {
+                key: round(float(np.mean([m[key] for m in runs_metrics])), 3)
+                for key in ("accuracy", "length_controlled_accuracy", "length_rule_accuracy", "length_correlation")
+            }
+    return {
+        "sets": {"held_out": held, "validation": val, "cross_domain": targets},
+        "pairs": {s: len(runs["none"][0][s]["pair_id"]) for s in sets},
+        "levels": levels,
+        "controlled_vs_none": controlled,
+        "raw_vs_none": raw,
+        "correlation": correlation_summary(runs, targets, max(200, n_boot // 4)),
+    }
 
 
 def choose(by_source: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
@@ -168,13 +192,19 @@ def choose(by_source: dict[str, Any], kinds: list[str]) -> dict[str, Any]:
             continue
         lc = [src["controlled_vs_none"][k][f"d.{src['sets']['validation']}"] for src in by_source.values()]
         acc = [src["raw_vs_none"][k][f"d.{src['sets']['validation']}"] for src in by_source.values()]
-        table[k] = {"validation_lc_gain": round(float(np.mean(lc)), 3),
-                    "validation_accuracy_change": round(float(np.mean(acc)), 3)}
+        table[k] = {
+            "validation_lc_gain": round(float(np.mean(lc)), 3),
+            "validation_accuracy_change": round(float(np.mean(acc)), 3),
+        }
     eligible = {k: v for k, v in table.items() if v["validation_accuracy_change"] >= -MAX_ID_COST}
     best = max(eligible, key=lambda k: eligible[k]["validation_lc_gain"], default=None)
     kept = best if best is not None and eligible[best]["validation_lc_gain"] > 0 else "none"
-    return {"rule": f"highest mean validation length-controlled gain among kinds losing at most {MAX_ID_COST} point "
-                    "of validation accuracy (mean over sources and seeds)", "candidates": table, "kept": kept}
+    return {
+        "rule": f"highest mean validation length-controlled gain among kinds losing at most {MAX_ID_COST} point "
+        "of validation accuracy (mean over sources and seeds)",
+        "candidates": table,
+        "kept": kept,
+    }
 
 
 def verdict(by_source: dict[str, Any], kept: str) -> dict[str, Any]:
@@ -187,10 +217,14 @@ def verdict(by_source: dict[str, Any], kept: str) -> dict[str, Any]:
         held = src["sets"]["held_out"]
         cost = src["raw_vs_none"][kept][f"d.{held}"]
         corr = src["correlation"]
-        out[name] = {"cross_domain_lc_gain": c["d.cross-domain"], "cross_domain_lc_gain_ci": c["d.cross-domain_ci"],
-                     "held_out_accuracy_change": cost,
-                     "held_out_accuracy_change_ci": src["raw_vs_none"][kept][f"d.{held}_ci"],
-                     "abs_corr_ratio": corr[kept]["ratio_to_none"], "abs_corr_ratio_ci": corr[kept]["ratio_to_none_ci"]}
+        out[name] = {
+            "cross_domain_lc_gain": c["d.cross-domain"],
+            "cross_domain_lc_gain_ci": c["d.cross-domain_ci"],
+            "held_out_accuracy_change": cost,
+            "held_out_accuracy_change_ci": src["raw_vs_none"][kept][f"d.{held}_ci"],
+            "abs_corr_ratio": corr[kept]["ratio_to_none"],
+            "abs_corr_ratio_ci": corr[kept]["ratio_to_none_ci"],
+        }
     gains = [out[n]["cross_domain_lc_gain"] for n in by_source]
     lows = [out[n]["cross_domain_lc_gain_ci"][0] for n in by_source]
     out["conditions"] = {
@@ -202,8 +236,9 @@ def verdict(by_source: dict[str, Any], kept: str) -> dict[str, Any]:
     return out
 
 
-def summarise(seeds: list[int], kinds: list[str], sources: list[str], n_boot: int,
-              choice_seeds: list[int] | None = None) -> None:
+def summarise(
+    seeds: list[int], kinds: list[str], sources: list[str], n_boot: int, choice_seeds: list[int] | None = None
+) -> None:
     """The choice among `kinds` on the validation split over `choice_seeds` (default: `seeds`), then the kept kind
     against plain BT over `seeds` (a screening seed first, more seeds for the kept kind only)."""
     choice_seeds = choice_seeds or seeds
@@ -211,16 +246,35 @@ def summarise(seeds: list[int], kinds: list[str], sources: list[str], n_boot: in
     chosen = choose(screen, kinds)
     kept = chosen["kept"]
     final_kinds = kinds if choice_seeds == seeds or kept == "none" else ["none", kept]
-    by_source = screen if final_kinds == kinds else {s: summarise_source(s, seeds, final_kinds, n_boot)
-                                                     for s in sources}
-    runs = {f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
-            for s in sources for k in kinds for sd in choice_seeds}
-    runs.update({f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
-                 for s in sources for k in final_kinds for sd in seeds})
+    by_source = (
+        screen if final_kinds == kinds else {s: summarise_source(s, seeds, final_kinds, n_boot) for s in sources}
+    )
+    runs = {
+        f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
+        for s in sources
+        for k in kinds
+        for sd in choice_seeds
+    }
+    runs.update(
+        {
+            f"{s}-{k}-s{sd}": "rewardsmith " + " ".join(command(s, k, sd)[1:])
+            for s in sources
+            for k in final_kinds
+            for sd in seeds
+        }
+    )
     flags = f" --choice-seeds {' '.join(map(str, choice_seeds))}" if choice_seeds != seeds else ""
-    result = {"command": f"python experiments/debias.py summarise --seeds {' '.join(map(str, seeds))}{flags}",
-              "runs": runs, "seeds": seeds, "choice_seeds": choice_seeds, "kinds": final_kinds, "n_boot": n_boot,
-              "sources": by_source, "choice": chosen, "verdict": verdict(by_source, kept)}
+    result = {
+        "command": f"python experiments/debias.py summarise --seeds {' '.join(map(str, seeds))}{flags}",
+        "runs": runs,
+        "seeds": seeds,
+        "choice_seeds": choice_seeds,
+        "kinds": final_kinds,
+        "n_boot": n_boot,
+        "sources": by_source,
+        "choice": chosen,
+        "verdict": verdict(by_source, kept),
+    }
     if by_source is not screen:
         result["screening"] = {"kinds": kinds, "sources": screen}
     OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -236,9 +290,14 @@ def main() -> None:
     parser.add_argument("--sources", nargs="+", default=list(SOURCES))
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (each on one thread when > 1)")
     parser.add_argument("--n-boot", type=int, default=N_BOOT)
-    parser.add_argument("--choice-seeds", type=int, nargs="+", default=None,
-                        help="summarise: seeds of the validation choice among every kind (default: --seeds); the "
-                             "kept kind is then compared with plain BT over --seeds")
+    parser.add_argument(
+        "--choice-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="summarise: seeds of the validation choice among every kind (default: --seeds); the "
+        "kept kind is then compared with plain BT over --seeds",
+    )
     args = parser.parse_args()
     if args.action == "run":
         run_all(args.seeds, args.kinds, args.sources, args.jobs)

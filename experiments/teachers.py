@@ -1,20 +1,22 @@
-"""Screening weak teachers for the weak-to-strong runs: each candidate's ID accuracy and label quality on the
-splits of a shift config, beside the strong ceiling, so the shipped teacher leaves a gap a student can recover.
+"""Screening and choosing the weak teacher of the weak-to-strong runs, on the validation split only.
 
     .venv/bin/python experiments/teachers.py configs/shift-harmless.yaml configs/shift-helpful.yaml [--ceiling]
 
 For every config and candidate: the teacher is fitted on the gold pool exactly as `rewardsmith shift` fits it
-(soft labels calibrated by a cross-fitted temperature), then its accuracy on the ID test (95% bootstrap CI over
-pairs), on the validation split, and its labels' accuracy, mean confidence and ECE on the W2S pool against gold.
-With --ceiling, the strong ceiling of seed 0 (the student trained on the W2S pool with gold labels) is trained
-too, and the gap ceiling - teacher on the ID test gets a paired bootstrap CI. Writes docs/results/teachers.json.
+(soft labels calibrated by a cross-fitted temperature), then its accuracy on the validation split (the choice
+reads this), on the ID test (95% bootstrap CI over pairs; reported, never used for the choice), and its labels'
+accuracy, mean confidence and ECE on the W2S pool against gold. The choice follows the pre-registered rule of
+rewardsmith.w2s.claims.TEACHER_CHOICE: the highest validation accuracy among the candidates fitted on the
+protocol's full gold pool (ties: the one listed first); it is recorded per config under `choice`, and the shift
+configs use that teacher. With --ceiling, the strong ceiling of seed 0 is trained too and the gap ceiling -
+teacher on the ID test gets a paired bootstrap CI (a description; the shift runs report the gap themselves).
+Writes docs/results/teachers.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -22,15 +24,15 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from rewardsmith.config import ModelConfig, TrainConfig, load_yaml
+from rewardsmith.evaluate.metrics import pairwise_accuracy
+from rewardsmith.evaluate.transfer import paired_differences
+from rewardsmith.w2s.claims import TEACHER_CHOICE
+from rewardsmith.w2s.config import ShiftConfig, TeacherConfig, TfidfSettings
+from rewardsmith.w2s.metrics import ID_SPLIT, VAL_SPLIT, teacher_label_stats
+from rewardsmith.w2s.pipeline import ShiftRun, shift_data
 
-from rewardsmith.config import ModelConfig, TrainConfig, load_yaml  # noqa: E402
-from rewardsmith.evaluate.metrics import pairwise_accuracy  # noqa: E402
-from rewardsmith.evaluate.transfer import paired_differences  # noqa: E402
-from rewardsmith.w2s.config import ShiftConfig, TeacherConfig, TfidfSettings  # noqa: E402
-from rewardsmith.w2s.metrics import ID_SPLIT, VAL_SPLIT, teacher_label_stats  # noqa: E402
-from rewardsmith.w2s.pipeline import ShiftRun, prepare_data  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "docs" / "results" / "teachers.json"
 CACHE = ROOT / "runs" / "teachers"
@@ -46,17 +48,29 @@ def candidates() -> dict[str, tuple[TeacherConfig, int | None]]:
         "tfidf (C 0.1, 1-2 grams)": (TeacherConfig(kind="tfidf", tfidf=TfidfSettings(c=0.1)), None),
         "tfidf (C 1), 100 gold pairs": (tfidf, 100),
         "tfidf (C 1), 50 gold pairs": (tfidf, 50),
-        "probe: frozen MiniLM, 1 layer, mean": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, max_length=128),
-            train=PROBE_TRAIN), None),
-        "probe: frozen MiniLM, 1 layer, [CLS]": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, pooling="cls",
-                              max_length=128),
-            train=PROBE_TRAIN), None),
-        "fine-tuned MiniLM, 1 layer": (TeacherConfig(
-            model=ModelConfig(backbone="minilm", template="hh", num_layers=1, max_length=128),
-            train=TrainConfig(epochs=2, batch_size=16, lr=1e-4, head_lr=1e-3, checkpoint_every=0, progress=False)),
-            None),
+        "probe: frozen MiniLM, 1 layer, mean": (
+            TeacherConfig(
+                model=ModelConfig(backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, max_length=128),
+                train=PROBE_TRAIN,
+            ),
+            None,
+        ),
+        "probe: frozen MiniLM, 1 layer, [CLS]": (
+            TeacherConfig(
+                model=ModelConfig(
+                    backbone="minilm", template="hh", num_layers=1, freeze_backbone=True, pooling="cls", max_length=128
+                ),
+                train=PROBE_TRAIN,
+            ),
+            None,
+        ),
+        "fine-tuned MiniLM, 1 layer": (
+            TeacherConfig(
+                model=ModelConfig(backbone="minilm", template="hh", num_layers=1, max_length=128),
+                train=TrainConfig(epochs=2, batch_size=16, lr=1e-4, head_lr=1e-3, checkpoint_every=0, progress=False),
+            ),
+            None,
+        ),
     }
 
 
@@ -66,7 +80,7 @@ def _correct(margins: np.ndarray) -> np.ndarray:
 
 def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> dict[str, Any]:
     cfg = load_yaml(ShiftConfig, config_path)
-    data = prepare_data(cfg)
+    data = shift_data(cfg)
     rows: dict[str, Any] = {}
     ceiling_margins = None
     if with_ceiling:  # cached under runs/teachers/<config>: the ceiling depends on the W2S pool only
@@ -80,30 +94,55 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
             cand_data = data
             if gold_pairs is not None:
                 cand = replace(cand, split=replace(cfg.split, gold_pairs=gold_pairs))
-                cand_data = replace(data, gold=prepare_data(cand).gold)
+                cand_data = replace(data, gold=shift_data(cand).gold)
             run = ShiftRun(cand, Path(tmp) / f"t{len(rows)}", cand_data, progress=False)
             labels, margins, facts = run.teacher()
             acc = pairwise_accuracy(margins[ID_SPLIT])
-            row: dict[str, Any] = {"gold_pairs": len(cand_data.gold), "id_acc": round(acc.value, 2),
-                                   "id_acc_ci": [round(x, 2) for x in acc.ci],
-                                   "labels_raw": facts["raw_label_stats"], "labels": teacher_label_stats(labels),
-                                   "temperature": facts.get("temperature"), "seconds": facts.get("seconds")}
+            row: dict[str, Any] = {
+                "gold_pairs": len(cand_data.gold),
+                "id_acc": round(acc.value, 2),
+                "id_acc_ci": [round(x, 2) for x in acc.ci],
+                "labels_raw": facts["raw_label_stats"],
+                "labels": teacher_label_stats(labels),
+                "temperature": facts.get("temperature"),
+                "seconds": facts.get("seconds"),
+            }
             if VAL_SPLIT in margins:
                 row["val_acc"] = round(pairwise_accuracy(margins[VAL_SPLIT], n_boot=0).value, 2)
             if ceiling_margins is not None:
-                gap = paired_differences({"ceiling": {ID_SPLIT: _correct(ceiling_margins[ID_SPLIT])},
-                                          "teacher": {ID_SPLIT: _correct(margins[ID_SPLIT])}}, "teacher")
+                gap = paired_differences(
+                    {
+                        "ceiling": {ID_SPLIT: _correct(ceiling_margins[ID_SPLIT])},
+                        "teacher": {ID_SPLIT: _correct(margins[ID_SPLIT])},
+                    },
+                    "teacher",
+                )
                 row["gap_id"] = round(gap["ceiling"][f"d.{ID_SPLIT}"], 2)
                 row["gap_id_ci"] = [round(x, 2) for x in gap["ceiling"][f"d.{ID_SPLIT}_ci"]]
             rows[name] = row
-            print(f"{config_path.name} | {name}: ID {row['id_acc']} {row['id_acc_ci']}"
-                  + (f", gap {row['gap_id']} {row['gap_id_ci']}" if "gap_id" in row else ""), flush=True)
-    out: dict[str, Any] = {"sizes": data.sizes(), "candidates": rows}
+            print(
+                f"{config_path.name} | {name}: validation {row.get('val_acc')}, ID {row['id_acc']} {row['id_acc_ci']}"
+                + (f", gap {row['gap_id']} {row['gap_id_ci']}" if "gap_id" in row else ""),
+                flush=True,
+            )
+    out: dict[str, Any] = {"sizes": data.sizes(), "candidates": rows, "choice": choose(rows)}
     if ceiling_margins is not None:
         acc = pairwise_accuracy(ceiling_margins[ID_SPLIT])
         out["ceiling_seed0_id_acc"] = round(acc.value, 2)
         out["ceiling_seed0_id_acc_ci"] = [round(x, 2) for x in acc.ci]
     return out
+
+
+def choose(rows: dict[str, Any]) -> dict[str, Any]:
+    """TEACHER_CHOICE applied: the eligible candidate (full gold pool) with the highest validation accuracy, the
+    first listed on a tie; the validation accuracies it was made on are recorded with it."""
+    full = max(r["gold_pairs"] for r in rows.values())
+    eligible = {name: r["val_acc"] for name, r in rows.items() if r["gold_pairs"] == full and "val_acc" in r}
+    if not eligible:
+        raise SystemExit("no candidate has a validation accuracy: the config needs split.val_fraction > 0")
+    best = max(eligible.values())
+    chosen = next(name for name, acc in eligible.items() if acc == best)
+    return TEACHER_CHOICE.made(chosen, {"validation_accuracy": eligible, "gold_pairs": full})
 
 
 def main() -> None:
@@ -112,9 +151,12 @@ def main() -> None:
     parser.add_argument("--ceiling", action="store_true", help="also train seed 0's ceiling for the gap")
     parser.add_argument("--only", nargs="*", help="candidate names to screen (default: all)")
     args = parser.parse_args()
-    result = {"command": "python experiments/teachers.py " + " ".join(str(c) for c in args.configs)
-                         + (" --ceiling" if args.ceiling else ""),
-              "configs": {str(c): screen(c, args.ceiling, args.only) for c in args.configs}}
+    result = {
+        "command": "python experiments/teachers.py "
+        + " ".join(str(c) for c in args.configs)
+        + (" --ceiling" if args.ceiling else ""),
+        "configs": {str(c): screen(c, args.ceiling, args.only) for c in args.configs},
+    }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -1,5 +1,5 @@
 """What every result block shares: where the metrics files lie, loading one, a value with its CI, a Markdown
-table and the source line naming the files and their commands (tools/build_docs.py, tools/blocks_calibration.py).
+table and the source line naming the files and their commands (every tools/blocks_*.py module).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def load(name: str) -> dict[str, Any]:
 
 
 def ci_text(value: Any, ci: Any, decimals: int = 1) -> str:
-    """"12.3 [10.1, 14.5]"; "n/a" without a value; the value alone without a complete interval."""
+    """ "12.3 [10.1, 14.5]"; "n/a" without a value; the value alone without a complete interval."""
     if value is None:
         return "n/a"
     return with_interval(float(value), list(ci) if ci and None not in ci else None, decimals)
@@ -39,5 +39,12 @@ def table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def source(*names: str) -> str:
-    return "Source: " + ", ".join(f"`docs/results/{n}.json`" for n in names) + "; command: " + "; ".join(
-        f"`{load(n)['command']}`" for n in names) + "."
+    """The metrics files a block is built from and the commands that wrote them (each command once)."""
+    commands = dict.fromkeys(load(n)["command"] for n in names)
+    return (
+        "Source: "
+        + ", ".join(f"`docs/results/{n}.json`" for n in names)
+        + "; command: "
+        + "; ".join(f"`{c}`" for c in commands)
+        + "."
+    )

@@ -262,11 +262,7 @@ def test_sparse_and_single_model_score_raters_get_the_population_map():
 
 def test_constant_rater_does_not_get_zero_noise_or_full_weight():
     rng = np.random.default_rng(1)
-    rows = [
-        (f"r{j}", str(i), r + rng.normal(0, 0.5), r)
-        for j in range(15)
-        for i, r in enumerate(rng.normal(size=20))
-    ]
+    rows = [(f"r{j}", str(i), r + rng.normal(0, 0.5), r) for j in range(15) for i, r in enumerate(rng.normal(size=20))]
     rows += [("constant", str(i), 1.0, float(r)) for i, r in enumerate(rng.normal(size=20))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -319,3 +315,49 @@ def test_group_affine_fits_one_map_per_group():
     assert est.maps_.slope[-1] == pytest.approx(3.0, abs=0.05)
     with pytest.raises(ConfigError, match="group_column"):
         GroupAffine().fit(frame)
+
+
+# ---------------------------------------------------------------------------------------------- offset only
+
+
+def test_offset_shrinkage_matches_a_hand_computed_case():
+    from rewardsmith.calibrate.estimators import _offset_shrinkage
+    from rewardsmith.calibrate.stats import rater_moments
+
+    # Shared slope 2. Rater a: (r, s) = (0, 1), (1, 3), (2, 5) lies on s = 2r + 1 exactly; rater b: (0, 0), (1, 1),
+    # (2, 5) has intercept b = mean_s - 2 mean_r = 2 - 2 = 0 and residuals (0, -1, 1) about s = 2r.
+    frame = _frame(
+        [
+            ("a", "1", 1.0, 0.0),
+            ("a", "2", 3.0, 1.0),
+            ("a", "3", 5.0, 2.0),
+            ("b", "1", 0.0, 0.0),
+            ("b", "2", 1.0, 1.0),
+            ("b", "3", 5.0, 2.0),
+        ]
+    )
+    moments = rater_moments(rater_stats(frame))
+    intercept, weight, risk, s2, population, tau2, clipped = _offset_shrinkage(moments, 2.0, n_min=3)
+    # sigma^2 = RSS / (n - 1): b (0 + 1 + 1) / 2 = 1; a 0, floored at 1% of the median of (0, 1), 0.005
+    np.testing.assert_allclose(s2, [0.005, 1.0])
+    v = s2 / 3
+    assert population == pytest.approx(0.5)  # mean of b_a = 1 and b_b = 0
+    assert tau2 == pytest.approx(0.5 - v.mean())  # Var(1, 0) with ddof 1 = 0.5
+    w = tau2 / (tau2 + v)
+    np.testing.assert_allclose(weight, w)
+    np.testing.assert_allclose(intercept, [0.5 + w[0] * 0.5, 0.5 - w[1] * 0.5])
+    np.testing.assert_allclose(risk, w**2 * v + (1 - w) ** 2 * tau2)
+    assert not clipped
+
+
+def test_offset_calibrator_keeps_the_pooled_slope_and_recovers_simulated_offsets():
+    params = simulate_parameters(200, slope=1.5, intercept=0.5, slope_sd=0.0, intercept_sd=0.8, seed=5)
+    frame = simulate_ratings(params, 60, seed=6)
+    est = create_calibrator("offset").fit(frame)
+    pooled = PooledAffine().fit(frame)
+    assert np.allclose(est.maps_.slope, pooled.maps_.population_slope)
+    truth = pd.Series(params.intercept, index=params.rater_ids).reindex(est.maps_.rater_ids)
+    # Shrunk intercepts track the simulated ones (slopes are equal by design, so offsets are all there is).
+    assert np.corrcoef(est.maps_.intercept, truth.to_numpy())[0, 1] > 0.95
+    # Pair accuracy is that of the pooled slope's direction: every map is monotone in the model score.
+    assert (est.maps_.slope > 0).all()

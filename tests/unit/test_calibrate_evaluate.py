@@ -39,9 +39,7 @@ def table():
 def test_within_rater_split_holds_out_the_fraction_of_every_rater(table):
     frame = table.frame
     held = within_rater_split(frame, 0.25, seed=3)
-    per_rater = (
-        pd.DataFrame({"rater": frame.rater_id, "held": held}).groupby("rater")["held"].agg(["sum", "size"])
-    )
+    per_rater = pd.DataFrame({"rater": frame.rater_id, "held": held}).groupby("rater")["held"].agg(["sum", "size"])
     np.testing.assert_array_equal(per_rater["sum"], np.clip(np.round(0.25 * per_rater["size"]), 1, None))
     assert (per_rater["size"] - per_rater["sum"] >= 1).all()
     np.testing.assert_array_equal(held, within_rater_split(frame, 0.25, seed=3))
@@ -73,10 +71,7 @@ def test_summary_tables_cover_sizes_and_groups(table):
     tables = summary["tables"]
     assert sum(row["raters"] for row in tables["by_sample_size"]) == 60
     assert {row["group"] for row in tables["audit"]["by_group"]} == {"young", "old"}
-    assert (
-        tables["audit"]["hardest_shrunk"][0]["shrink_slope"]
-        >= tables["audit"]["hardest_shrunk"][-1]["shrink_slope"]
-    )
+    assert tables["audit"]["hardest_shrunk"][0]["shrink_slope"] >= tables["audit"]["hardest_shrunk"][-1]["shrink_slope"]
     assert tables["methods"]["pebs"]["pair_accuracy_invariant"]
 
 
@@ -167,7 +162,38 @@ def test_calibrate_errors_are_one_line_with_exit_code_2(tmp_path, table):
     assert result.output.strip().startswith("error:") and len(result.output.strip().splitlines()) == 1
     result = runner.invoke(app, ["fit", "--ratings", ratings, "--out", str(tmp_path / "maps.txt")])
     assert result.exit_code == 2 and ".json or .parquet" in result.output
-    result = runner.invoke(
-        app, ["run", "--ratings", ratings, "--out", str(tmp_path / "y"), "--on-bad-row", "error"]
-    )
+    result = runner.invoke(app, ["run", "--ratings", ratings, "--out", str(tmp_path / "y"), "--on-bad-row", "error"])
     assert result.exit_code == 2 and "row 1" in result.output
+
+
+def test_split_and_rater_interval_known_cases():
+    from rewardsmith.calibrate.evaluate import split_rater_gain_ci
+
+    base = np.full((4, 10), 4.0)
+    # A method with a quarter of the squared error everywhere: RMSE halves, gain 50 % in every replicate.
+    low, high = split_rater_gain_ci(base / 4, base, 200, 0.95)
+    assert low == pytest.approx(50.0) and high == pytest.approx(50.0)
+    # Splits that disagree widen the interval although every split has the same raters: 0 % on two splits,
+    # 50 % on the other two.
+    method = np.vstack([base[:2], base[2:] / 4])
+    low, high = split_rater_gain_ci(method, base, 500, 0.95)
+    assert low < 15.0 and high > 40.0
+    # Raters that disagree widen it as much with 30 splits as with one: the raters are the same in every split
+    # (a crossed design), so more splits do not shrink the raters' share of the interval.
+    raters = np.where(np.arange(10) < 5, 1.0, 4.0)  # half the raters gain 50 %, half nothing
+    one = split_rater_gain_ci(np.full((1, 10), 4.0) / 4 * raters, np.full((1, 10), 4.0), 2000, 0.95, seed=3)
+    many = split_rater_gain_ci(np.full((30, 10), 4.0) / 4 * raters, np.full((30, 10), 4.0), 2000, 0.95, seed=3)
+    assert many[1] - many[0] == pytest.approx(one[1] - one[0], rel=0.1)
+
+
+def test_heteroscedasticity_sign():
+    from rewardsmith.calibrate.evaluate import residual_heteroscedasticity
+
+    rng = np.random.default_rng(0)
+    r = rng.uniform(-1, 1, size=4000)
+    raters = np.repeat(np.arange(40), 100).astype(str)
+    flat = 2 * r + rng.normal(0, 1, size=r.size)
+    quiet_ends = 2 * r + rng.normal(0, 1, size=r.size) * (1.2 - np.abs(r))  # less noise at the extreme scores
+    frame = pd.DataFrame({"rater_id": raters, "model_score": r})
+    assert abs(residual_heteroscedasticity(frame.assign(score=flat))) < 0.05
+    assert residual_heteroscedasticity(frame.assign(score=quiet_ends)) < -0.2

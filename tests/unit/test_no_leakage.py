@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from rewardsmith.config import DataConfig, DatasetConfig
-from rewardsmith.data.prepare import prepare_data
+from rewardsmith.data.prepare import train_data as prepare_data
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.w2s.config import ShiftConfig, ShiftSplitConfig
-from rewardsmith.w2s.pipeline import prepare_data as prepare_shift_data
+from rewardsmith.w2s.pipeline import shift_data as prepare_shift_data
 
 
 def _write(path: Path, rows: list[dict[str, str]]) -> DatasetConfig:
@@ -70,3 +70,60 @@ def test_shift_pipeline_keeps_targets_id_and_validation_out_of_training(files) -
     assert data.overlap_removed["target.jsonl"] > 0
     # The ID test, the validation split and the training pools are disjoint by construction of the hash split.
     assert not (_keys(data.eval["id"]) & _keys(data.val))
+
+
+# ----------------------------------------------------------------------------------------------------
+# The same on the real data: a punctuation- and case-insensitive match of prompts (the first human turn, the key
+# of every split, reduced to its letters and digits) between every training pool and every evaluation set of the
+# committed configs. Stricter than the split's own key (which ignores only case and outer spaces): a conversation
+# repeated with other punctuation or inner spacing would show up here.
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _loose(pair: PreferencePair) -> str:
+    return "".join(ch for ch in pair.first_user_turn().lower() if ch.isalnum())
+
+
+def _overlap(training: list[PreferencePair], evaluated: list[PreferencePair]) -> list[str]:
+    keys = {_loose(p) for p in training}
+    return sorted({p.first_user_turn()[:80] for p in evaluated if _loose(p) in keys})
+
+
+@pytest.mark.parametrize("config", ["shift-harmless.yaml", "shift-helpful.yaml"])
+def test_real_shift_runs_share_no_prompt_between_training_and_evaluation(config: str, data_dir: Path) -> None:
+    from rewardsmith.config import load_yaml
+
+    cfg = load_yaml(ShiftConfig, ROOT / "configs" / config)
+    data = prepare_shift_data(cfg, data_dir)
+    training = data.gold + data.w2s
+    for name, pairs in {**data.eval, "validation": data.val}.items():
+        assert pairs, name
+        assert not _overlap(training, pairs), f"{config}: {name} repeats training prompts"
+
+
+@pytest.mark.parametrize("config", ["train-harmless.yaml", "train-helpful.yaml"])
+def test_real_train_runs_share_no_prompt_between_training_and_evaluation(config: str, data_dir: Path) -> None:
+    from rewardsmith.config import RunConfig, load_yaml
+
+    cfg = load_yaml(RunConfig, ROOT / "configs" / config)
+    cfg.data.data_dir = str(data_dir)
+    data = prepare_data(cfg.data)
+    for name, pairs in data.eval_sets.items():
+        assert not _overlap(data.train, pairs), f"{config}: {name} repeats training prompts"
+
+
+def test_real_icrm_protocol_targets_share_no_prompt_with_training(data_dir: Path) -> None:
+    from rewardsmith.config import load_yaml
+    from rewardsmith.icrm.config import ICRMRunConfig
+    from rewardsmith.icrm.protocols.context import MATH, MORAL, PKU, RMBENCH_SUBSETS, EvalContext
+
+    cfg = load_yaml(ICRMRunConfig, ROOT / "configs" / "icrm-minilm.yaml")
+    cfg.data_dir = str(data_dir)
+    # Only the split and the overlap filter are used: no model is needed to pick the targets.
+    ctx = EvalContext(cfg, None, None, None, False, None)  # type: ignore[arg-type]
+    training = [p for source in cfg.episodes.sources for p in ctx.pools(source)["train"].pairs]
+    for source in (PKU, MORAL, MATH, *RMBENCH_SUBSETS):
+        targets = ctx.test_pool(source).pairs
+        assert targets, source
+        assert not _overlap(training, targets), f"{source}: protocol targets repeat training prompts"

@@ -36,8 +36,10 @@ SlopeGuard = Literal["report", "population"]
 
 # Floor of a rater's residual variance, as a fraction of the median rater's (see _per_rater_ols).
 VAR_FLOOR_FRACTION = 0.01
-# A shrunk slope at or below this fraction of the population slope counts as non-positive (a slope of
-# 1e-16 is zero up to rounding and ties every prediction).
+# A shrunk slope at or below this fraction of the population slope, in the population slope's direction, counts as
+# non-positive (a slope of 1e-16 is zero up to rounding and ties every prediction). The direction matters when the
+# model score falls as the ratings rise (a harmlessness reward against harm ratings): every slope is then negative,
+# and a map reverses the population's ranking when its slope is positive.
 NONPOSITIVE_SLOPE_TOL = 1e-9
 
 # status codes stored per rater in maps_.diagnostics["status"]
@@ -182,9 +184,7 @@ def _shrink(
     shrunk = population[None] + np.einsum("jkl,jl->jk", weight_matrix, deviation)
     keep = eye[None] - weight_matrix
     own = np.where(eligible[:, None, None], cov, 0.0)
-    risk = weight_matrix @ own @ weight_matrix.transpose(0, 2, 1) + keep @ tau2[None] @ keep.transpose(
-        0, 2, 1
-    )
+    risk = weight_matrix @ own @ weight_matrix.transpose(0, 2, 1) + keep @ tau2[None] @ keep.transpose(0, 2, 1)
     weight = np.diagonal(weight_matrix, axis1=1, axis2=2).copy()
     return Shrinkage(shrunk, weight, risk, population, tau2, tau2_raw, clipped)
 
@@ -336,9 +336,7 @@ class PooledAffine(AffineCalibrator):
     def _fit_stats(self, stats: RaterStats) -> CalibrationMaps:
         slope, intercept, noise = _pooled(stats)
         j = stats.n_raters
-        return self._maps(
-            stats, np.full(j, slope), np.full(j, intercept), np.full(j, noise), (slope, intercept, noise)
-        )
+        return self._maps(stats, np.full(j, slope), np.full(j, intercept), np.full(j, noise), (slope, intercept, noise))
 
 
 class GroupAffine(AffineCalibrator):
@@ -363,8 +361,7 @@ class GroupAffine(AffineCalibrator):
         column = self._group_columns()[0]
         if column not in stats.groups:
             raise DataError(
-                f"group column {column!r} not in the rater statistics; "
-                f"known: {', '.join(stats.groups) or '(none)'}"
+                f"group column {column!r} not in the rater statistics; known: {', '.join(stats.groups) or '(none)'}"
             )
         labels = stats.groups[column]
         pop_slope, pop_intercept, pop_noise = _pooled(stats)
@@ -493,7 +490,7 @@ class PEBS(AffineCalibrator):
         population_intercept = float(shrink.population[1] - shrink.population[0] * centre)
 
         status = _fit_status(ols.eligible, moments)
-        nonpositive = slope <= NONPOSITIVE_SLOPE_TOL * abs(population_slope)
+        nonpositive = slope * np.sign(population_slope or 1.0) <= NONPOSITIVE_SLOPE_TOL * abs(population_slope)
         if self.slope_guard == "population" and nonpositive.any():
             slope = np.where(nonpositive, population_slope, slope)
             intercept = np.where(nonpositive, population_intercept, intercept)
@@ -514,11 +511,7 @@ class PEBS(AffineCalibrator):
             prior_var + float(shrink.tau2[1, 1])
             if self.centre
             else prior_var
-            + float(
-                shrink.tau2[1, 1]
-                + 2 * stats.r_shift * shrink.tau2[0, 1]
-                + stats.r_shift**2 * shrink.tau2[0, 0]
-            )
+            + float(shrink.tau2[1, 1] + 2 * stats.r_shift * shrink.tau2[0, 1] + stats.r_shift**2 * shrink.tau2[0, 0])
         )
 
         ols_slope = ols.theta[:, 0]
@@ -575,6 +568,84 @@ class PEBS(AffineCalibrator):
         )
 
 
+def _offset_shrinkage(
+    moments: RaterMoments, slope: float, n_min: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float, bool]:
+    """Per-rater intercepts under one shared slope, shrunk by Morris / James-Stein weights (pure).
+
+    With the slope fixed, rater j's least-squares intercept is b_j = mean_s_j - slope * mean_r_j, its residual
+    variance sigma_j^2 = (syy - 2 slope sxy + slope^2 sxx) / (n_j - 1) (floored at VAR_FLOOR_FRACTION of the
+    median rater's) and its sampling variance V_j = sigma_j^2 / n_j. Raters with n_j >= n_min are eligible;
+    tau^2 = max(0, Var_j(b_j) - mean_j(V_j)) over them, w_j = tau^2 / (tau^2 + V_j) and the shrunk intercept
+    w_j b_j + (1 - w_j) b_pop (b_pop the mean of the eligible b_j); other raters get b_pop.
+    Returns (intercept (J,), weight (J,), risk (J,) = w^2 V + (1 - w)^2 tau^2, sigma^2 (J,, NaN where not
+    eligible), b_pop, tau^2, clipped).
+    """
+    n = moments.n.astype(np.float64)
+    eligible = n >= n_min
+    b = moments.mean_s - slope * moments.mean_r
+    rss = np.maximum(moments.syy - 2.0 * slope * moments.sxy + slope**2 * moments.sxx, 0.0)
+    s2 = rss / np.maximum(n - 1.0, 1.0)
+    if eligible.any():
+        s2 = np.maximum(s2, VAR_FLOOR_FRACTION * float(np.median(s2[eligible])))
+    v = s2 / np.maximum(n, 1.0)
+    if eligible.sum() >= 2:
+        population = float(b[eligible].mean())
+        tau2_raw = float(np.var(b[eligible], ddof=1) - v[eligible].mean())
+    else:
+        population, tau2_raw = float(b[eligible].mean()) if eligible.any() else 0.0, 0.0
+    tau2 = max(tau2_raw, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.where(eligible & (tau2 > 0), tau2 / (tau2 + v), 0.0)
+    intercept = np.where(eligible, w * b + (1.0 - w) * population, population)
+    risk = np.where(eligible, w**2 * v + (1.0 - w) ** 2 * tau2, tau2)
+    return intercept, w, risk, np.where(eligible, s2, np.nan), population, tau2, tau2_raw <= 0
+
+
+class OffsetShrinkage(AffineCalibrator):
+    """The offset-only baseline: the pooled slope for every rater and a per-rater intercept shrunk as PEBS shrinks
+    its parameters (Morris / James-Stein weights from the method of moments). It asks how much of PEBS's gain a
+    per-rater offset alone gives.
+
+    n_min: raters with at least this many ratings get their own (shrunk) intercept; the others the population's.
+    """
+
+    name = "offset"
+
+    def __init__(self, n_min: int = 6):
+        self.n_min = n_min
+
+    def _fit_stats(self, stats: RaterStats) -> CalibrationMaps:
+        if self.n_min < 2:
+            raise ConfigError(f"n_min must be at least 2 (a residual variance needs n > 1), got {self.n_min}")
+        moments = rater_moments(stats)
+        pop_slope, _, pop_noise = _pooled(stats)
+        intercept, weight, risk, s2, population, tau2, clipped = _offset_shrinkage(moments, pop_slope, self.n_min)
+        eligible = np.isfinite(s2)
+        if eligible.sum() >= 2:
+            post, prior_var, _ = _moderated_variances(s2[eligible], moments.n[eligible] - 1.0)
+        else:
+            post, prior_var = s2[eligible], pop_noise
+        noise = np.full(stats.n_raters, prior_var)
+        noise[eligible] = post
+        j = stats.n_raters
+        return self._maps(
+            stats,
+            np.full(j, pop_slope),
+            intercept,
+            noise,
+            (pop_slope, population, prior_var + tau2),
+            (np.zeros(j), risk, np.zeros(j)),
+            diagnostics={"status": np.where(eligible, STATUS_FITTED, STATUS_SPARSE), "weight_intercept": weight},
+            info={
+                "tau2_intercept": tau2,
+                "tau2_clipped_intercept": bool(clipped),
+                "population_slope": pop_slope,
+                "n_shrunk": int(eligible.sum()),
+            },
+        )
+
+
 class MixedLMCalibrator(AffineCalibrator):
     """Random intercept and slope by rater (statsmodels MixedLM, REML): the classical baseline.
 
@@ -608,9 +679,7 @@ class MixedLMCalibrator(AffineCalibrator):
         ids = np.array(sorted(set(groups.tolist())))
         effects = np.array([np.asarray(result.random_effects[g], dtype=np.float64) for g in ids])
         cond_cov = np.array([np.asarray(result.random_effects_cov[g], dtype=np.float64) for g in ids])
-        theta = np.column_stack(
-            [fixed[1] + effects[:, 1], fixed[0] + effects[:, 0]]
-        )  # (slope, int. at centre)
+        theta = np.column_stack([fixed[1] + effects[:, 1], fixed[0] + effects[:, 0]])  # (slope, int. at centre)
         risk = cond_cov[:, ::-1, ::-1]  # statsmodels order is (intercept, slope)
         slope, intercept, var_a, var_b, cov_ab = _to_origin(theta, risk, centre)
         n = pd.Series(groups).value_counts().reindex(ids).to_numpy(np.float64)
@@ -653,6 +722,7 @@ CALIBRATORS.add("pebs", PEBS)
 CALIBRATORS.add("pebs-uncentred", partial(PEBS, centre=False, joint=False))
 CALIBRATORS.add("pebs-centred", partial(PEBS, centre=True, joint=False))
 CALIBRATORS.add("pebs-joint", partial(PEBS, centre=True, joint=True))  # = the default "pebs"
+CALIBRATORS.add("offset", OffsetShrinkage)
 CALIBRATORS.add("mixedlm", MixedLMCalibrator)
 
 

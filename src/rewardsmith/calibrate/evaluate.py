@@ -31,9 +31,12 @@ from rewardsmith.calibrate.forecast import forecast_gain
 from rewardsmith.data.ratings import RatingTable, cap_per_rater, require_ratings
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.io.progress import Progress
-from rewardsmith.stats import bootstrap_indices, percentile_interval
+from rewardsmith.stats import bootstrap_indices, percentile_interval, spearman
 
 SIZE_BIN_EDGES = (0, 6, 10, 20, 40, 80, 160, np.inf)
+# Methods every other method's gain is also measured against (besides pooled), when they are evaluated: per-rater
+# OLS (no pooling), the offset-only map and the form of PEBS in METHODS.md.
+GAIN_REFERENCES = ("ols", "offset", "pebs-uncentred")
 
 
 def within_rater_split(frame: pd.DataFrame, holdout: float, seed: int) -> np.ndarray:
@@ -59,6 +62,7 @@ class MethodScores:
     concordant: np.ndarray
     pairs: np.ndarray
     seed_rmse: list[float] = field(default_factory=list)
+    seed_sse: list[np.ndarray] = field(default_factory=list)  # (J,) per split: the units of the split bootstrap
     nonpositive_slopes: list[int] = field(default_factory=list)
     invariant: list[bool] = field(default_factory=list)
     fit_seconds: list[float] = field(default_factory=list)
@@ -80,9 +84,11 @@ class HoldoutResult:
     groups: dict[str, np.ndarray]
     forecasts: list[dict[str, Any]]
     pebs_info: list[dict[str, Any]]
+    seed_count: list[np.ndarray]  # (J,) held-out ratings per rater, one array per split
     last_pebs_maps: Any
     config: EvalConfig
     group_column: str | None
+    heteroscedasticity: float = float("nan")
 
 
 def _pair_concordance(
@@ -114,8 +120,9 @@ def _pair_concordance(
     return concordant, pairs
 
 
-def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
-                     progress: str | None = None) -> HoldoutResult:
+def evaluate_holdout(
+    table: RatingTable, config: EvalConfig | None = None, progress: str | None = None
+) -> HoldoutResult:
     """Runs the repeated within-rater hold-out of `config.methods` on `table` (see module docstring); progress: a
     description to show a bar over the split seeds under (None: silent)."""
     config = config or EvalConfig()
@@ -124,11 +131,11 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
     require_ratings(table, "evaluate")
     sizes = frame.groupby("rater_id").size()
     if not (sizes >= 2).any():
-        raise DataError(f"every one of the {len(sizes)} raters has a single rating: the within-rater hold-out needs "
-                        "raters with 2 or more (fit them with `rewardsmith calibrate fit`, which needs no hold-out)")
-    group_column = config.group_column or (
-        table.demographic_columns[0] if table.demographic_columns else None
-    )
+        raise DataError(
+            f"every one of the {len(sizes)} raters has a single rating: the within-rater hold-out needs "
+            "raters with 2 or more (fit them with `rewardsmith calibrate fit`, which needs no hold-out)"
+        )
+    group_column = config.group_column or (table.demographic_columns[0] if table.demographic_columns else None)
     methods = [m for m in config.methods if m != "group" or group_column]
     if group_column and group_column not in frame.columns:
         raise ConfigError(
@@ -147,7 +154,13 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
     last_pebs = None
     score_all = frame["score"].to_numpy(np.float64)
     model_all = frame["model_score"].to_numpy(np.float64)
-    default_pebs = create_calibrator("pebs", n_min=config.n_min)
+    # The forecast of every PEBS variant evaluated (its centring and weights), and of the default one otherwise.
+    forecast_variants = {
+        name: create_calibrator(name, n_min=config.n_min)
+        for name in methods
+        if isinstance(create_calibrator(name), PEBS)
+    } or {"pebs": create_calibrator("pebs")}
+    seed_count: list[np.ndarray] = []
 
     with Progress(progress or "", config.seeds, enabled=progress is not None, unit="splits") as bar:
         for done, seed in enumerate(range(config.first_seed, config.first_seed + config.seeds), start=1):
@@ -159,6 +172,7 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
             y, r = score_all[held], model_all[held]
             test_ids = rater_ids[test_codes]
             count += np.bincount(test_codes, minlength=n_raters)
+            seed_count.append(np.bincount(test_codes, minlength=n_raters).astype(np.float64))
             n_fit += np.bincount(codes[fit_frame.index.to_numpy()], minlength=n_raters)
             raw_seed, p = _pair_concordance(test_codes, y, r, n_raters)
             raw_conc += raw_seed
@@ -176,7 +190,8 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
                 var = np.maximum(estimator.predict_var(test_ids, r), 1e-12)
                 err = pred - y
                 s = scores[name]
-                s.sse += np.bincount(test_codes, weights=err**2, minlength=n_raters)
+                s.seed_sse.append(np.bincount(test_codes, weights=err**2, minlength=n_raters))
+                s.sse += s.seed_sse[-1]
                 s.nll += np.bincount(
                     test_codes, weights=0.5 * (np.log(2 * np.pi * var) + err**2 / var), minlength=n_raters
                 )
@@ -187,33 +202,53 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
                 maps = estimator.maps_
                 idx = maps.index_of(rater_ids)
                 slopes = np.where(idx >= 0, maps.slope[idx], maps.population_slope)
-                positive = slopes > NONPOSITIVE_SLOPE_TOL * abs(maps.population_slope)
+                direction = np.sign(maps.population_slope or 1.0)  # -1: the model score falls as ratings rise
+                positive = slopes * direction > NONPOSITIVE_SLOPE_TOL * abs(maps.population_slope)
                 s.nonpositive_slopes.append(int((~positive).sum()))
-                same = np.isclose(c, raw_seed, rtol=0, atol=1e-9)
+                # A map in the population's direction keeps the raw score's order, reversed when that is negative
+                # (ties count one half either way, so the reversed concordance is pairs - concordance).
+                same = np.isclose(c, raw_seed if direction > 0 else p - raw_seed, rtol=0, atol=1e-9)
                 s.invariant.append(bool(same[positive].all()))
                 if isinstance(estimator, PEBS) and name == "pebs":
                     w_a = maps.diagnostics["weight_slope"][idx]
                     w_b = maps.diagnostics["weight_intercept"][idx]
                     shrink_slope += 1 - w_a
                     shrink_intercept += 1 - w_b
-                    pebs_info.append(
-                        dict(maps.info, n_fitted=int((maps.diagnostics["status"] == STATUS_FITTED).sum()))
-                    )
+                    pebs_info.append(dict(maps.info, n_fitted=int((maps.diagnostics["status"] == STATUS_FITTED).sum())))
                     last_pebs = maps
             if config.pilot_per_rater:
                 pilot = cap_per_rater(fit_frame, config.pilot_per_rater, seed + 104729)
                 planned = fit_frame.groupby("rater_id").size()
-                try:
-                    fc = forecast_gain(
-                        pilot,
-                        planned.reindex(sorted(pilot["rater_id"].unique())).to_numpy(),
-                        n_min=min(config.n_min, config.pilot_per_rater),
-                        centre=default_pebs.get_params()["centre"],
-                        joint=default_pebs.get_params()["joint"],
-                    )
-                    forecasts.append({"seed": seed, **fc.as_dict()})
-                except DataError as exc:
-                    forecasts.append({"seed": seed, "error": str(exc)})
+                record: dict[str, Any] = {"seed": seed}
+                for variant, estimator in forecast_variants.items():
+                    params = estimator.get_params()
+                    try:
+                        fc = forecast_gain(
+                            pilot,
+                            planned.reindex(sorted(pilot["rater_id"].unique())).to_numpy(),
+                            n_min=min(config.n_min, config.pilot_per_rater),
+                            centre=params["centre"],
+                            joint=params["joint"],
+                        )
+                        # The same closed form with the whole fit part as its pilot: what is left of the miss
+                        # without pilot noise is the normal model's own error.
+                        full = forecast_gain(
+                            fit_frame, None, n_min=config.n_min, centre=params["centre"], joint=params["joint"]
+                        )
+                        record[variant] = {**fc.as_dict(), "full_pilot_gain_pct": full.gain_pct}
+                    except DataError as exc:
+                        record[variant] = {"error": str(exc)}
+                default = record.get("pebs") or next(v for k, v in record.items() if k != "seed")
+                forecasts.append(
+                    {
+                        **record,
+                        **(
+                            {k: default[k] for k in ("gain_pct", "gain_ols_pct")}
+                            if "gain_pct" in default
+                            else {"error": default["error"]}
+                        ),
+                    }
+                )
             bar.update(done)
     first = frame.drop_duplicates("rater_id").set_index("rater_id")
     groups = {col: first[col].reindex(rater_ids).to_numpy(str) for col in table.demographic_columns}
@@ -230,10 +265,33 @@ def evaluate_holdout(table: RatingTable, config: EvalConfig | None = None,
         groups,
         forecasts,
         pebs_info,
+        seed_count,
         last_pebs,
         config,
         group_column,
+        residual_heteroscedasticity(frame),
     )
+
+
+def residual_heteroscedasticity(frame: pd.DataFrame) -> float:
+    """Spearman correlation, over every rating, of |r - mean r of its rater| with the squared residual of the
+    rater's own least-squares line (raters with 3+ ratings and 2+ model scores): near 0 when each rater's noise is
+    the same at every model score (the normal model of the forecaster and of the OLS variances), negative when the
+    extreme, high-leverage scores are the least noisy. NaN when no rater qualifies."""
+    r = frame["model_score"].to_numpy(np.float64)
+    y = frame["score"].to_numpy(np.float64)
+    codes = pd.factorize(frame["rater_id"])[0]
+    n = np.bincount(codes).astype(np.float64)
+    mean_r, mean_y = np.bincount(codes, r) / n, np.bincount(codes, y) / n
+    dr, dy = r - mean_r[codes], y - mean_y[codes]
+    sxx, sxy = np.bincount(codes, dr * dr), np.bincount(codes, dr * dy)
+    ok = (n >= 3) & (sxx > 1e-12)
+    slope = np.where(ok, sxy / np.where(ok, sxx, 1.0), 0.0)
+    keep = ok[codes]
+    if keep.sum() < 3:
+        return float("nan")
+    resid = dy - slope[codes] * dr
+    return float(spearman(np.abs(dr[keep]), resid[keep] ** 2))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -252,6 +310,22 @@ def bootstrap_gain_ci(
     idx = bootstrap_indices(len(sse_base), resamples, seed)
     gains = 100 * (1 - np.sqrt(sse_method[idx].sum(1) / sse_base[idx].sum(1)))
     return percentile_interval(gains, confidence)
+
+
+def split_rater_gain_ci(
+    seed_sse_method: np.ndarray, seed_sse_base: np.ndarray, resamples: int, confidence: float, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile CI of the RMSE gain (percent) under a two-way bootstrap of a crossed design: every rater is held
+    out in every split, so each replicate draws the hold-out splits with replacement and, independently, the raters
+    with replacement, the same raters for every drawn split. (S, J) per-split, per-rater summed squared errors of
+    the method and of the reference, resampled on the same draws (a paired interval)."""
+    n_splits, n_raters = seed_sse_base.shape
+    splits = bootstrap_indices(n_splits, resamples, seed)  # (B, S)
+    raters = bootstrap_indices(n_raters, resamples, seed + 1)  # (B, J)
+    rows, cols = splits[:, :, None], raters[:, None, :]
+    num = seed_sse_method[rows, cols].sum(axis=(1, 2))
+    den = seed_sse_base[rows, cols].sum(axis=(1, 2))
+    return percentile_interval(100 * (1 - np.sqrt(num / den)), confidence)
 
 
 def paired_tests(mse_method: np.ndarray, mse_base: np.ndarray) -> dict[str, float]:
@@ -276,6 +350,7 @@ def summarise(result: HoldoutResult) -> dict[str, Any]:
     count = result.count[evaluated]
     base = result.methods["pooled"].sse[evaluated]
     ols = result.methods["ols"].sse[evaluated] if "ols" in result.methods else None
+    by_split = {name: np.stack(s.seed_sse)[:, evaluated] for name, s in result.methods.items()}
     flat: dict[str, Any] = {}
     tables: dict[str, Any] = {"methods": {}}
     raw_acc = float(result.raw_concordant.sum() / max(result.raw_pairs.sum(), 1))
@@ -293,12 +368,18 @@ def summarise(result: HoldoutResult) -> dict[str, Any]:
             "fit_seconds": float(np.mean(s.fit_seconds)),
         }
         if name != "pooled":
-            row["gain_ci"] = bootstrap_gain_ci(sse, base, cfg.bootstrap, cfg.confidence)
+            row["gain_ci"] = split_rater_gain_ci(by_split[name], by_split["pooled"], cfg.bootstrap, cfg.confidence)
+            row["gain_ci_raters"] = bootstrap_gain_ci(sse, base, cfg.bootstrap, cfg.confidence)
+            row["gain_by_split"] = [_gain_pct(a, b) for a, b in zip(by_split[name], by_split["pooled"], strict=True)]
             row.update({f"vs_pooled_{k}": v for k, v in paired_tests(sse / count, base / count).items()})
         if ols is not None and name != "ols":
-            row["gain_vs_ols_pct"] = _gain_pct(sse, ols)
-            row["gain_vs_ols_ci"] = bootstrap_gain_ci(sse, ols, cfg.bootstrap, cfg.confidence, seed=1)
             row.update({f"vs_ols_{k}": v for k, v in paired_tests(sse / count, ols / count).items()})
+        for ref in GAIN_REFERENCES:  # gains over the other baselines, on the same split and rater draws
+            if ref in result.methods and ref != name:
+                row[f"gain_vs_{ref}_pct"] = _gain_pct(sse, result.methods[ref].sse[evaluated])
+                row[f"gain_vs_{ref}_ci"] = split_rater_gain_ci(
+                    by_split[name], by_split[ref], cfg.bootstrap, cfg.confidence, seed=1
+                )
         tables["methods"][name] = row
         flat[f"rmse.{name}"] = row["rmse"]
         flat[f"nll.{name}"] = row["nll"]
@@ -307,13 +388,32 @@ def summarise(result: HoldoutResult) -> dict[str, Any]:
         flat[f"pair_accuracy.{name}"] = row["pair_accuracy"]
         if "gain_ci" in row:
             flat[f"gain_vs_pooled_ci.{name}"] = list(row["gain_ci"])
-        if "gain_vs_ols_pct" in row:
-            flat[f"gain_vs_ols_pct.{name}"] = row["gain_vs_ols_pct"]
+            flat[f"gain_vs_pooled_ci_raters.{name}"] = list(row["gain_ci_raters"])
+            flat[f"gain_by_split.{name}"] = row["gain_by_split"]
+        for ref in GAIN_REFERENCES:
+            if f"gain_vs_{ref}_pct" in row:
+                flat[f"gain_vs_{ref}_pct.{name}"] = row[f"gain_vs_{ref}_pct"]
+                flat[f"gain_vs_{ref}_ci.{name}"] = list(row[f"gain_vs_{ref}_ci"])
+        if "vs_ols_wilcoxon_p" in row:
             flat[f"p_value_vs_ols.{name}"] = row["vs_ols_wilcoxon_p"]
+        flat[f"pair_accuracy_invariant.{name}"] = row["pair_accuracy_invariant"]
     good = [f for f in result.forecasts if "gain_pct" in f]
     if good:
         flat["forecast_gain_pct"] = float(np.mean([f["gain_pct"] for f in good]))
         flat["forecast_gain_ols_pct"] = float(np.mean([f["gain_ols_pct"] for f in good]))
+    for variant in {k for f in result.forecasts for k, v in f.items() if isinstance(v, dict) and "gain_pct" in v}:
+        runs = [f[variant] for f in result.forecasts if "gain_pct" in f.get(variant, {})]
+        flat[f"forecast_gain_pct.{variant}"] = float(np.mean([r["gain_pct"] for r in runs]))
+        flat[f"forecast_full_pilot_gain_pct.{variant}"] = float(np.mean([r["full_pilot_gain_pct"] for r in runs]))
+        flat[f"forecast_tau2_slope_clipped_share.{variant}"] = float(np.mean([r["tau2"][0][0] <= 0 for r in runs]))
+    flat["residual_heteroscedasticity"] = result.heteroscedasticity
+    split_names = list(range(cfg.first_seed, cfg.first_seed + cfg.seeds))
+    tables["per_rater"] = {
+        "rater_ids": [str(r) for r in result.rater_ids[evaluated]],
+        "splits": split_names,
+        "count": np.stack(result.seed_count)[:, evaluated].tolist(),
+        "sse": {name: a.tolist() for name, a in by_split.items()},
+    }
     tables["forecasts"] = result.forecasts
     tables["by_sample_size"] = _by_sample_size(result)
     tables["audit"] = _audit(result)

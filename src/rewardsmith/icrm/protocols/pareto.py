@@ -1,6 +1,8 @@
 """Multi-objective steering: should-respond (rm-bench/safety-response) and should-refuse
 (rm-bench/safety-refuse) demonstrations mixed with weight w; the (respond, refuse) accuracy points over w trace
-a frontier whose hypervolume (accuracies as fractions, reference point (0, 0)) is reported per N."""
+a frontier whose hypervolume (accuracies as fractions, reference point (0, 0)) is reported per N. Per-pair
+correctness of every (N, weight, target) goes to per_pair (the job writes it to per_pair.json), so a summary over
+seeds can resample pairs and recompute the hypervolume (experiments/icrm.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,15 @@ def pareto(ctx: EvalContext) -> dict[str, Any]:
     mixed = PairPool("pareto-mix", respond_demos.pairs + refuse_demos.pairs)
     n_respond, n_refuse = len(respond_demos), len(refuse_demos)
     rows, points_by_n = [], {}
+    per_pair: dict[str, Any] = {
+        "respond_ids": [p.pair_id for p in respond.pairs],
+        "refuse_ids": [p.pair_id for p in refuse.pairs],
+        "weights": list(ctx.cfg.eval.pareto_weights),
+        "icrm": {},
+    }
     for n in ctx.cfg.eval.n_values:
         points = []
+        correct: dict[str, list[list[float]]] = {"respond": [], "refuse": []}  # (W, K) per target
         for w in ctx.cfg.eval.pareto_weights:
             k_respond = round(w * n)
             accs = []
@@ -34,16 +43,29 @@ def pareto(ctx: EvalContext) -> dict[str, Any]:
                     demos = tuple(Demo(int(j), True) for j in np.concatenate([a, b]))
                     eps.append(Episode(Standard("pareto-target"), i, True, 1.0, demos))
                 s = ctx.score(eps, renamed(target, "pareto-target"), mixed)
-                accs.append(float(pairwise_correct(s["u_first"] - s["u_second"]).mean()))
+                hits = pairwise_correct(s["u_first"] - s["u_second"])
+                correct[name].append(hits.tolist())
+                accs.append(float(hits.mean()))
             points.append({"weight_respond": w, "respond": accs[0], "refuse": accs[1]})
         pts = np.array([[p["respond"], p["refuse"]] for p in points])
         rows.append({"demos": n, "hypervolume": hypervolume_2d(pts), "front": pareto_front(pts).tolist()})
         points_by_n[str(n)] = points
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "respond_pairs": len(respond),
-                              "refuse_pairs": len(refuse), **ctx.target_facts(RESPOND, REFUSE), "hypervolume": rows,
-                              "points": points_by_n}
+        per_pair["icrm"][str(n)] = correct
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "respond_pairs": len(respond),
+        "refuse_pairs": len(refuse),
+        **ctx.target_facts(RESPOND, REFUSE),
+        "hypervolume": rows,
+        "points": points_by_n,
+    }
     bt_respond, bt_refuse = ctx.bt_margins(respond), ctx.bt_margins(refuse)
     if bt_respond is not None and bt_refuse is not None:
         br, bf = float(pairwise_correct(bt_respond).mean()), float(pairwise_correct(bt_refuse).mean())
         result["bt"] = {"respond": br, "refuse": bf, "hypervolume": hypervolume_2d([[br, bf]])}
+        per_pair["bt"] = {
+            "respond": pairwise_correct(bt_respond).tolist(),
+            "refuse": pairwise_correct(bt_refuse).tolist(),
+        }
+    result["per_pair"] = per_pair
     return result

@@ -1,0 +1,179 @@
+"""The results of the PEBS claims (rewardsmith.calibrate.claims) built from calibration metrics: the full-fit
+run's flat keys with each capped fit size's under `fit_size.<n>.` (experiments/calibration.py writes them to
+docs/results/calibrate-<corpus>[-rm].json), per corpus and fit size. Every interval is the hierarchical bootstrap of
+rewardsmith.calibrate.evaluate (hold-out splits and raters, crossed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from rewardsmith.calibrate.claims import (
+    FORECAST,
+    GAIN_VS_POOLED,
+    OFFSET_GAIN,
+    OFFSET_ONLY,
+    OFFSET_VS_POOLED,
+    OLS_OVERFITS,
+    PAPER_FORM,
+    PAPER_GAIN,
+    PRISM,
+    RANKING_KEPT,
+    REWARD_MODEL_GAIN,
+    TARGET_GAIN,
+    VARIANT_GAIN,
+)
+from rewardsmith.claims import HELD, NOT_HELD, ClaimResult, interval_result, not_run, tolerance_result
+
+Metrics = Mapping[str, Any]
+RANKING_TEST = "tests/unit/test_calibrate_estimators.py::test_positive_slope_maps_keep_pair_accuracy"
+
+
+def settings(m: Metrics) -> list[tuple[str, str]]:
+    """(label, key prefix) of the full fit and of every capped fit size in the metrics, largest first."""
+    sizes = sorted({int(k.split(".")[1]) for k in m if k.startswith("fit_size.")}, reverse=True)
+    return [("all fit ratings", "")] + [(f"{n} fit ratings / rater", f"fit_size.{n}.") for n in sizes]
+
+
+def _gain(m: Metrics, prefix: str, method: str, reference: str = "pooled") -> tuple[Any, Any]:
+    return m.get(f"{prefix}gain_vs_{reference}_pct.{method}"), m.get(f"{prefix}gain_vs_{reference}_ci.{method}")
+
+
+def forecast_miss_cause(m: Metrics, prefix: str, method: str = PAPER_FORM) -> str:
+    """Why a forecast of `method` misses, from the run's diagnostics: how much of the error is left when the whole
+    fit part is the pilot (the closed form's own error) and how much is pilot noise, the share of pilots whose
+    slope variance was clipped at 0, and the residuals' heteroscedasticity across model scores."""
+    forecast = m.get(f"{prefix}forecast_gain_pct.{method}")
+    realised = m.get(f"{prefix}gain_vs_pooled_pct.{method}")
+    full = m.get(f"{prefix}forecast_full_pilot_gain_pct.{method}")
+    if forecast is None or realised is None or full is None:
+        return ""
+    parts = [
+        f"with the whole fit part as pilot the forecast is {full:.2f} (error {full - realised:+.2f}), so the "
+        f"pilot's noise accounts for {forecast - full:+.2f} and the normal model for {full - realised:+.2f}"
+    ]
+    clipped = m.get(f"{prefix}forecast_tau2_slope_clipped_share.{method}")
+    if clipped:
+        parts.append(f"the pilot's slope variance was clipped at 0 in {clipped:.0%} of splits")
+    rho = m.get(f"{prefix}residual_heteroscedasticity")
+    if rho is not None:
+        parts.append(
+            f"Spearman(|r - mean r|, residual^2) = {rho:+.2f} within raters"
+            + (
+                " (noise falls at the extreme model scores, so the OLS variances overstate the sampling error)"
+                if rho < -0.05
+                else " (noise rises at the extreme model scores)"
+                if rho > 0.05
+                else ""
+            )
+        )
+    return "; ".join(parts)
+
+
+def pebs_claim_results(corpora: Mapping[str, Metrics]) -> list[ClaimResult]:
+    """The paper's claims on every corpus ({title: metrics}, each corpus's own model score)."""
+    out: list[ClaimResult] = []
+    for title, m in corpora.items():
+        result = interval_result(
+            GAIN_VS_POOLED,
+            *_gain(m, "", PAPER_FORM),
+            scope=f"{title}, all fit ratings",
+            evidence=_splits_note(m, PAPER_FORM),
+        )
+        figure = f"-{PAPER_GAIN[title]:g}% RMSE" if title in PAPER_GAIN else "none for this corpus"
+        out.append(replace(result, figure=figure))
+    out.append(not_run(PRISM, "PRISM is not in the data directory", scope="PRISM"))
+    for title, m in corpora.items():
+        for label, prefix in settings(m):
+            out.append(interval_result(OLS_OVERFITS, *_gain(m, prefix, PAPER_FORM, "ols"), scope=f"{title}, {label}"))
+    kept = all(
+        m.get(f"{prefix}pair_accuracy_invariant.{PAPER_FORM}", False)
+        for m in corpora.values()
+        for _, prefix in settings(m)
+    )
+    out.append(
+        ClaimResult(
+            RANKING_KEPT,
+            HELD if kept else NOT_HELD,
+            "every corpus and fit size",
+            evidence=f"{RANKING_TEST}; on every hold-out split each positive-slope map kept its "
+            f"rater's pair accuracy: {'yes' if kept else 'no'}",
+        )
+    )
+    for title, m in corpora.items():
+        for label, prefix in settings(m):
+            forecast = m.get(f"{prefix}forecast_gain_pct.{PAPER_FORM}")
+            realised, ci = _gain(m, prefix, PAPER_FORM)
+            error = None if forecast is None or realised is None else forecast - realised
+            error_ci = [forecast - ci[1], forecast - ci[0]] if error is not None and ci else None
+            result = tolerance_result(
+                FORECAST,
+                error,
+                error_ci,
+                scope=f"{title}, {label}",
+                details={"forecast": forecast, "realised": realised},
+            )
+            if result.verdict == NOT_HELD:
+                result = tolerance_result(
+                    FORECAST,
+                    error,
+                    error_ci,
+                    scope=f"{title}, {label}",
+                    evidence=forecast_miss_cause(m, prefix),
+                    details={"forecast": forecast, "realised": realised},
+                )
+            out.append(result)
+    return out
+
+
+def _splits_note(m: Metrics, method: str) -> str:
+    gains = m.get(f"gain_by_split.{method}") or []
+    if len(gains) < 2:
+        return ""
+    return f"{len(gains)} hold-out splits, one split's gain {min(gains):.2f} to {max(gains):.2f}"
+
+
+def pebs_own_results(
+    corpora: Mapping[str, Metrics],
+    reward_model: Mapping[str, Metrics],
+    kept_variant: str,
+    paper_corpus: str = "PluriHarms",
+) -> list[ClaimResult]:
+    """The project's own questions: the offset-only baseline, the variant kept on the choice splits against the
+    paper's form, the paper's form with a reward model's score, and the project's 8 % bar."""
+    out: list[ClaimResult] = []
+    for title, m in corpora.items():
+        for label, prefix in settings(m):
+            out.append(interval_result(OFFSET_VS_POOLED, *_gain(m, prefix, OFFSET_ONLY), scope=f"{title}, {label}"))
+            out.append(
+                interval_result(OFFSET_GAIN, *_gain(m, prefix, PAPER_FORM, OFFSET_ONLY), scope=f"{title}, {label}")
+            )
+    for title, m in corpora.items():
+        for label, prefix in settings(m):
+            out.append(
+                interval_result(
+                    VARIANT_GAIN,
+                    *_gain(m, prefix, kept_variant, PAPER_FORM),
+                    scope=f"{title}, {label}",
+                    evidence=f"kept: {kept_variant}",
+                )
+            )
+    for title, m in reward_model.items():
+        out.append(
+            interval_result(
+                REWARD_MODEL_GAIN, *_gain(m, "", PAPER_FORM), scope=f"{title}, all fit ratings", evidence=_model_note(m)
+            )
+        )
+    if paper_corpus in corpora:
+        out.append(
+            interval_result(
+                TARGET_GAIN, *_gain(corpora[paper_corpus], "", PAPER_FORM), scope=f"{paper_corpus}, all fit ratings"
+            )
+        )
+    return out
+
+
+def _model_note(m: Metrics) -> str:
+    notes = m.get("ratings", {}).get("notes", {})
+    return str(notes.get("model_score", ""))

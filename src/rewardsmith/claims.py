@@ -1,0 +1,295 @@
+"""Pre-registered claims and choices: the typed records every capability declares its paper's claims with (the
+claim in the paper's words, the measure, the paper's figure, the bar and the file the bar is written in), and the
+results built from committed metrics (estimate, CI, verdict).
+
+A verdict follows from the record, never from the reader:
+
+- `interval`: held when the CI lies on the claimed side of the bar (above it, or below it with
+  held_when="below"), not held when it lies on the other side, inconclusive when it covers the bar
+  (rewardsmith.stats.interval_verdict);
+- `tolerance`: held when |estimate| <= bar (a forecast error against the paper's tolerance), else not held;
+- `majority`: held when more than half of the per-scope results are held, not held when at least half are not
+  held, else inconclusive ("on most targets");
+- `exact`: a property of the method checked by a named test, not by these runs;
+- any claim whose measure was not run gets the verdict "not run" (never "inconclusive").
+
+Declarations live in `<capability>/claims.py` (w2s, icrm, calibrate), results are built where the metrics are,
+and the doc tools only render `ClaimResult.row()`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from rewardsmith.stats import interval_verdict
+
+Kind = Literal["interval", "tolerance", "majority", "exact"]
+Side = Literal["above", "below"]
+HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN = "held", "not held", "inconclusive", "not run"
+VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim, declared before the runs that test it.
+
+    paper: the method's paper ("ANCHOR", "ICRM", "PEBS"); key: a stable id ("w2s.a"); statement: the claim in the
+    paper's words (METHODS.md's rendering of them); measure: what is estimated and in which unit; paper_figure:
+    the paper's number as text, None when the paper states the claim without one; bar: the threshold the verdict
+    compares with; bar_source: the file the bar is written in; own: True for the project's own questions (not a
+    claim of the paper); held_when: the side of the bar that holds the claim.
+    """
+
+    paper: str
+    key: str
+    statement: str
+    measure: str
+    bar: float = 0.0
+    bar_source: str = ""
+    paper_figure: str | None = None
+    own: bool = False
+    kind: Kind = "interval"
+    held_when: Side = "above"
+    bar_note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind == "tolerance" and self.bar < 0:
+            raise ValueError(f"{self.key}: a tolerance is >= 0, got {self.bar}")
+
+    def bar_text(self) -> str:
+        """The bar as a reader sees it: "> 0", "< 0.273", "|error| <= 0.2", "most targets"."""
+        if self.kind == "tolerance":
+            text = f"|error| <= {self.bar:g}"
+        elif self.kind == "majority":
+            text = "held on more than half"
+        elif self.kind == "exact":
+            text = "exact property"
+        else:
+            text = f"{'>' if self.held_when == 'above' else '<'} {self.bar:g}"
+        return text + (f" ({self.bar_note})" if self.bar_note else "")
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim's result on one scope (a target, a corpus, a subset; "" when the claim has one scope).
+
+    estimate and ci are in the measure's unit; ci is None without an interval (a tolerance check of a point,
+    a count); seeds: how many seeds the estimate rests on (None when seeds do not apply); evidence: a note for
+    the reader (a test name, why a claim was not run, the cause of a miss); figure: the paper's figure for this
+    scope when it differs from the claim's (None: the claim's).
+    """
+
+    claim: Claim
+    verdict: str
+    scope: str = ""
+    estimate: float | None = None
+    ci: tuple[float, float] | None = None
+    seeds: int | None = None
+    evidence: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    figure: str | None = None
+
+    @property
+    def paper_figure(self) -> str | None:
+        return self.figure if self.figure is not None else self.claim.paper_figure
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"{self.claim.key}: verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.claim
+        return {
+            "paper": c.paper,
+            "key": c.key,
+            "scope": self.scope,
+            "statement": c.statement,
+            "measure": c.measure,
+            "paper_figure": self.paper_figure,
+            "bar": c.bar_text(),
+            "bar_source": c.bar_source,
+            "own": c.own,
+            "estimate": self.estimate,
+            "ci": list(self.ci) if self.ci else None,
+            "seeds": self.seeds,
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            **({"details": self.details} if self.details else {}),
+        }
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def interval_result(
+    claim: Claim,
+    estimate: float | None,
+    ci: Sequence[float | None] | None,
+    *,
+    scope: str = "",
+    seeds: int | None = None,
+    evidence: str = "",
+    details: dict[str, Any] | None = None,
+) -> ClaimResult:
+    """An `interval` claim's result: the verdict of its CI against the bar; "not run" without an estimate;
+    "inconclusive" with an estimate but no finite interval (nothing to decide with)."""
+    if claim.kind != "interval":
+        raise ValueError(f"{claim.key} is a {claim.kind} claim, not an interval claim")
+    if estimate is None or not _finite(estimate):
+        return ClaimResult(claim, NOT_RUN, scope, seeds=seeds, evidence=evidence or "not measured by these runs")
+    low, high = (ci[0], ci[1]) if ci is not None and len(ci) == 2 else (None, None)
+    if not (_finite(low) and _finite(high)):
+        return ClaimResult(
+            claim,
+            INCONCLUSIVE,
+            scope,
+            float(estimate),
+            None,
+            seeds,
+            evidence or "no interval",
+            dict(details or {}),
+        )
+    lo, hi = float(low), float(high)  # type: ignore[arg-type]
+    # Held below the bar: the same rule on the negated interval.
+    word = interval_verdict(lo, hi, claim.bar) if claim.held_when == "above" else interval_verdict(-hi, -lo, -claim.bar)
+    assert word is not None
+    return ClaimResult(
+        claim,
+        word,
+        scope,
+        float(estimate),
+        (lo, hi),
+        seeds,
+        evidence,
+        dict(details or {}),
+    )
+
+
+def tolerance_result(
+    claim: Claim,
+    error: float | None,
+    ci: Sequence[float | None] | None = None,
+    *,
+    scope: str = "",
+    evidence: str = "",
+    details: dict[str, Any] | None = None,
+) -> ClaimResult:
+    """A `tolerance` claim's result: held when |error| <= bar (the point error; its CI, when given, is shown
+    beside it), else not held; "not run" without an error."""
+    if claim.kind != "tolerance":
+        raise ValueError(f"{claim.key} is a {claim.kind} claim, not a tolerance claim")
+    if not _finite(error):
+        return ClaimResult(claim, NOT_RUN, scope, evidence=evidence or "not measured by these runs")
+    e = float(error)  # type: ignore[arg-type]
+    interval = (float(ci[0]), float(ci[1])) if ci is not None and _finite(ci[0]) and _finite(ci[1]) else None  # type: ignore[arg-type]
+    return ClaimResult(
+        claim, HELD if abs(e) <= claim.bar else NOT_HELD, scope, e, interval, None, evidence, dict(details or {})
+    )
+
+
+def majority_result(claim: Claim, parts: Sequence[ClaimResult], *, scope: str = "", evidence: str = "") -> ClaimResult:
+    """A `majority` claim's result over per-scope results: estimate = the number held; held when more than half
+    are held, not held when at least half are not held, inconclusive otherwise; "not run" when none was run."""
+    if claim.kind != "majority":
+        raise ValueError(f"{claim.key} is a {claim.kind} claim, not a majority claim")
+    run = [p for p in parts if p.verdict != NOT_RUN]
+    if not run:
+        return ClaimResult(claim, NOT_RUN, scope, evidence=evidence or "not measured by these runs")
+    held = sum(p.verdict == HELD for p in run)
+    not_held = sum(p.verdict == NOT_HELD for p in run)
+    word = HELD if 2 * held > len(run) else NOT_HELD if 2 * not_held >= len(run) else INCONCLUSIVE
+    counts = f"held on {held} of {len(run)}, not held on {not_held}"
+    return ClaimResult(
+        claim,
+        word,
+        scope,
+        float(held),
+        None,
+        None,
+        f"{counts}; {evidence}" if evidence else counts,
+        {"held": held, "not_held": not_held, "of": len(run)},
+    )
+
+
+def exact_result(claim: Claim, test: str) -> ClaimResult:
+    """An `exact` claim: a property of the method that the named test checks (held while the test passes)."""
+    if claim.kind != "exact":
+        raise ValueError(f"{claim.key} is a {claim.kind} claim, not an exact claim")
+    return ClaimResult(claim, HELD, evidence=f"exact, a property of the loss checked by {test}")
+
+
+def not_run(claim: Claim, why: str, *, scope: str = "") -> ClaimResult:
+    """A claim these runs do not test, with the reason."""
+    return ClaimResult(claim, NOT_RUN, scope, evidence=why)
+
+
+def point_only(
+    claim: Claim, estimate: float | None, why: str, *, scope: str = "", seeds: int | None = None
+) -> ClaimResult:
+    """A claim whose interval the committed metrics do not hold: "not run", with the point estimate they do give
+    (shown as a point, never judged) and why the interval is missing (the command that would produce it)."""
+    point = float(estimate) if _finite(estimate) else None  # type: ignore[arg-type]
+    return ClaimResult(claim, NOT_RUN, scope, point, None, seeds, why, {"point_only": point is not None})
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A setting chosen by data, declared with its rule before the runs that apply it.
+
+    key: a stable id; what: the setting; options: the candidates; rule: how the choice is made; split: the data the
+    rule reads (a validation split or a corpus that is never reported), never a reported test split; where: the
+    file the rule is written in.
+    """
+
+    paper: str
+    key: str
+    what: str
+    options: str
+    rule: str
+    split: str
+    where: str
+
+    def made(self, chosen: str, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The choice as made: JSON-ready, with the scores it was made on."""
+        return {
+            "key": self.key,
+            "what": self.what,
+            "options": self.options,
+            "rule": self.rule,
+            "split": self.split,
+            "where": self.where,
+            "chosen": chosen,
+            "evidence": dict(evidence or {}),
+        }
+
+
+def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
+    """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]."""
+    c = result.claim
+    ours = "-"
+    if result.estimate is not None:
+        ours = f"{result.estimate:.{decimals}f}"
+        if result.verdict == NOT_RUN:
+            ours += " (point; no CI)"
+        elif result.ci is not None:
+            ours += f" [{result.ci[0]:.{decimals}f}, {result.ci[1]:.{decimals}f}]"
+    verdict = f"**{result.verdict}**"
+    if result.seeds is not None and result.seeds < 3 and result.verdict in (HELD, NOT_HELD, INCONCLUSIVE):
+        verdict += f" ({result.seeds} seed{'s' if result.seeds != 1 else ''})"
+    statement = ("project's own: " if c.own else "") + c.statement
+    return [
+        statement,
+        result.scope or "-",
+        c.measure,
+        result.paper_figure or "none given",
+        ours,
+        c.bar_text(),
+        verdict + (f"; {result.evidence}" if result.evidence else ""),
+    ]
+
+
+CLAIM_HEADER = ["claim", "scope", "measure", "paper", "ours [95% CI]", "bar (pre-registered)", "verdict"]

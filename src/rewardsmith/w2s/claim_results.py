@@ -1,0 +1,322 @@
+"""The results of the weak-to-strong claims (rewardsmith.w2s.claims) built from shift metrics (a run's metrics.json
+or its committed copy in docs/results/): per source and per target, never averaged over targets. The metrics carry
+every contrast a claim is judged on (`claim_statistics`, rewardsmith.w2s.metrics.claim_statistics); this module
+only reads them and applies the pre-registered bars.
+
+Metrics written before `claim_statistics` existed hold each method's levels and its paired difference to naive but
+not the contrasts of (a), (b) and (d): those claims are "not run" there, with the point the levels give (a
+difference of means over the same seeds and pairs, shown, never judged) and the command that produces the interval.
+What the older metrics do hold is used as is: WRG and its CI (a), WRG(lambda_max) - WRG(naive) as the strongest
+anchor's paired ID difference to naive (the same teacher, so the WRG difference is the accuracy difference) (c)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rewardsmith.claims import NOT_RUN, ClaimResult, interval_result, majority_result, not_run, point_only
+from rewardsmith.w2s.claims import (
+    ANCHOR_BEST_MOST,
+    ANCHOR_BEST_NTS,
+    ANCHOR_OOD,
+    CONFIDENCE_ID,
+    DEBIASED_OOD,
+    GAIN_LOST_OOD,
+    LAST_LAYER,
+    RERUN,
+    RERUN_SWEEP,
+    SEAM_ID,
+    TEACHER_GAP,
+    TOO_STRONG,
+    TRADE_OFF,
+    WRG_POSITIVE,
+)
+from rewardsmith.w2s.metrics import ID_SPLIT, NAIVE
+
+Metrics = Mapping[str, Any]
+
+
+def _scope(source: str, split: str) -> str:
+    return f"{source}: {'ID test' if split == ID_SPLIT else split}"
+
+
+def _from(stat: Mapping[str, Any] | None, key: str) -> tuple[float | None, Any]:
+    rec = (stat or {}).get(key) or {}
+    return rec.get("value"), rec.get("ci")
+
+
+def _anchor_method(m: Metrics) -> str | None:
+    """The ANCHOR method judged: the validation choice among the last-layer strengths."""
+    chosen = m.get("claim_statistics", {}).get("anchor", {}).get("method")
+    if chosen:
+        return str(chosen)
+    last = next((s for s in m.get("anchor_selection", []) if s.get("layers") == [1.0]), None)
+    return None if last is None else str(last["chosen"])
+
+
+def _level(m: Metrics, method: str, key: str) -> float | None:
+    value = m.get("methods", {}).get(method, {}).get(key)
+    return None if value is None else float(value)
+
+
+def _rerun(what: str, command: str = RERUN) -> str:
+    return f"{what} is not in the committed metrics; it needs `{command}`"
+
+
+def paper_claims(headline: Metrics, sweep: Metrics | None = None, layer: Metrics | None = None) -> list[ClaimResult]:
+    """Claims (a)-(d) of one source. headline: the run with the paper's methods (naive, confidence, SEAM, ANCHOR
+    at its validation strength); sweep: the anchor-strength sweep on the same source, layer: the last against the
+    middle layer at the sweep's choice, or None (then (c) and (d) are "not run" for this source)."""
+    source, targets = headline["name"], headline["targets"]
+    seeds = len(headline["seeds"])
+    stats = headline.get("claim_statistics", {})
+    naive = headline["methods"].get(NAIVE, {})
+    out = [
+        interval_result(
+            WRG_POSITIVE, naive.get("wrg"), naive.get("wrg_ci"), scope=_scope(source, ID_SPLIT), seeds=seeds
+        )
+    ]
+    for t in targets:
+        if "gain_lost" in stats:
+            out.append(
+                interval_result(GAIN_LOST_OOD, *_from(stats["gain_lost"], t), scope=_scope(source, t), seeds=seeds)
+            )
+        else:
+            wrg, aog = _level(headline, NAIVE, "wrg"), _level(headline, NAIVE, f"aog.{t}")
+            out.append(
+                point_only(
+                    GAIN_LOST_OOD,
+                    None if wrg is None or aog is None else wrg - aog,
+                    _rerun("the paired interval of WRG - AOG"),
+                    scope=_scope(source, t),
+                    seeds=seeds,
+                )
+            )
+    best = stats.get("anchor_vs_best_other")
+    anchor = _anchor_method(headline)
+    others = [m for m in (NAIVE, "confidence", "seam") if m in headline["methods"]]
+    per_target = []
+    for t in targets:
+        if best is not None:
+            per_target.append(
+                interval_result(
+                    ANCHOR_BEST_NTS,
+                    *_from(best, t),
+                    scope=_scope(source, t),
+                    seeds=seeds,
+                    evidence=f"{anchor} against the best of {', '.join(best['others'])}",
+                )
+            )
+        elif anchor is None or not others:
+            per_target.append(
+                not_run(ANCHOR_BEST_NTS, "the run has no ANCHOR method or no other method", scope=_scope(source, t))
+            )
+        else:
+            levels = [_level(headline, m, f"nts.{t}") for m in others]
+            mine = _level(headline, anchor, f"nts.{t}")
+            point = None if mine is None or None in levels else mine - max(x for x in levels if x is not None)
+            per_target.append(
+                point_only(
+                    ANCHOR_BEST_NTS,
+                    point,
+                    f"{anchor} against the best of {', '.join(others)}; "
+                    + _rerun("the interval (the max taken inside each replicate)"),
+                    scope=_scope(source, t),
+                    seeds=seeds,
+                )
+            )
+    out += per_target
+    out.append(_most(per_target, f"{source}: {len(targets)} targets"))
+    out += sweep_claims(sweep, layer, source, targets)
+    return out
+
+
+def _most(per_target: list[ClaimResult], scope: str) -> ClaimResult:
+    """Claim (b) over the targets; on points only, how many favour ANCHOR (not judged)."""
+    if per_target and all(r.verdict == NOT_RUN for r in per_target):
+        points = [r.estimate for r in per_target if r.estimate is not None]
+        note = (
+            f"on the points ANCHOR's NTS is the highest on {sum(p > 0 for p in points)} of {len(points)} targets; "
+            if points
+            else ""
+        )
+        return not_run(ANCHOR_BEST_MOST, note + "judged once every target has its interval", scope=scope)
+    return majority_result(ANCHOR_BEST_MOST, per_target, scope=scope)
+
+
+def sweep_claims(sweep: Metrics | None, layer: Metrics | None, source: str, targets: list[str]) -> list[ClaimResult]:
+    """(c) the strength trade-off from the sweep's metrics and (d) last versus middle layer from the layer run's."""
+    if sweep is None:
+        why = "no anchor-strength sweep on this source (the paper's trade-off is tested on harmless)"
+        return (
+            [not_run(TRADE_OFF, why, scope=_scope(source, t)) for t in targets]
+            + [not_run(TOO_STRONG, why, scope=_scope(source, ID_SPLIT))]
+            + [not_run(LAST_LAYER, why, scope=_scope(source, t)) for t in targets]
+        )
+    stats = sweep.get("claim_statistics", {})
+    seeds = len(sweep["seeds"])
+    anchor = _anchor_method(sweep)
+    last: Mapping[str, Any] = next((s for s in sweep.get("anchor_selection", []) if s.get("layers") == [1.0]), {})
+    chosen = f"lambda* = {last.get('weight', float('nan')):g} ({anchor})"
+    out: list[ClaimResult] = []
+    if "trade_off" in stats and _brackets(sweep):
+        grid = stats.get("anchor_grid", {})
+        out += [
+            interval_result(
+                TRADE_OFF,
+                *_from(stats["trade_off"], t),
+                scope=_scope(source, t),
+                seeds=seeds,
+                evidence=f"{chosen}; lambda_max {grid.get('strongest')}",
+            )
+            for t in targets
+        ]
+    else:
+        why = _grid_note(sweep) + _rerun("a grid that brackets the validation optimum", RERUN_SWEEP)
+        out += [not_run(TRADE_OFF, why, scope=_scope(source, t)) for t in targets]
+    out.append(_too_strong(sweep, stats, source, seeds))
+    middle = (layer or {}).get("claim_statistics", {}).get("last_minus_middle")
+    for t in targets:
+        if middle is not None:
+            assert layer is not None
+            out.append(
+                interval_result(
+                    LAST_LAYER,
+                    *_from(middle, t),
+                    scope=_scope(source, t),
+                    seeds=len(layer["seeds"]),
+                    evidence=f"{_anchor_method(layer)} against {middle['middle']} ({chosen})",
+                )
+            )
+        else:
+            out.append(_layer_points(sweep, anchor, source, t, seeds))
+    return out
+
+
+def _weights(m: Metrics) -> dict[str, float]:
+    """The last-layer anchor strengths of a run: {method: normalised weight}."""
+    return {
+        x["name"]: float(x["anchor"]["weight"])
+        for x in m.get("config", {}).get("methods", [])
+        if x.get("objective") == "anchor"
+        and list(x["anchor"].get("layers", [])) == [1.0]
+        and x["anchor"].get("normalise")
+    }
+
+
+def _brackets(sweep: Metrics) -> bool:
+    """The validation choice lies strictly inside the grid (a strength below and one above it were run)."""
+    weights = _weights(sweep)
+    chosen = _anchor_method(sweep)
+    if chosen not in weights:
+        return False
+    return min(weights.values()) < weights[chosen] < max(weights.values())
+
+
+def _grid_note(sweep: Metrics) -> str:
+    weights = _weights(sweep)
+    chosen = _anchor_method(sweep)
+    if not weights or chosen not in weights:
+        return ""
+    grid = ", ".join(f"{w:g}" for w in sorted(weights.values()))
+    note = f"the committed grid ({grid}) has its validation choice {weights[chosen]:g} at "
+    note += "its edge" if not min(weights.values()) < weights[chosen] < max(weights.values()) else "its inside"
+    naive = sweep.get("validation", {}).get(NAIVE, {}).get("accuracy")
+    best = sweep.get("validation", {}).get(chosen, {}).get("accuracy")
+    if naive is not None and best is not None:
+        note += f" (validation accuracy {best:.1f}; naive, strength 0, {naive:.1f})"
+    return note + "; "
+
+
+def _too_strong(sweep: Metrics, stats: Mapping[str, Any], source: str, seeds: int) -> ClaimResult:
+    scope = _scope(source, ID_SPLIT)
+    if "too_strong" in stats:
+        grid = stats.get("anchor_grid", {})
+        return interval_result(
+            TOO_STRONG,
+            *_from(stats["too_strong"], ID_SPLIT),
+            scope=scope,
+            seeds=seeds,
+            evidence=f"{grid.get('strongest')} against naive",
+        )
+    weights = _weights(sweep)
+    if len(weights) < 2:
+        return not_run(TOO_STRONG, "fewer than two anchor strengths", scope=scope)
+    strongest = max(weights, key=lambda k: weights[k])
+    d = sweep.get("vs_naive", {}).get(strongest, {})
+    return interval_result(
+        TOO_STRONG,
+        d.get(f"d.{ID_SPLIT}"),
+        d.get(f"d.{ID_SPLIT}_ci"),
+        scope=scope,
+        seeds=seeds,
+        evidence=f"{strongest} against naive: their paired ID difference (one teacher, so the WRG difference)",
+    )
+
+
+def _layer_points(sweep: Metrics, anchor: str | None, source: str, target: str, seeds: int) -> ClaimResult:
+    """(d) without a layer run: the point of an earlier sweep that trained the middle layer at the same strength."""
+    why = _rerun("the last against the middle layer at the validation strength", RERUN_SWEEP)
+    vs = sweep.get("vs_naive", {})
+    middle = f"{anchor}-mid"
+    if anchor in vs and middle in vs:
+        a, b = vs[anchor].get(f"d.{target}"), vs[middle].get(f"d.{target}")
+        point = None if a is None or b is None else float(a) - float(b)
+        return point_only(
+            LAST_LAYER,
+            point,
+            f"{anchor} against {middle}, each against naive; " + why,
+            scope=_scope(source, target),
+            seeds=seeds,
+        )
+    return not_run(LAST_LAYER, why, scope=_scope(source, target))
+
+
+def own_claims(headline: Metrics) -> list[ClaimResult]:
+    """The project's own questions on one source's headline run."""
+    source, targets = headline["name"], headline["targets"]
+    seeds = len(headline["seeds"])
+    vs, vs_lc = headline.get("vs_naive", {}), headline.get("vs_naive_length_controlled", {})
+    out: list[ClaimResult] = []
+    for claim, method in ((CONFIDENCE_ID, "confidence"), (SEAM_ID, "seam")):
+        d = vs.get(method)
+        out.append(
+            interval_result(
+                claim, d.get(f"d.{ID_SPLIT}"), d.get(f"d.{ID_SPLIT}_ci"), scope=_scope(source, ID_SPLIT), seeds=seeds
+            )
+            if d
+            else not_run(claim, f"no {method} method in the run", scope=_scope(source, ID_SPLIT))
+        )
+    anchor = _anchor_method(headline)
+    for t in targets:
+        d = vs.get(anchor or "", {})
+        out.append(
+            interval_result(
+                ANCHOR_OOD,
+                d.get(f"d.{t}"),
+                d.get(f"d.{t}_ci"),
+                scope=_scope(source, t),
+                seeds=seeds,
+                evidence=anchor or "",
+            )
+            if d
+            else not_run(ANCHOR_OOD, "no ANCHOR method in the run", scope=_scope(source, t))
+        )
+    debiased = [m for m in vs_lc if m.startswith(f"{NAIVE}-")]
+    for method in debiased:
+        out += [
+            interval_result(
+                DEBIASED_OOD,
+                vs_lc[method].get(f"d.{t}"),
+                vs_lc[method].get(f"d.{t}_ci"),
+                scope=_scope(source, t),
+                seeds=seeds,
+                evidence=method,
+            )
+            for t in targets
+        ]
+    gap = headline.get("gap_ceiling_minus_teacher", {}).get(ID_SPLIT, {})
+    out.append(
+        interval_result(TEACHER_GAP, gap.get("value"), gap.get("ci"), scope=_scope(source, ID_SPLIT), seeds=seeds)
+    )
+    return out

@@ -1,0 +1,200 @@
+"""Pre-registration of the weak-to-strong (ANCHOR paper) claims and choices, declared before the runs that test
+them (docs/w2s.md renders the results). Nothing here reads data: the results are built by
+rewardsmith.w2s.claim_results from the committed metrics.
+
+The paper's claims (METHODS.md section 1, "Claims to check"), each per target, never averaged over targets:
+(a) naive W2S can show positive WRG with weak or negative AOG (students beat the teacher in domain and lose it out
+of domain); (b) ANCHOR gives the best NTS on most targets; (c) a lambda sweep shows a trade-off (too little: no
+effect; too much: the student cannot learn); (d) last-layer anchoring is at least as good as middle layers.
+"""
+
+from __future__ import annotations
+
+from rewardsmith.claims import Choice, Claim
+
+PAPER = "ANCHOR"
+WHERE = "src/rewardsmith/w2s/claims.py"
+
+# The normalised anchor strengths of the sweep (configs/shift-harmless-sweep.yaml): 0 is the naive student; the
+# paper's lambda (about 1e-4 on the raw MSE) maps to PAPER_RAW_WEIGHT * (mean square of the reference states),
+# measured on the W2S pool (experiments/w2s.py scale); the rest bracket the earlier grid's minimum (0.1) from below.
+PAPER_RAW_WEIGHT = 1e-4
+SWEEP_STRENGTHS = (0.0, 0.003, 0.01, 0.03, 0.1, 1.0, 10.0, 100.0, 1000.0)
+SWEEP_SEEDS = (0, 1, 2)
+# The non-inferiority margin of claim (d) in NTS points: "at least as good" is held when the CI of
+# NTS(last) - NTS(middle) lies above -LAYER_MARGIN (the project's margin; the paper states none).
+LAYER_MARGIN = 2.0
+# The project's own bar for a usable weak-to-strong setting (not the paper's): the ceiling beats the teacher in
+# domain by at least this many points.
+MIN_TEACHER_GAP = 8.0
+
+# The commands that produce every measure of claims (a)-(d) (experiments/w2s.py; each run writes
+# docs/results/shift-*.json with the paired contrasts of rewardsmith.w2s.metrics.claim_statistics).
+RERUN = "python experiments/w2s.py run"
+RERUN_SWEEP = "python experiments/w2s.py run --only shift-harmless-sweep shift-harmless-layer"
+
+_FIG = None  # METHODS.md gives these claims without a figure
+
+WRG_POSITIVE = Claim(
+    PAPER,
+    "w2s.a.wrg",
+    "(a) naive W2S shows positive WRG: the student beats its teacher in domain",
+    "WRG of the naive student (points, ID test)",
+    0.0,
+    WHERE,
+    _FIG,
+)
+GAIN_LOST_OOD = Claim(
+    PAPER,
+    "w2s.a.aog",
+    "(a) ... with weak or negative AOG: the in-domain gain is lost out of domain",
+    "WRG - AOG(target) of the naive student (points): how much of the in-domain gain is lost on the target",
+    0.0,
+    WHERE,
+    _FIG,
+)
+ANCHOR_BEST_NTS = Claim(
+    PAPER,
+    "w2s.b",
+    "(b) ANCHOR gives the best NTS",
+    "NTS(ANCHOR at its validation strength) minus the highest NTS of naive, confidence and SEAM (points; the max "
+    "is taken inside each bootstrap replicate)",
+    0.0,
+    WHERE,
+    _FIG,
+)
+ANCHOR_BEST_MOST = Claim(
+    PAPER,
+    "w2s.b.most",
+    "(b) ANCHOR gives the best NTS on most targets",
+    "number of targets on which (b) is held",
+    0.0,
+    WHERE,
+    _FIG,
+    kind="majority",
+)
+TRADE_OFF = Claim(
+    PAPER,
+    "w2s.c",
+    "(c) the anchor strength traces a trade-off: the chosen strength beats both no anchor and the strongest anchor",
+    "min(NTS(lambda*) - NTS(0), NTS(lambda*) - NTS(lambda_max)) (points); lambda* the validation choice, "
+    "lambda_max = 1000 (normalised)",
+    0.0,
+    WHERE,
+    "best lambda about 1e-4 on the raw MSE",
+)
+TOO_STRONG = Claim(
+    PAPER,
+    "w2s.c.strong",
+    "(c) ... too strong an anchor blocks adaptation: the student cannot learn",
+    "WRG(lambda_max) - WRG(0) (points, ID test)",
+    0.0,
+    WHERE,
+    _FIG,
+    held_when="below",
+)
+LAST_LAYER = Claim(
+    PAPER,
+    "w2s.d",
+    "(d) last-layer anchoring is at least as good as a middle layer",
+    "NTS(last layer) - NTS(middle layer, depth 0.5) at equal normalised strength lambda* (points)",
+    -LAYER_MARGIN,
+    WHERE,
+    _FIG,
+    bar_note=f"non-inferiority margin {LAYER_MARGIN:g} points, the project's",
+)
+
+# The project's own questions (kept beside the paper's claims).
+CONFIDENCE_ID = Claim(
+    PAPER,
+    "own.confidence",
+    "the confidence loss beats naive in domain",
+    "ID accuracy, confidence minus naive (points)",
+    0.0,
+    WHERE,
+    own=True,
+)
+SEAM_ID = Claim(
+    PAPER,
+    "own.seam",
+    "SEAM's refined labels beat naive in domain",
+    "ID accuracy, SEAM minus naive (points)",
+    0.0,
+    WHERE,
+    own=True,
+)
+ANCHOR_OOD = Claim(
+    PAPER,
+    "own.anchor-ood",
+    "ANCHOR beats naive out of distribution",
+    "target accuracy, ANCHOR (validation strength) minus naive (points)",
+    0.0,
+    WHERE,
+    own=True,
+)
+DEBIASED_OOD = Claim(
+    PAPER,
+    "own.length-covariate",
+    "the length-debiased student beats naive out of distribution",
+    "length-controlled target accuracy, naive-length-covariate minus naive (points)",
+    0.0,
+    WHERE,
+    own=True,
+)
+TEACHER_GAP = Claim(
+    PAPER,
+    "own.gap",
+    f"a gap to recover: the ceiling beats the teacher in domain by at least {MIN_TEACHER_GAP:g} points",
+    "ID accuracy, ceiling minus teacher (points)",
+    MIN_TEACHER_GAP,
+    WHERE,
+    own=True,
+    bar_note="the project's bar, not the paper's",
+)
+
+PAPER_CLAIMS = (WRG_POSITIVE, GAIN_LOST_OOD, ANCHOR_BEST_NTS, ANCHOR_BEST_MOST, TRADE_OFF, TOO_STRONG, LAST_LAYER)
+OWN_CLAIMS = (CONFIDENCE_ID, SEAM_ID, ANCHOR_OOD, DEBIASED_OOD, TEACHER_GAP)
+
+# Choices, each made on data that is never reported.
+TEACHER_CHOICE = Choice(
+    PAPER,
+    "w2s.teacher",
+    "the weak teacher of each source",
+    "the candidates of experiments/teachers.py fitted on the protocol's gold pool (300 pairs): TF-IDF (C 1, C 0.1), "
+    "frozen 1-layer MiniLM probes (mean, [CLS]), a fine-tuned 1-layer MiniLM",
+    "highest accuracy on the validation split (ties: the candidate listed first); the candidates on 100 or 50 gold "
+    "pairs change the protocol's gold pool and are screened but not eligible",
+    "the source's validation split (300 pairs), never reported",
+    "experiments/teachers.py",
+)
+STRENGTH_CHOICE = Choice(
+    PAPER,
+    "w2s.anchor-strength",
+    "ANCHOR's normalised strength lambda* (the headline ANCHOR of both sources)",
+    "the positive strengths of the harmless sweep (last layer, seeds 0-2)",
+    "highest mean validation accuracy over seeds (metrics.json: anchor_selection); the same lambda* is used for "
+    "helpful",
+    "the harmless validation split (300 pairs), never reported",
+    WHERE,
+)
+LAYER_CHOICE = Choice(
+    PAPER,
+    "w2s.layer-strength",
+    "the strength at which the last and the middle layer are compared (claim d)",
+    "the harmless sweep's positive strengths",
+    "lambda*, the last layer's validation choice (equal normalised "
+    "strength); the middle layer is trained at lambda* after the choice",
+    "the harmless validation split",
+    WHERE,
+)
+DEBIAS_CHOICE = Choice(
+    PAPER,
+    "w2s.debias",
+    "the length-debiasing objective of the debiased student (`naive-<objective>`)",
+    "the objectives of experiments/debias.py (length-covariate, odin, length-balanced) against plain BT",
+    "highest mean validation length-controlled gain among the objectives losing at most 1 point of validation "
+    "accuracy (docs/results/debias.json: choice)",
+    "the validation split of each training source (hh-rlhf harmless and helpful), never reported",
+    "experiments/debias.py",
+)
+CHOICES = (TEACHER_CHOICE, STRENGTH_CHOICE, LAYER_CHOICE, DEBIAS_CHOICE)

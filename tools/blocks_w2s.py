@@ -1,0 +1,266 @@
+"""Result blocks of docs/w2s.md (and the README's w2s-claims), rendered from committed metrics files only:
+
+- docs/results/shift-harmless.json, shift-harmless-sweep.json, shift-helpful.json: slimmed metrics.json of the
+  `rewardsmith shift` runs (experiments/w2s.py summarise);
+- docs/results/teachers.json: experiments/teachers.py (the teacher screening and its choice on validation);
+- docs/results/anchor-scale.json: experiments/w2s.py scale (the anchor normaliser);
+- benchmarks/results/anchor.json: benchmarks/bench_anchor.py.
+
+The claims and their verdicts are built by rewardsmith.w2s.claim_results against the bars declared in
+rewardsmith.w2s.claims; these functions only lay them out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from blocks_common import BENCH, RESULTS, ci_text, load, table
+from blocks_common import source as _source
+
+from rewardsmith.claims import CLAIM_HEADER, ClaimResult, claim_row
+from rewardsmith.w2s.claim_results import own_claims, paper_claims
+from rewardsmith.w2s.claims import CHOICES, PAPER_RAW_WEIGHT, RERUN
+
+# (headline run, its anchor-strength sweep, its layer run) per source, as docs/results names.
+SOURCES = (("shift-harmless", "shift-harmless-sweep", "shift-harmless-layer"), ("shift-helpful", None, None))
+
+
+def _optional(name: str | None) -> str | None:
+    return name if name and (RESULTS / f"{name}.json").exists() else None
+
+
+def _results() -> tuple[list[ClaimResult], list[ClaimResult], list[str]]:
+    paper, own, names = [], [], []
+    for headline, sweep, layer in SOURCES:
+        if not (RESULTS / f"{headline}.json").exists():
+            continue
+        sweep, layer = _optional(sweep), _optional(layer)
+        h = load(headline)
+        paper += paper_claims(h, load(sweep) if sweep else None, load(layer) if layer else None)
+        own += own_claims(h)
+        names += [headline] + [n for n in (sweep, layer) if n]
+    return paper, own, names
+
+
+def _note(names: list[str]) -> str:
+    kind = {"sweep": "sweep", "layer": "layer run"}
+    seeds = "; ".join(
+        f"{load(n)['name']} {next((v for k, v in kind.items() if k in n), 'headline')}: seeds "
+        f"{', '.join(map(str, load(n)['seeds']))}"
+        for n in names
+    )
+    return (
+        "Points; 95% hierarchical bootstrap CIs (seeds, then pairs within seed, paired across models). held: the "
+        "CI lies on the claimed side of the pre-registered bar (src/rewardsmith/w2s/claims.py); not held: on the "
+        "other side; inconclusive: it covers the bar; not run: these runs do not measure it. Every target is "
+        "reported on its own (rm-bench/safety-refuse rewards refusing, safety-response rewards answering: they "
+        f"are never averaged). METHODS.md states these claims without figures. Seeds: {seeds}."
+    )
+
+
+def block_claim_table() -> str:
+    """docs/w2s.md's opening table: the paper's claims (a)-(d) per target, then the project's own questions."""
+    paper, own, names = _results()
+    if not names:
+        return "Not run yet: no `docs/results/shift-harmless.json`."
+    return (
+        _note(names)
+        + "\n\n**The paper's claims**\n\n"
+        + table(CLAIM_HEADER, [claim_row(r) for r in paper])
+        + "\n\n**The project's own questions**\n\n"
+        + table(CLAIM_HEADER, [claim_row(r) for r in own])
+        + "\n\n"
+        + _source(*names)
+    )
+
+
+def block_claims_summary() -> str:
+    """The README's compact form: each paper claim per source, its verdicts counted over the targets."""
+    paper, _, names = _results()
+    if not names:
+        return "Not run yet: no `docs/results/shift-harmless.json`."
+    groups: dict[tuple[str, str], list[ClaimResult]] = {}
+    for r in paper:
+        groups.setdefault((r.scope.split(":")[0], r.claim.statement), []).append(r)
+    rows = []
+    for (source, statement), results in groups.items():
+        counts = {v: sum(r.verdict == v for r in results) for v in ("held", "not held", "inconclusive", "not run")}
+        text = ", ".join(f"{v} {n}" for v, n in counts.items() if n)
+        rows.append([source, statement, results[0].claim.bar_text(), text])
+    return (
+        "Verdicts of the ANCHOR paper's claims, counted over the targets of each source (one row per target in "
+        "docs/w2s.md, with estimates and CIs):\n\n"
+        + table(["source", "claim", "bar", "verdicts"], rows)
+        + "\n\n"
+        + _source(*names)
+    )
+
+
+def _teacher_text(teacher: dict[str, Any]) -> str:
+    """A shift config's teacher block as a short name (tfidf C 1, model with 1 layer frozen, ...)."""
+    if teacher.get("kind") == "tfidf":
+        return f"tfidf (C {teacher.get('tfidf', {}).get('c', 1.0):g})"
+    model = teacher.get("model", {})
+    frozen = "frozen " if model.get("freeze_backbone") else "fine-tuned "
+    return f"{frozen}{model.get('num_layers', '')}-layer {model.get('backbone', teacher.get('kind'))}"
+
+
+def block_choices() -> str:
+    """Every choice the runs rest on, the split it was made on, what it chose and what the committed runs used."""
+    rows = []
+    teachers = load("teachers") if (RESULTS / "teachers.json").exists() else {"configs": {}}
+    made = {Path(c).stem: r.get("choice", {}).get("chosen", "n/a") for c, r in teachers["configs"].items()}
+    runs = {n: load(n) for n in ("shift-harmless", "shift-helpful") if (RESULTS / f"{n}.json").exists()}
+    sweep = load("shift-harmless-sweep") if (RESULTS / "shift-harmless-sweep.json").exists() else {}
+    last = next((s for s in sweep.get("anchor_selection", []) if s.get("layers") == [1.0]), None)
+    for choice in CHOICES:
+        if choice.key == "w2s.teacher":
+            chosen = "; ".join(f"{k}: {v}" for k, v in made.items()) or "not made yet"
+            used = "; ".join(f"{n}: {_teacher_text(m['config']['teacher'])}" for n, m in runs.items())
+        elif choice.key == "w2s.anchor-strength":
+            chosen = f"{last['chosen']} (lambda* = {last['weight']:g})" if last else "not made yet"
+            used = "; ".join(
+                f"{n}: {', '.join(k for k in m['methods'] if k.startswith('anchor'))}" for n, m in runs.items()
+            )
+        elif choice.key == "w2s.layer-strength":
+            chosen = f"lambda* = {last['weight']:g}" if last else "not made yet"
+            used = (
+                (
+                    "the committed sweep trained the middle layer at "
+                    + ", ".join(k for k in sweep.get("methods", {}) if k.endswith("-mid"))
+                )
+                if sweep
+                else "-"
+            )
+        else:
+            debias = load("debias") if (RESULTS / "debias.json").exists() else {}
+            chosen = debias.get("choice", {}).get("kept", "not made yet")
+            used = "; ".join(
+                f"{n}: {', '.join(k for k in m['methods'] if k.startswith('naive-'))}"
+                for n, m in runs.items()
+                if any(k.startswith("naive-") for k in m["methods"])
+            )
+        rows.append([choice.what, choice.options, choice.rule, choice.split, chosen, used, f"`{choice.where}`"])
+    return (
+        "No reported number makes a choice: each setting below is chosen by the rule written in the file named, on "
+        "the split named. The last column is what the committed runs used; where it differs from the choice, the "
+        f"runs predate it (the teacher of the committed runs was screened on the ID test) and `{RERUN}` reruns "
+        "them with the choice.\n\n"
+        + table(
+            ["setting", "candidates", "rule", "made on", "chosen", "used by the committed runs", "rule written in"],
+            rows,
+        )
+    )
+
+
+def block_teachers() -> str:
+    t = load("teachers")
+    rows = []
+    for config, res in t["configs"].items():
+        chosen = res.get("choice", {}).get("chosen")
+        for name, c in res["candidates"].items():
+            lab = c["labels"]
+            rows.append(
+                [
+                    Path(config).stem,
+                    name + (" (chosen)" if name == chosen else ""),
+                    str(c["gold_pairs"]),
+                    f"{c['val_acc']:.1f}" if c.get("val_acc") is not None else "n/a",
+                    ci_text(c["id_acc"], c["id_acc_ci"]),
+                    f"{lab['mean_confidence']:.3f}",
+                    f"{lab['ece']:.3f}" if lab.get("ece") is not None else "n/a",
+                ]
+            )
+    return (
+        "Each candidate teacher fitted on the gold pool: its accuracy (%) on the validation split, which the "
+        "choice reads (the highest among candidates on the full gold pool), and on the ID test, reported but "
+        "never used for the choice; its calibrated labels on the W2S pool (mean confidence, ECE against gold). "
+        "The gap to the ceiling is in each run's tables below.\n\n"
+        + table(
+            [
+                "config",
+                "teacher",
+                "gold pairs",
+                "validation accuracy",
+                "ID accuracy [95% CI]",
+                "label confidence",
+                "label ECE",
+            ],
+            rows,
+        )
+        + "\n\n"
+        + _source("teachers")
+    )
+
+
+def block_anchor_scale() -> str:
+    a = load("anchor-scale")
+    rows = [
+        [name, str(v["hidden_state_index"]), f"{v['mean_square']:.4g}", f"{v['paper_weight_normalised']:.3g}"]
+        for name, v in a["layers"].items()
+    ]
+    return (
+        f"The normaliser of the anchor term is the mean square of the reference (pretrained) states over the "
+        f"response tokens; measured on the harmless W2S pool ({a['pairs']} pairs, {a['sequences']} sequences), "
+        f"it turns the paper's lambda of about {PAPER_RAW_WEIGHT:g} on the raw MSE into lambda_raw x mean square "
+        "on the normalised scale of the sweep:\n\n"
+        + table(
+            [
+                "layer",
+                "hidden-state index",
+                "mean square of the reference states",
+                f"the paper's {PAPER_RAW_WEIGHT:g}, normalised",
+            ],
+            rows,
+        )
+        + "\n\n"
+        + _source("anchor-scale")
+    )
+
+
+def block_shift(name: str) -> str:
+    """Every table of a shift run's report, from its committed metrics (the same code writes report.md)."""
+    from rewardsmith.config import from_dict
+    from rewardsmith.report.w2s import shift_sections
+    from rewardsmith.w2s.config import ShiftConfig
+
+    m = load(name)
+    report = shift_sections(from_dict(ShiftConfig, m["config"]), m)
+    parts = [report.intro] + [f"#### {sec.heading}\n\n{sec.body}" for sec in report.sections]
+    return "\n\n".join(parts) + f"\n\nWall time {m['seconds'] / 60:.0f} min. " + _source(name)
+
+
+def block_anchor_speed() -> str:
+    a = json.loads((BENCH / "anchor.json").read_text(encoding="utf-8"))
+    rows = [[m, f"{a['median_step_s'][m]:.2f}", f"{a['ratio_to_naive'][m]:.2f}"] for m in a["median_step_s"]]
+    return (
+        f"{a['backbone']}, {a['batch_pairs']} pairs a step, {a['max_length']} tokens, {a['dtype']}, "
+        f"{a['threads']} thread, median of {a['steps']} steps:\n\n"
+        + table(["method", "median step (s)", "x naive"], rows)
+        + f"\n\nCache: {a['cache_mb']:.2f} MB for {a['cache_pairs']} pairs (last layer, fp16), built in "
+        f"{a['cache_build_s']:.1f} s. Source: `benchmarks/results/anchor.json`; command: "
+        "`OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_anchor.py`."
+    )
+
+
+def render_shift(name: str) -> str | None:
+    """A `shift-<name>` block, or None when `name` is not one."""
+    if not name.startswith("shift-"):
+        return None
+    if not (RESULTS / f"{name}.json").exists():
+        return f"Not run yet: no `docs/results/{name}.json`."
+    return block_shift(name)
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "w2s-claims": block_claims_summary,
+    "w2s-claim-table": block_claim_table,
+    "w2s-choices": block_choices,
+    "teachers": block_teachers,
+    "anchor-scale": block_anchor_scale,
+    "anchor-speed": block_anchor_speed,
+}
+FAMILIES: tuple[Callable[[str], str | None], ...] = (render_shift,)
