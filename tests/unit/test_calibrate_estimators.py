@@ -22,8 +22,9 @@ from rewardsmith.calibrate import (
     create_calibrator,
     rater_stats,
 )
-from rewardsmith.calibrate.estimators import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, _shrink, shared_params
+from rewardsmith.calibrate.estimators import shared_params
 from rewardsmith.calibrate.evaluate import _pair_concordance
+from rewardsmith.calibrate.shrinkage import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, shrink
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
 from rewardsmith.errors import ConfigError, UnknownNameError
 
@@ -47,7 +48,7 @@ def test_shrinkage_weights_match_a_hand_computed_case():
     cov = np.zeros((4, 2, 2))
     cov[:, 0, 0] = [1.0, 1.0, 2.0, 0.5]
     cov[:, 1, 1] = 1.0
-    out = _shrink(theta, cov, np.ones(4, bool), joint=False, fallback_population=np.zeros(2))
+    out = shrink(theta, cov, np.ones(4, bool), joint=False, fallback_population=np.zeros(2))
     # mean slope 3; sample variance (4 + 1 + 0 + 9) / 3 = 14/3; mean V = 9/8 -> tau^2 = 14/3 - 9/8 = 85/24
     tau2 = 85 / 24
     assert out.tau2[0, 0] == pytest.approx(tau2)
@@ -69,8 +70,8 @@ def test_joint_equals_independent_when_covariances_vanish():
     cov[:, 0, 0] = [1.0, 1.0, 2.0, 0.5]
     cov[:, 1, 1] = [1.0, 0.5, 1.0, 1.5]
     elig = np.ones(4, bool)
-    joint = _shrink(theta, cov, elig, joint=True, fallback_population=np.zeros(2))
-    indep = _shrink(theta, cov, elig, joint=False, fallback_population=np.zeros(2))
+    joint = shrink(theta, cov, elig, joint=True, fallback_population=np.zeros(2))
+    indep = shrink(theta, cov, elig, joint=False, fallback_population=np.zeros(2))
     np.testing.assert_allclose(joint.theta, indep.theta)
     np.testing.assert_allclose(joint.weight, indep.weight)
 
@@ -78,7 +79,7 @@ def test_joint_equals_independent_when_covariances_vanish():
 def test_sparse_raters_get_population_values():
     theta = np.array([[1.0, 0.0], [3.0, 1.0], [np.nan, np.nan]])
     cov = np.stack([np.eye(2) * 0.1, np.eye(2) * 0.1, np.full((2, 2), np.nan)])
-    out = _shrink(theta, cov, np.array([True, True, False]), joint=False, fallback_population=np.zeros(2))
+    out = shrink(theta, cov, np.array([True, True, False]), joint=False, fallback_population=np.zeros(2))
     np.testing.assert_allclose(out.theta[2], out.population)
     np.testing.assert_allclose(out.population, [2.0, 0.5])
     assert out.weight[2].tolist() == [0.0, 0.0]
@@ -321,7 +322,7 @@ def test_group_affine_fits_one_map_per_group():
 
 
 def test_offset_shrinkage_matches_a_hand_computed_case():
-    from rewardsmith.calibrate.estimators import _offset_shrinkage
+    from rewardsmith.calibrate.shrinkage import offset_shrinkage
     from rewardsmith.calibrate.stats import rater_moments
 
     # Shared slope 2. Rater a: (r, s) = (0, 1), (1, 3), (2, 5) lies on s = 2r + 1 exactly; rater b: (0, 0), (1, 1),
@@ -337,7 +338,7 @@ def test_offset_shrinkage_matches_a_hand_computed_case():
         ]
     )
     moments = rater_moments(rater_stats(frame))
-    intercept, weight, risk, s2, population, tau2, clipped = _offset_shrinkage(moments, 2.0, n_min=3)
+    intercept, weight, risk, s2, population, tau2, clipped = offset_shrinkage(moments, 2.0, n_min=3)
     # sigma^2 = RSS / (n - 1): b (0 + 1 + 1) / 2 = 1; a 0, floored at 1% of the median of (0, 1), 0.005
     np.testing.assert_allclose(s2, [0.005, 1.0])
     v = s2 / 3

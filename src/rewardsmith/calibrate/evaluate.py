@@ -20,14 +20,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from rewardsmith.calibrate.config import EvalConfig
-from rewardsmith.calibrate.estimators import (
-    NONPOSITIVE_SLOPE_TOL,
-    PEBS,
-    STATUS_FITTED,
-    create_calibrator,
-    shared_params,
-)
+from rewardsmith.calibrate.estimators import PEBS, create_calibrator, shared_params
 from rewardsmith.calibrate.forecast import forecast_gain
+from rewardsmith.calibrate.shrinkage import NONPOSITIVE_SLOPE_TOL, STATUS_FITTED
 from rewardsmith.data.ratings import RatingTable, cap_per_rater, require_ratings
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.io.progress import Progress

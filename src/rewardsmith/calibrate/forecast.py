@@ -21,11 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rewardsmith.calibrate.estimators import (
-    _moderated_variances,
-    _moment_tau2,
-    _per_rater_ols,
-)
+from rewardsmith.calibrate.shrinkage import moderated_variances, moment_tau2, per_rater_ols
 from rewardsmith.calibrate.stats import RaterStats, rater_moments, rater_stats
 from rewardsmith.data.ratings import RatingTable
 from rewardsmith.errors import DataError
@@ -80,9 +76,7 @@ def forecast_mse(
     """
     planned_n = np.asarray(planned_n, dtype=np.float64)
     noise_var = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), planned_n.shape)
-    design_var = (
-        noise_var if sampling_noise_var is None else np.broadcast_to(sampling_noise_var, planned_n.shape)
-    )
+    design_var = noise_var if sampling_noise_var is None else np.broadcast_to(sampling_noise_var, planned_n.shape)
     second = np.array([[r_var + r_offset**2, r_offset], [r_offset, 1.0]])  # E[x x'], x = (r - c, 1)
     cov = _ols_sampling_cov(design_var, np.maximum(planned_n, 3.0), r_offset, r_var)
     eye = np.eye(2)
@@ -123,25 +117,23 @@ def forecast_gain(
     stats = pilot if isinstance(pilot, RaterStats) else rater_stats(pilot)
     moments = rater_moments(stats)
     centre_value = float(stats.r_shift) if centre else 0.0
-    ols = _per_rater_ols(moments, centre_value, n_min)
+    ols = per_rater_ols(moments, centre_value, n_min)
     if ols.eligible.sum() < 2:
         raise DataError(
             f"a forecast needs at least 2 pilot raters with >= {n_min} ratings and more than one "
             f"model score; got {int(ols.eligible.sum())}"
         )
-    _, tau2_raw = _moment_tau2(ols.theta[ols.eligible], ols.cov[ols.eligible])
+    _, tau2_raw = moment_tau2(ols.theta[ols.eligible], ols.cov[ols.eligible])
     values, vectors = np.linalg.eigh((tau2_raw + tau2_raw.T) / 2)
     tau2 = (vectors * np.maximum(values, 0.0)) @ vectors.T
     if not joint:  # independent shrinkage clips each variance separately; keep the covariance for the risk
         diag = np.maximum(np.diag(tau2_raw), 0.0)
         corr_cov = (
-            tau2_raw[0, 1]
-            if diag.prod() > tau2_raw[0, 1] ** 2
-            else np.sign(tau2_raw[0, 1]) * np.sqrt(diag.prod())
+            tau2_raw[0, 1] if diag.prod() > tau2_raw[0, 1] ** 2 else np.sign(tau2_raw[0, 1]) * np.sqrt(diag.prod())
         )
         tau2 = np.array([[diag[0], corr_cov], [corr_cov, diag[1]]])
     dof = moments.n[ols.eligible] - 2.0
-    post, prior_var, _ = _moderated_variances(ols.resid_var[ols.eligible], dof)
+    post, prior_var, _ = moderated_variances(ols.resid_var[ols.eligible], dof)
     moderated = np.full(stats.n_raters, prior_var)
     moderated[ols.eligible] = post
     # The MSE averages sigma_j^2 over raters: the unbiased RSS / (n - 2) averages right; the moderated
@@ -157,8 +149,10 @@ def forecast_gain(
         planned = np.broadcast_to(np.asarray(planned_n, dtype=np.float64), (stats.n_raters,)).copy()
     mse = forecast_mse(noise, tau2, planned, r_mean - centre_value, r_var, n_min, joint, moderated)
     if not mse["pooled"] > 0:
-        raise DataError("a forecast needs ratings that vary: the pilot's pooled map already fits every rating "
-                        "exactly (all scores the same, or no residual spread)")
+        raise DataError(
+            "a forecast needs ratings that vary: the pilot's pooled map already fits every rating "
+            "exactly (all scores the same, or no residual spread)"
+        )
     gain = 100 * (1 - np.sqrt(mse["pebs"] / mse["pooled"]))
     gain_ols = 100 * (1 - np.sqrt(mse["ols"] / mse["pooled"]))
     return Forecast(
