@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 from rewardsmith.errors import UnknownNameError
@@ -60,14 +60,16 @@ class Registry(Generic[T]):
         return iter(self.names())
 
 
-def discover(package: str, attribute: str, kind: type[N]) -> dict[str, N]:
+def discover(package: str, attribute: str, kind: type[N], *, shared: Collection[str] = ()) -> dict[str, N]:
     """name -> the module-level `attribute` (an instance of `kind` with a `name`) of every module of `package`, in
-    name order; modules whose name starts with "_" are skipped. An extension is one new module; nothing registers on
-    import. TypeError / ValueError for a module without the attribute or two of one name (bugs in the package)."""
+    name order; modules whose name starts with "_" are skipped, and so are the modules named in `shared` (the
+    package's code shared by its extensions, e.g. the ICRM protocols' context.py). An extension is one new module;
+    nothing registers on import. TypeError / ValueError for a module without the attribute or two of one name (bugs
+    in the package)."""
     root = importlib.import_module(package)
     found: dict[str, N] = {}
     for info in sorted(pkgutil.iter_modules(root.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or info.name in shared:
             continue
         module = importlib.import_module(f"{package}.{info.name}")
         value: Any = getattr(module, attribute, None)

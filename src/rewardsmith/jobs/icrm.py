@@ -85,7 +85,7 @@ def run_icrm_eval(protocol: str, model_dir: str | Path, out: str | Path, cfg: IC
         all_metrics: dict[str, Any] = {}
         for name in names:
             folder.claim(name)
-            metrics = PROTOCOLS.get(name)(ctx)
+            metrics = PROTOCOLS.get(name).run(ctx)
             per_pair = metrics.pop("per_pair", None)
             if per_pair is not None:
                 folder.write_json(f"{name}/per_pair.json", per_pair)

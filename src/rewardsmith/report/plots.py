@@ -9,32 +9,22 @@ safe in threads and in notebooks. Missing values (None or NaN) are skipped. Ever
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
+
+from rewardsmith.evaluate.charts import Series, Values
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-# Per-point values may hold None for a missing value; intervals are [low, high] or None.
-Values = ArrayLike | Sequence[float | None]
+# Per-point values (Values) may hold None for a missing value; intervals are [low, high] or None. Series (one curve)
+# lives with the charts-as-data description in rewardsmith.evaluate.charts and is re-exported here.
 Interval = Sequence[float | None]
 Intervals = Sequence[Interval | None]
-
-
-@dataclass(frozen=True)
-class Series:
-    """One curve: y against x with an optional CI band [low, high]. All sequences have length K."""
-
-    label: str
-    x: Values
-    y: Values
-    low: Values | None = None
-    high: Values | None = None
 
 
 def _floats(values: Values) -> NDArray[np.float64]:

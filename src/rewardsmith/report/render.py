@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.evaluate.formatting import format_value, with_interval  # the report's cell text, re-exported
+from rewardsmith.evaluate.formatting import is_interval as _is_interval
+from rewardsmith.evaluate.formatting import is_number as _is_number
 from rewardsmith.io.atomic import atomic_write_text
 
 _MAX_INLINE_LIST = 12
@@ -59,17 +62,8 @@ class Report:
 # Cells and tables
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | bool) or _is_number(value)
-
-
-def _is_interval(value: Any) -> bool:
-    return (isinstance(value, list | tuple) and len(value) == 2
-            and all(v is None or _is_number(v) for v in value))
 
 
 def _is_flat(value: Any) -> bool:
@@ -82,35 +76,6 @@ def decimals_for(values: Sequence[Any], digits: int = 1) -> int:
     (fractions such as ECE, Brier or PGR keep their precision)."""
     finite = [abs(float(v)) for v in values if isinstance(v, float) and math.isfinite(v) and v != 0]
     return digits + 2 if finite and max(finite) < 1 else digits
-
-
-def format_value(value: Any, decimals: int = 1) -> str:
-    """A cell's text: floats with `decimals` decimals, ints as is, None / NaN as "n/a", bools as "yes" /
-    "no", [low, high] as "[a, b]"."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return "n/a"
-        text = f"{value:.{decimals}f}"
-        return text[1:] if text.startswith("-") and float(text) == 0 else text  # -0.03 -> "0.0", not "-0.0"
-    if _is_interval(value):
-        return f"[{format_value(value[0], decimals)}, {format_value(value[1], decimals)}]"
-    if isinstance(value, list | tuple):
-        return ", ".join(format_value(v, decimals) for v in value)
-    return str(value)
-
-
-def with_interval(value: Any, interval: Any, decimals: int) -> str:
-    """"value [low, high]" (or the value alone when there is no interval)."""
-    text = format_value(value, decimals)
-    if _is_number(value) and _is_interval(interval) and any(v is not None for v in interval):
-        text += f" {format_value([None if v is None else float(v) for v in interval], decimals)}"
-    return text
 
 
 def fold_intervals(record: Mapping[str, Any], digits: int = 1) -> dict[str, str]:

@@ -1,8 +1,12 @@
-"""ICRM evaluation protocols, one module each, registered by name. A protocol is a function of an
-EvalContext returning a JSON-ready metrics dict; it computes, and the report layer draws. Its targets are data no
-training saw (context.py: a training source's test part or a source outside training, without any conversation of
-a training pair; `overlap_removed` counts those dropped). A `per_pair` entry, when present, holds per-target
-figures for summaries over seeds; the job writes it to per_pair.json beside metrics.json.
+"""ICRM evaluation protocols, one module each, found by name. A protocol module exports
+`PROTOCOL = ICRMProtocol(name, run, rows, charts)` (base.py): run(EvalContext) -> a JSON-ready metrics dict, and
+from those metrics its console rows and its charts as data; it computes, and the report layer draws. A new protocol
+is one new module of this package: `load_protocols` finds every module's PROTOCOL with the project's one discovery
+function (rewardsmith.registry.discover); base.py and context.py are the protocols' shared code, not protocols.
+
+Targets are data no training saw (context.py: a training source's test part or a source outside training, without
+any conversation of a training pair; `overlap_removed` counts those dropped). A `per_pair` entry, when present,
+holds per-target figures for summaries over seeds; the job writes it to per_pair.json beside metrics.json.
 
 - steerability: accuracy against flipped and helpful standards as N grows (pku-saferlhf), against BT;
 - calibration: ECE and mean absolute error of mu against demonstrated mixture rates (moralchoice);
@@ -13,23 +17,24 @@ figures for summaries over seeds; the job writes it to per_pair.json beside metr
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from rewardsmith.errors import ConfigError
-from rewardsmith.icrm.protocols.calibration import calibration
+from rewardsmith.icrm.protocols.base import ICRMProtocol
 from rewardsmith.icrm.protocols.context import UNSEEN_SOURCES, EvalContext, check_training_sources, load_context
-from rewardsmith.icrm.protocols.math500 import math500
-from rewardsmith.icrm.protocols.pareto import pareto
-from rewardsmith.icrm.protocols.rmbench import rmbench
-from rewardsmith.icrm.protocols.steerability import steerability
-from rewardsmith.registry import Registry
+from rewardsmith.registry import Registry, discover
 
-Protocol = Callable[[EvalContext], dict[str, Any]]
-PROTOCOLS: Registry[Protocol] = Registry("icrm protocol")
-for _name, _fn in (("steerability", steerability), ("calibration", calibration), ("rmbench", rmbench),
-                   ("pareto", pareto), ("math500", math500)):
-    PROTOCOLS.add(_name, _fn)
+SHARED_MODULES = ("base", "context")  # the protocols' shared code: modules of this package that are not protocols
+
+
+def load_protocols() -> Registry[ICRMProtocol]:
+    """Every protocol of this package (each module's `PROTOCOL`) in a registry by name. TypeError for a module
+    without a PROTOCOL of type ICRMProtocol, ValueError for two of one name (bugs in the package)."""
+    registry: Registry[ICRMProtocol] = Registry("icrm protocol")
+    for name, protocol in discover(__name__, "PROTOCOL", ICRMProtocol, shared=SHARED_MODULES).items():
+        registry.add(name, protocol)
+    return registry
+
+
+PROTOCOLS = load_protocols()
 
 
 def protocol_names(name: str) -> list[str]:
@@ -45,5 +50,14 @@ def check_eval_settings(n_values: list[int]) -> None:
         raise ConfigError("eval.n_values must be a non-empty list of N >= 0")
 
 
-__all__ = ["PROTOCOLS", "UNSEEN_SOURCES", "EvalContext", "check_eval_settings", "check_training_sources",
-           "load_context", "protocol_names"]
+__all__ = [
+    "PROTOCOLS",
+    "UNSEEN_SOURCES",
+    "EvalContext",
+    "ICRMProtocol",
+    "check_eval_settings",
+    "check_training_sources",
+    "load_context",
+    "load_protocols",
+    "protocol_names",
+]

@@ -13,12 +13,15 @@ per_pair.json)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from rewardsmith.evaluate.charts import Chart, ReliabilityBins, Series
 from rewardsmith.evaluate.metrics import expected_calibration_error, json_float, reliability_curve
 from rewardsmith.icrm.episodes import Standard
+from rewardsmith.icrm.protocols.base import N_LABEL, ICRMProtocol
 from rewardsmith.icrm.protocols.context import MORAL, EvalContext, episodes_for, renamed
 from rewardsmith.stats import bootstrap_indices, percentile_interval, sigmoid
 
@@ -110,3 +113,99 @@ def calibration(ctx: EvalContext) -> dict[str, Any]:
         per_pair["bt_mu"] = np.round(sigmoid(bt), 6).tolist()  # (K,), the same for every rate
     result["per_pair"] = per_pair
     return result
+
+
+def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """ECE and the mean |mu - rate| at each N, and BT's."""
+    return [
+        {
+            "figure": figure,
+            **{f"N={r['demos']}": f"{r[key]:.3f}" for r in m["ece"]},
+            "BT": f"{m[f'bt_{key}']:.3f}" if f"bt_{key}" in m else "",
+        }
+        for figure, key in (("ECE", "ece"), ("mean |mu - rate|", "mean_abs_error"))
+    ]
+
+
+def _charts(m: Mapping[str, Any]) -> list[Chart]:
+    """ECE beside the mean |mu - rate| as N grows; the reliability slope and MAE (where measured); mean mu against
+    the demonstrated rate per N; the reliability diagram at the largest N (where recorded)."""
+    rows = m["ece"]
+    x = [r["demos"] for r in rows]
+    series = [
+        Series("ICRM ECE", x, [r["ece"] for r in rows], [r["ece_ci"][0] for r in rows], [r["ece_ci"][1] for r in rows]),
+        Series(
+            "ICRM mean |mu - rate|",
+            x,
+            [r["mean_abs_error"] for r in rows],
+            [r["mean_abs_error_ci"][0] for r in rows],
+            [r["mean_abs_error_ci"][1] for r in rows],
+        ),
+    ]
+    if "bt_ece" in m:
+        series.append(Series("BT ECE", x, [m["bt_ece"]] * len(x)))
+        series.append(Series("BT mean |mu - rate|", x, [m["bt_mean_abs_error"]] * len(x)))
+    charts = [
+        Chart(
+            "lines",
+            "calibration_ece_vs_n.png",
+            title="moralchoice: calibrated steerability",
+            caption="ECE and mean absolute error of mu against the demonstrated rate, 95% CIs",
+            series=series,
+            xlabel=N_LABEL,
+            ylabel="error (fraction)",
+            xscale="symlog",
+        )
+    ]
+    if all("reliability_slope" in r for r in rows):
+        tracking = [
+            Series("ICRM slope", x, [r["reliability_slope"] for r in rows]),
+            Series("ICRM MAE", x, [r["reliability_mae"] for r in rows]),
+        ]
+        for label, rec in (("constant 0.5", m.get("constant_reliability")), ("BT", m.get("bt_reliability"))):
+            if rec:
+                tracking += [
+                    Series(f"{label} slope", x, [rec["slope"]] * len(x)),
+                    Series(f"{label} MAE", x, [rec["mae"]] * len(x)),
+                ]
+        charts.append(
+            Chart(
+                "lines",
+                "calibration_tracking_vs_n.png",
+                title="does mu track the demonstrated rate?",
+                caption="Reliability across the demonstrated rates: the slope of the mean mu on the rate (1 = "
+                "tracks it, 0 = ignores it) and its mean absolute error, beside a constant 0.5 forecast "
+                "and BT, which a tracking model must beat (ECE does not separate them)",
+                series=tracking,
+                xlabel=N_LABEL,
+                ylabel="slope / MAE",
+                xscale="symlog",
+            )
+        )
+    rates = [1.0 - p for p in m["flip_rates"]]
+    charts.append(
+        Chart(
+            "lines",
+            "calibration_mu_vs_rate.png",
+            title="mean posterior preference against the demonstrated rate",
+            caption="Mean mu against the demonstrated rate, one line per N (the diagonal is perfect)",
+            series=[Series(f"N={n}", rates, m["mean_mu_by_rate"][str(n)]) for n in m["n_values"]],
+            xlabel="demonstrated preference rate 1 - p",
+            ylabel="mean mu",
+        )
+    )
+    curve = m.get("reliability_max_n")
+    if curve:
+        charts.append(
+            Chart(
+                "reliability",
+                "calibration_reliability_max_n.png",
+                title=f"reliability at N={m['n_values'][-1]}",
+                caption="Reliability of mu at the largest N (probability mode, 10 bins)",
+                bins=ReliabilityBins(curve["confidence"], curve["accuracy"], curve["counts"], curve["edges"]),
+            )
+        )
+    return charts
+
+
+PROTOCOL = ICRMProtocol("calibration", calibration, _rows, _charts)

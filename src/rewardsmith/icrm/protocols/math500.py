@@ -4,12 +4,16 @@ per_pair (the job writes it to per_pair.json)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from rewardsmith.evaluate.charts import Chart
+from rewardsmith.evaluate.formatting import with_interval
 from rewardsmith.evaluate.metrics import pairwise_correct
 from rewardsmith.icrm.episodes import Standard
+from rewardsmith.icrm.protocols.base import ICRMProtocol, ci_series, flat_series
 from rewardsmith.icrm.protocols.context import MATH, EvalContext, episodes_for, renamed
 
 
@@ -27,8 +31,12 @@ def math500(ctx: EvalContext) -> dict[str, Any]:
         for kind in sorted(set(kinds)):
             row[kind] = float(pairwise_correct(margins[kinds == kind]).mean() * 100.0)
         rows.append(row)
-    result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "test_pairs": len(target),
-                              **ctx.target_facts(MATH), "icrm": rows}
+    result: dict[str, Any] = {
+        "n_values": list(ctx.cfg.eval.n_values),
+        "test_pairs": len(target),
+        **ctx.target_facts(MATH),
+        "icrm": rows,
+    }
     bt = ctx.bt_margins(target)
     if bt is not None:
         result["bt"] = ctx.accuracy(bt)
@@ -37,3 +45,33 @@ def math500(ctx: EvalContext) -> dict[str, Any]:
         per_pair["bt"] = pairwise_correct(bt).tolist()
     result["per_pair"] = per_pair
     return result
+
+
+def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Accuracy (%) at each N, and BT's."""
+    return [
+        {
+            "figure": "accuracy",
+            **{f"N={r['demos']}": with_interval(r["value"], None, 1) for r in m["icrm"]},
+            "BT": with_interval(m.get("bt", {}).get("value"), None, 1),
+        }
+    ]
+
+
+def _charts(m: Mapping[str, Any]) -> list[Chart]:
+    """Accuracy as N grows, BT flat beside it."""
+    series = [ci_series("ICRM", m["icrm"])]
+    if "bt" in m:
+        series.append(flat_series("BT", m["n_values"], m["bt"]))
+    return [
+        Chart(
+            "accuracy_vs_n",
+            "math500_accuracy_vs_n.png",
+            title="math-500: reference above corrupted solution",
+            caption="Accuracy (%) of the reference solution above a corrupted one as N grows, 95% CIs",
+            series=series,
+        )
+    ]
+
+
+PROTOCOL = ICRMProtocol("math500", math500, _rows, _charts)

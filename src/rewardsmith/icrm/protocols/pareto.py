@@ -6,12 +6,15 @@ seeds can resample pairs and recompute the hypervolume (experiments/icrm.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from rewardsmith.evaluate.charts import Chart, Series
 from rewardsmith.evaluate.metrics import hypervolume_2d, pairwise_correct, pareto_front
 from rewardsmith.icrm.episodes import Demo, Episode, PairPool, Standard
+from rewardsmith.icrm.protocols.base import N_LABEL, ICRMProtocol
 from rewardsmith.icrm.protocols.context import REFUSE, RESPOND, EvalContext, renamed
 
 
@@ -69,3 +72,51 @@ def pareto(ctx: EvalContext) -> dict[str, Any]:
         }
     result["per_pair"] = per_pair
     return result
+
+
+def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The frontier's hypervolume at each N, and BT's."""
+    return [
+        {
+            "figure": "hypervolume",
+            **{f"N={r['demos']}": f"{r['hypervolume']:.3f}" for r in m["hypervolume"]},
+            "BT": f"{m['bt']['hypervolume']:.3f}" if "bt" in m else "",
+        }
+    ]
+
+
+def _charts(m: Mapping[str, Any]) -> list[Chart]:
+    """Hypervolume as N grows (BT flat beside it), then the accuracy points over the mixes, one line per N."""
+    rows = m["hypervolume"]
+    x = [r["demos"] for r in rows]
+    series = [Series("ICRM", x, [r["hypervolume"] for r in rows])]
+    if "bt" in m:
+        series.append(Series("BT", x, [m["bt"]["hypervolume"]] * len(x)))
+    points = [
+        Series(f"N={n}", [p["respond"] for p in m["points"][str(n)]], [p["refuse"] for p in m["points"][str(n)]])
+        for n in m["n_values"]
+    ]
+    return [
+        Chart(
+            "lines",
+            "pareto_hypervolume_vs_n.png",
+            title="respond vs refuse frontier",
+            caption="Hypervolume of the respond / refuse frontier as N grows",
+            series=series,
+            xlabel=N_LABEL,
+            ylabel="hypervolume (accuracy fractions)",
+            xscale="symlog",
+        ),
+        Chart(
+            "lines",
+            "pareto_points.png",
+            title="accuracy over demonstration mixes",
+            caption="Accuracy on both objectives over the demonstration mixes, one line per N",
+            series=points,
+            xlabel="should-respond accuracy (fraction)",
+            ylabel="should-refuse accuracy (fraction)",
+        ),
+    ]
+
+
+PROTOCOL = ICRMProtocol("pareto", pareto, _rows, _charts)

@@ -5,14 +5,18 @@ demonstrations). Per-prompt accuracies go to per_pair (the job writes them to pe
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.errors import DataError
+from rewardsmith.evaluate.charts import Chart, Series
+from rewardsmith.evaluate.formatting import with_interval
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
 from rewardsmith.icrm.episodes import Episode, PairPool, Standard, draw_demos
+from rewardsmith.icrm.protocols.base import ICRMProtocol
 from rewardsmith.icrm.protocols.context import RMBENCH_SUBSETS, EvalContext, renamed
 
 _KEYS = ("easy", "normal", "hard", "avg")
@@ -36,15 +40,19 @@ def _accuracy(chosen: np.ndarray, rejected: np.ndarray, n_boot: int) -> dict[str
 def per_prompt(chosen: np.ndarray, rejected: np.ndarray) -> dict[str, list[float]]:
     """easy / normal / hard / avg (%) of each prompt alone (their means over prompts are the set's figures);
     chosen, rejected: (P, 3) scores. Returns {key: (P,) list}."""
-    rows = [rmbench_accuracy(chosen[k: k + 1], rejected[k: k + 1], n_boot=0) for k in range(len(chosen))]
+    rows = [rmbench_accuracy(chosen[k : k + 1], rejected[k : k + 1], n_boot=0) for k in range(len(chosen))]
     return {key: [round(float(r[key]), 4) for r in rows] for key in _KEYS}
 
 
 def rmbench(ctx: EvalContext) -> dict[str, Any]:
     n_boot = ctx.cfg.eval.n_boot
     result: dict[str, Any] = {"n_values": list(ctx.cfg.eval.n_values), "subsets": {}}
-    per_pair: dict[str, Any] = {"prompt_ids": [], "subset": [], "icrm": {str(n): [] for n in ctx.cfg.eval.n_values},
-                                "bt": []}
+    per_pair: dict[str, Any] = {
+        "prompt_ids": [],
+        "subset": [],
+        "icrm": {str(n): [] for n in ctx.cfg.eval.n_values},
+        "bt": [],
+    }
     totals: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {n: ([], []) for n in ctx.cfg.eval.n_values}
     bt_all: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     read: list[str] = []
@@ -85,8 +93,11 @@ def rmbench(ctx: EvalContext) -> dict[str, Any]:
             entry["bt"] = _accuracy(bt_c, bt_r, n_boot)
             per_pair["bt"].append(per_prompt(bt_c, bt_r))
         result["subsets"][subset] = entry
-    result["overall"] = [{"demos": n, **_accuracy(np.concatenate(cs), np.concatenate(rs), n_boot)}
-                         for n, (cs, rs) in totals.items() if cs]
+    result["overall"] = [
+        {"demos": n, **_accuracy(np.concatenate(cs), np.concatenate(rs), n_boot)}
+        for n, (cs, rs) in totals.items()
+        if cs
+    ]
     if bt_all[0]:
         result["bt_overall"] = _accuracy(np.concatenate(bt_all[0]), np.concatenate(bt_all[1]), n_boot)
     result.update(ctx.target_facts(*read))
@@ -102,3 +113,78 @@ def rmbench(ctx: EvalContext) -> dict[str, Any]:
 
 def _joined(parts: list[dict[str, list[float]]]) -> dict[str, list[float]]:
     return {key: [v for part in parts for v in part[key]] for key in _KEYS}
+
+
+def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The overall average accuracy (%) at each N, then each scored subset's; BT's beside each."""
+    rows = [
+        {
+            "figure": "RM-Bench avg",
+            **{f"N={r['demos']}": with_interval(r["avg"], None, 1) for r in m.get("overall", [])},
+            "BT": with_interval(m.get("bt_overall", {}).get("avg"), None, 1),
+        }
+    ]
+    return rows + [
+        {
+            "figure": f"avg, {subset.split('/')[-1]}",
+            **{f"N={r['demos']}": with_interval(r["avg"], None, 1) for r in e["icrm"]},
+            "BT": with_interval(e.get("bt", {}).get("avg"), None, 1),
+        }
+        for subset, e in m["subsets"].items()
+        if e.get("icrm")
+    ]
+
+
+def _charts(m: Mapping[str, Any]) -> list[Chart]:
+    """Overall easy / normal / hard / avg accuracy as N grows (BT's avg flat beside it), then each subset's avg;
+    none when nothing was scored."""
+    overall = m.get("overall") or []
+    if not overall:
+        return []
+    x = [r["demos"] for r in overall]
+    series = [Series(f"ICRM {k}", x, [r[k] for r in overall]) for k in ("easy", "normal", "hard")]
+    series.append(
+        Series(
+            "ICRM avg",
+            x,
+            [r["avg"] for r in overall],
+            [r["avg_ci"][0] for r in overall],
+            [r["avg_ci"][1] for r in overall],
+        )
+    )
+    if "bt_overall" in m:
+        series.append(Series("BT avg", x, [m["bt_overall"]["avg"]] * len(x)))
+    charts = [
+        Chart(
+            "accuracy_vs_n",
+            "rmbench_accuracy_vs_n.png",
+            title="RM-Bench held-out",
+            caption="RM-Bench easy / normal / hard accuracy (%) as N grows; average with its 95% CI",
+            series=series,
+        )
+    ]
+    subsets = {name.split("/")[-1]: e["icrm"] for name, e in m["subsets"].items() if e.get("icrm")}
+    if subsets:
+        lines = [
+            Series(
+                f"ICRM {name}",
+                [r["demos"] for r in rows],
+                [r["avg"] for r in rows],
+                [r["avg_ci"][0] for r in rows],
+                [r["avg_ci"][1] for r in rows],
+            )
+            for name, rows in subsets.items()
+        ]
+        charts.append(
+            Chart(
+                "accuracy_vs_n",
+                "rmbench_subsets_vs_n.png",
+                title="RM-Bench held-out, per subset",
+                caption="RM-Bench average accuracy (%) per subset as N grows, 95% CIs over prompts",
+                series=lines,
+            )
+        )
+    return charts
+
+
+PROTOCOL = ICRMProtocol("rmbench", rmbench, _rows, _charts)
