@@ -14,7 +14,8 @@ raises RewardClientError with the server's one-line message at once.
 GRPOReward / AsyncGRPOReward are TRL GRPOTrainer reward functions backed by the servers:
 `reward(prompts=..., completions=..., **kwargs) -> list[float]`, prompts and completions as plain text or as
 {role, content} message lists (the conversational form), read by the server as `rewardsmith score` reads a
-prompt and a response.
+prompt and a response. Clients and reward functions pickle (TRL's asynchronous GRPO trainer sends its reward
+functions to other processes): what pickles is their settings; each copy opens its own connections.
 """
 
 from __future__ import annotations
@@ -64,17 +65,39 @@ def parse_urls(urls: str | Sequence[str]) -> list[str]:
 
 
 class _Servers:
-    """What both clients share: the URLs and their rotation, headers, chunking and the retry rule."""
+    """What both clients share: the URLs and their rotation, headers, chunking and the retry rule. A pickled
+    client holds these settings only (connections are made again where it is unpickled)."""
 
-    def __init__(self, urls: str | Sequence[str], timeout: float, retries: int, api_key: str | None,
-                 backoff_s: float, max_items_per_request: int):
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        timeout: float,
+        retries: int,
+        api_key: str | None,
+        backoff_s: float,
+        max_items_per_request: int,
+    ):
         self.urls = parse_urls(urls)
         self.timeout = timeout
         self.retries = retries
         self.backoff_s = backoff_s
         self.max_items_per_request = max_items_per_request
+        self.api_key = api_key
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._turn = itertools.count()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "urls": self.urls,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "api_key": self.api_key,
+            "backoff_s": self.backoff_s,
+            "max_items_per_request": self.max_items_per_request,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)  # type: ignore[misc]
 
     def next_url(self) -> str:
         return self.urls[next(self._turn) % len(self.urls)]
@@ -114,8 +137,12 @@ def _error_message(response: httpx.Response) -> str:
     return str(body.get("error", body)) if isinstance(body, dict) else str(body)
 
 
-def score_body(items: Sequence[dict[str, Any]], rater: str | None, standard: str | None,
-               demonstrations: Sequence[dict[str, Any]] | None) -> dict[str, Any]:
+def score_body(
+    items: Sequence[dict[str, Any]],
+    rater: str | None,
+    standard: str | None,
+    demonstrations: Sequence[dict[str, Any]] | None,
+) -> dict[str, Any]:
     """A /v1/score request body (options left out when not given)."""
     body: dict[str, Any] = {"items": list(items)}
     for key, value in (("rater", rater), ("standard", standard), ("demonstrations", demonstrations)):
@@ -133,8 +160,15 @@ def response_items(prompts: Sequence[Any], responses: Sequence[Any]) -> list[dic
 class RewardClient(_Servers):
     """Synchronous client. timeout: seconds per HTTP request; retries: further attempts after the first."""
 
-    def __init__(self, urls: str | Sequence[str], timeout: float = 120.0, retries: int = 5,
-                 api_key: str | None = None, backoff_s: float = 0.25, max_items_per_request: int = 256):
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        timeout: float = 120.0,
+        retries: int = 5,
+        api_key: str | None = None,
+        backoff_s: float = 0.25,
+        max_items_per_request: int = 256,
+    ):
         super().__init__(urls, timeout, retries, api_key, backoff_s, max_items_per_request)
         self._http = httpx.Client(timeout=timeout, headers=self.headers)
         self._pool = ThreadPoolExecutor(max_workers=max(4, 2 * len(self.urls)), thread_name_prefix="reward-client")
@@ -170,24 +204,35 @@ class RewardClient(_Servers):
         futures = [self._pool.submit(self.post, path, body_of(a, b)) for a, b in chunks]
         return [x for future in futures for x in results_of(future.result())]
 
-    def score(self, items: Sequence[dict[str, Any]], rater: str | None = None, standard: str | None = None,
-              demonstrations: Sequence[dict[str, Any]] | None = None) -> list[dict[str, float]]:
+    def score(
+        self,
+        items: Sequence[dict[str, Any]],
+        rater: str | None = None,
+        standard: str | None = None,
+        demonstrations: Sequence[dict[str, Any]] | None = None,
+    ) -> list[dict[str, float]]:
         """/v1/score results of {prompt, response} or {prompt, chosen, rejected} items, in order."""
-        return self._sharded("/v1/score", len(items),
-                             lambda a, b: score_body(items[a:b], rater, standard, demonstrations),
-                             lambda answer: answer["results"])
+        return self._sharded(
+            "/v1/score",
+            len(items),
+            lambda a, b: score_body(items[a:b], rater, standard, demonstrations),
+            lambda answer: answer["results"],
+        )
 
-    def rewards(self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None,
-                standard: str | None = None) -> list[float]:
+    def rewards(
+        self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None, standard: str | None = None
+    ) -> list[float]:
         """The reward of each (prompt, response)."""
         return [r["reward"] for r in self.score(response_items(prompts, responses), rater, standard)]
 
     def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
         """OpenRLHF's endpoint: rewards of full prompt + response strings."""
-        return self._sharded("/get_reward", len(queries),
-                             lambda a, b: {"query": list(queries[a:b]),
-                                           "prompts": None if prompts is None else list(prompts[a:b])},
-                             lambda answer: answer["rewards"])
+        return self._sharded(
+            "/get_reward",
+            len(queries),
+            lambda a, b: {"query": list(queries[a:b]), "prompts": None if prompts is None else list(prompts[a:b])},
+            lambda answer: answer["rewards"],
+        )
 
     def register_standard(self, demonstrations: Sequence[dict[str, Any]], standard_id: str | None = None) -> str:
         """Registers demonstrations on every server (standards live per server); returns the standard id."""
@@ -216,8 +261,15 @@ class AsyncRewardClient(_Servers):
     """The asyncio client (same arguments as RewardClient). Its httpx client is made in the event loop that
     first uses it, and made again if a later call runs in another loop."""
 
-    def __init__(self, urls: str | Sequence[str], timeout: float = 120.0, retries: int = 5,
-                 api_key: str | None = None, backoff_s: float = 0.25, max_items_per_request: int = 256):
+    def __init__(
+        self,
+        urls: str | Sequence[str],
+        timeout: float = 120.0,
+        retries: int = 5,
+        api_key: str | None = None,
+        backoff_s: float = 0.25,
+        max_items_per_request: int = 256,
+    ):
         super().__init__(urls, timeout, retries, api_key, backoff_s, max_items_per_request)
         self._http: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -248,24 +300,35 @@ class AsyncRewardClient(_Servers):
         answers = await asyncio.gather(*(self.post(path, body_of(a, b)) for a, b in self.chunks(n)))
         return [x for answer in answers for x in results_of(answer)]
 
-    async def score(self, items: Sequence[dict[str, Any]], rater: str | None = None, standard: str | None = None,
-                    demonstrations: Sequence[dict[str, Any]] | None = None) -> list[dict[str, float]]:
+    async def score(
+        self,
+        items: Sequence[dict[str, Any]],
+        rater: str | None = None,
+        standard: str | None = None,
+        demonstrations: Sequence[dict[str, Any]] | None = None,
+    ) -> list[dict[str, float]]:
         """As RewardClient.score."""
-        return await self._sharded("/v1/score", len(items),
-                                   lambda a, b: score_body(items[a:b], rater, standard, demonstrations),
-                                   lambda answer: answer["results"])
+        return await self._sharded(
+            "/v1/score",
+            len(items),
+            lambda a, b: score_body(items[a:b], rater, standard, demonstrations),
+            lambda answer: answer["results"],
+        )
 
-    async def rewards(self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None,
-                      standard: str | None = None) -> list[float]:
+    async def rewards(
+        self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None, standard: str | None = None
+    ) -> list[float]:
         """As RewardClient.rewards."""
         return [r["reward"] for r in await self.score(response_items(prompts, responses), rater, standard)]
 
     async def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
         """As RewardClient.get_reward."""
-        return await self._sharded("/get_reward", len(queries),
-                                   lambda a, b: {"query": list(queries[a:b]),
-                                                 "prompts": None if prompts is None else list(prompts[a:b])},
-                                   lambda answer: answer["rewards"])
+        return await self._sharded(
+            "/get_reward",
+            len(queries),
+            lambda a, b: {"query": list(queries[a:b]), "prompts": None if prompts is None else list(prompts[a:b])},
+            lambda answer: answer["rewards"],
+        )
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -302,8 +365,14 @@ class GRPOReward(_GRPOItems):
     """A TRL GRPOTrainer reward function: each completion's reward from the servers (raw, or on `rater`'s
     scale; an in-context model steered by the registered `standard`)."""
 
-    def __init__(self, client: RewardClient | str | Sequence[str], rater: str | None = None,
-                 standard: str | None = None, empty_reward: float | None = None, name: str = "rewardsmith_reward"):
+    def __init__(
+        self,
+        client: RewardClient | str | Sequence[str],
+        rater: str | None = None,
+        standard: str | None = None,
+        empty_reward: float | None = None,
+        name: str = "rewardsmith_reward",
+    ):
         super().__init__(rater, standard, empty_reward, name)
         self.client = client if isinstance(client, RewardClient) else RewardClient(client)
 
@@ -317,13 +386,18 @@ class AsyncGRPOReward(_GRPOItems):
     """GRPOReward as a coroutine: TRL (1.x) runs async reward functions on its own event loop, concurrently
     with the other reward functions."""
 
-    def __init__(self, client: AsyncRewardClient | str | Sequence[str], rater: str | None = None,
-                 standard: str | None = None, empty_reward: float | None = None, name: str = "rewardsmith_reward"):
+    def __init__(
+        self,
+        client: AsyncRewardClient | str | Sequence[str],
+        rater: str | None = None,
+        standard: str | None = None,
+        empty_reward: float | None = None,
+        name: str = "rewardsmith_reward",
+    ):
         super().__init__(rater, standard, empty_reward, name)
         self.client = client if isinstance(client, AsyncRewardClient) else AsyncRewardClient(client)
 
-    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any],
-                       **kwargs: Any) -> list[float | None]:
+    async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         keep, kept_prompts, kept_completions = self.split(prompts, completions)
         rewards = await self.client.rewards(kept_prompts, kept_completions, self.rater, self.standard) if keep else []
         return self.merge(len(prompts), keep, rewards)

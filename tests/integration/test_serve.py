@@ -12,8 +12,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import random
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -25,18 +28,45 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from rewardsmith.cli import app as cli_app
-from rewardsmith.serve.app import bind_socket, build_app
+from rewardsmith.serve.app import bind_socket, build_app, make_server
 from rewardsmith.serve.config import ServeConfig
 
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TOL = 1e-5
-WORDS = ["the", "cat", "sat", "on", "a", "mat", "while", "rain", "fell", "over", "quiet", "hills", "and", "river",
-         "ran", "past", "old", "stone", "walls", "toward", "sea", "where", "boats", "waited", "for", "morning", "tide"]
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "while",
+    "rain",
+    "fell",
+    "over",
+    "quiet",
+    "hills",
+    "and",
+    "river",
+    "ran",
+    "past",
+    "old",
+    "stone",
+    "walls",
+    "toward",
+    "sea",
+    "where",
+    "boats",
+    "waited",
+    "for",
+    "morning",
+    "tide",
+]
 
 
 def rk(*args: str | Path):
@@ -89,7 +119,7 @@ def serving(app: Any) -> Iterator[str]:
     stops the server (draining its queue) afterwards."""
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = make_server(app)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -140,8 +170,18 @@ def icrm_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def rater_maps(tmp_path: Path, rater_ratings_csv: Path) -> Path:
     """Per-rater maps fitted by `rewardsmith calibrate fit` (rater a: slope 10, b: slope 30)."""
-    result = rk("calibrate", "fit", "--ratings", rater_ratings_csv, "--out", tmp_path / "maps.json", "--score-min",
-                "-1000", "--score-max", "1000")
+    result = rk(
+        "calibrate",
+        "fit",
+        "--ratings",
+        rater_ratings_csv,
+        "--out",
+        tmp_path / "maps.json",
+        "--score-min",
+        "-1000",
+        "--score-max",
+        "1000",
+    )
     assert result.exit_code == 0, result.output
     return tmp_path / "maps.json"
 
@@ -173,8 +213,9 @@ def test_openrlhf_remote_reward_body(bt_url: str, bt_model: Path, tmp_path: Path
     assert empty.status_code == 200 and empty.json() == {"rewards": [], "scores": [], "extra_logs": {}}
     # A query that does not start with its prompt (a truncated prompt) is scored whole, as a response to no
     # prompt: the same as sending it without prompts, and as vLLM `input`.
-    whole = httpx.post(f"{bt_url}/get_reward", json={"query": [response], "prompts": [prompt], "labels": ["x"]},
-                       timeout=60).json()["rewards"][0]
+    whole = httpx.post(
+        f"{bt_url}/get_reward", json={"query": [response], "prompts": [prompt], "labels": ["x"]}, timeout=60
+    ).json()["rewards"][0]
     no_prompts = httpx.post(f"{bt_url}/get_reward", json={"query": [response]}, timeout=60).json()["rewards"][0]
     classify = httpx.post(f"{bt_url}/classify", json={"input": response}, timeout=60).json()
     assert abs(whole - no_prompts) <= TOL and abs(whole - classify["data"][0]["probs"][0]) <= TOL
@@ -212,14 +253,18 @@ def test_tei_predict_shapes(bt_url: str) -> None:
     single = httpx.post(f"{bt_url}/predict", json={"inputs": "hello there"}, timeout=60).json()
     assert isinstance(single, list) and set(single[0]) == {"score", "label"}
     pair = httpx.post(f"{bt_url}/predict", json={"inputs": ["say hi", "hello there"]}, timeout=60).json()
-    batch = httpx.post(f"{bt_url}/predict", json={"inputs": [["hello there"], ["say hi", "hello there"]],
-                                                 "truncate": True, "raw_scores": True}, timeout=60).json()
+    batch = httpx.post(
+        f"{bt_url}/predict",
+        json={"inputs": [["hello there"], ["say hi", "hello there"]], "truncate": True, "raw_scores": True},
+        timeout=60,
+    ).json()
     assert len(batch) == 2 and all(len(b) == 1 for b in batch)
     assert batch[0][0]["score"] == pytest.approx(single[0]["score"], abs=TOL)
     assert batch[1][0]["score"] == pytest.approx(pair[0]["score"], abs=TOL)
     # A TEI pair is (prompt, response): the same as the native item.
-    native = httpx.post(f"{bt_url}/v1/score", json={"items": [{"prompt": "say hi", "response": "hello there"}]},
-                        timeout=60).json()
+    native = httpx.post(
+        f"{bt_url}/v1/score", json={"items": [{"prompt": "say hi", "response": "hello there"}]}, timeout=60
+    ).json()
     assert native["results"][0]["reward"] == pytest.approx(pair[0]["score"], abs=TOL)
     sig = httpx.post(f"{bt_url}/predict", json={"inputs": "hello there", "raw_scores": False}, timeout=60).json()
     assert 0 < sig[0]["score"] < 1 and sig[0]["score"] != pytest.approx(single[0]["score"])
@@ -233,9 +278,16 @@ def test_health_models_and_metrics(bt_url: str) -> None:
     assert models["data"][0]["precision"] == "fp32" and models["data"][0]["max_length"] == 48
     httpx.post(f"{bt_url}/v1/score", content=b"{", timeout=60)
     text = httpx.get(f"{bt_url}/metrics", timeout=60).text
-    for name in ("rewardsmith_requests_total", "rewardsmith_request_seconds_bucket", "rewardsmith_batch_texts_bucket",
-                 "rewardsmith_batch_requests_bucket", "rewardsmith_queue_seconds_bucket", "rewardsmith_errors_total",
-                 "rewardsmith_round_seconds_bucket", "rewardsmith_queue_texts"):
+    for name in (
+        "rewardsmith_requests_total",
+        "rewardsmith_request_seconds_bucket",
+        "rewardsmith_batch_texts_bucket",
+        "rewardsmith_batch_requests_bucket",
+        "rewardsmith_queue_seconds_bucket",
+        "rewardsmith_errors_total",
+        "rewardsmith_round_seconds_bucket",
+        "rewardsmith_queue_texts",
+    ):
         assert name in text, name
     assert 'rewardsmith_requests_total{endpoint="/health",status="200"}' in text
     assert 'rewardsmith_errors_total{endpoint="/v1/score",kind="validation"}' in text
@@ -245,8 +297,13 @@ def test_health_models_and_metrics(bt_url: str) -> None:
 # The same scores as `rewardsmith score`
 
 
-def _post_each(url: str, bodies: list[dict[str, Any]], concurrency: int, path: str = "/v1/score",
-               headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def _post_each(
+    url: str,
+    bodies: list[dict[str, Any]],
+    concurrency: int,
+    path: str = "/v1/score",
+    headers: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
     with httpx.Client(timeout=120, headers=headers) as http, ThreadPoolExecutor(concurrency) as pool:
         answers = list(pool.map(lambda body: http.post(url + path, json=body), bodies))
     assert all(a.status_code == 200 for a in answers), [a.text for a in answers if a.status_code != 200][:3]
@@ -262,8 +319,12 @@ def test_scores_equal_rewardsmith_score(bt_model: Path, tmp_path: Path, concurre
         all_at_once = _post_each(url, [{"items": rows}], 1)[0]["results"]
         # OpenRLHF's form of the single responses: prompt + response strings with their prompts.
         singles = [(i, row) for i, row in enumerate(rows) if "response" in row and isinstance(row["prompt"], str)]
-        openrlhf = _post_each(url, [{"query": [r["prompt"] + r["response"]], "prompts": [r["prompt"]]}
-                                    for _, r in singles], concurrency, "/get_reward")
+        openrlhf = _post_each(
+            url,
+            [{"query": [r["prompt"] + r["response"]], "prompts": [r["prompt"]]} for _, r in singles],
+            concurrency,
+            "/get_reward",
+        )
         metrics = httpx.get(f"{url}/metrics", timeout=60).text
     for answer, want in zip(one_each, expected, strict=True):
         assert_same(answer["results"][0], want)
@@ -284,8 +345,11 @@ def test_decoder_and_lora_models_score_as_rewardsmith_score(kind: str, tmp_path:
     from rewardsmith.config import LoraSettings, ModelConfig
     from rewardsmith.models.factory import build_model, save_model
 
-    cfg = (ModelConfig(backbone="tiny-llama", max_length=48, min_prompt_tokens=8) if kind == "decoder" else
-           ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, lora=LoraSettings(r=4)))
+    cfg = (
+        ModelConfig(backbone="tiny-llama", max_length=48, min_prompt_tokens=8)
+        if kind == "decoder"
+        else ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, lora=LoraSettings(r=4))
+    )
     model, tok = build_model(cfg, seed=1)
     folder = save_model(model, tok, tmp_path / kind, cfg)
     rows = score_rows(24, seed=21)
@@ -297,8 +361,7 @@ def test_decoder_and_lora_models_score_as_rewardsmith_score(kind: str, tmp_path:
 
 
 @pytest.mark.parametrize("concurrency", [1, 16])
-def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tmp_path: Path,
-                                            concurrency: int) -> None:
+def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tmp_path: Path, concurrency: int) -> None:
     rows = score_rows(24, seed=7)
     raw = rewardsmith_score(bt_model, rows, tmp_path)
     mapped = rewardsmith_score(bt_model, rows, tmp_path, "--calibration", rater_maps, "--rater", "b")
@@ -315,8 +378,10 @@ def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tm
 
 def _demos(n: int = 4) -> list[dict[str, str]]:
     rng = random.Random(11)
-    return [{"prompt": _sentence(rng, 2, 8), "chosen": _sentence(rng, 3, 12), "rejected": _sentence(rng, 1, 4)}
-            for _ in range(n)]
+    return [
+        {"prompt": _sentence(rng, 2, 8), "chosen": _sentence(rng, 3, 12), "rejected": _sentence(rng, 1, 4)}
+        for _ in range(n)
+    ]
 
 
 @pytest.mark.parametrize("concurrency", [1, 16])
@@ -356,15 +421,17 @@ def test_icrm_demonstrations_equal_rewardsmith_score(icrm_model: Path, tmp_path:
 # Bad requests under load
 
 
-def test_bad_requests_get_one_line_while_good_load_is_answered(bt_model: Path, rater_maps: Path,
-                                                               tmp_path: Path) -> None:
+def test_bad_requests_get_one_line_while_good_load_is_answered(
+    bt_model: Path, rater_maps: Path, tmp_path: Path
+) -> None:
     key_file = tmp_path / "key.txt"
     key_file.write_text("s3cret-key\n")
     good_rows = [{"prompt": f"question {i}", "response": f"answer number {i} " * (1 + i % 5)} for i in range(8)]
     expected = rewardsmith_score(bt_model, good_rows, tmp_path)
     auth = {"Authorization": "Bearer s3cret-key"}
-    settings = ServeConfig(api_key_file=str(key_file), max_items=64, max_queue=4096, max_body_bytes=64 * 1024,
-                           max_wait_ms=10.0)
+    settings = ServeConfig(
+        api_key_file=str(key_file), max_items=64, max_queue=4096, max_body_bytes=64 * 1024, max_wait_ms=10.0
+    )
     with serving(build_app(bt_model, settings, calibration=rater_maps)) as url:
         stop = threading.Event()
         failures: list[str] = []
@@ -389,20 +456,30 @@ def test_bad_requests_get_one_line_while_good_load_is_answered(bt_model: Path, r
         try:
             http = httpx.Client(timeout=60, headers=auth)
             post = f"{url}/v1/score"
-            one_line_error(http.post(post, content=b'{"items": [', headers={"content-type": "application/json"}),
-                           400, "not valid JSON")
+            one_line_error(
+                http.post(post, content=b'{"items": [', headers={"content-type": "application/json"}),
+                400,
+                "not valid JSON",
+            )
             one_line_error(http.post(post, json={"items": "text"}), 422, "items")
-            one_line_error(http.post(post, json={"items": [{"prompt": ["x"], "response": "y"}]}), 422,
-                           "items[0].prompt")
+            one_line_error(
+                http.post(post, json={"items": [{"prompt": ["x"], "response": "y"}]}), 422, "items[0].prompt"
+            )
             one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": 7}]}), 422, "items[0].response")
-            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "rater": 5}), 422,
-                           "rater")
-            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "colour": "red"}), 422,
-                           "colour", "unknown field")
+            one_line_error(
+                http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "rater": 5}), 422, "rater"
+            )
+            one_line_error(
+                http.post(post, json={"items": [{"prompt": "x", "response": "ok"}], "colour": "red"}),
+                422,
+                "colour",
+                "unknown field",
+            )
             one_line_error(http.post(post, json=[1, 2]), 422, "JSON object")
             one_line_error(http.post(post), 422, "missing")
-            one_line_error(http.post(post, json={"items": [{"prompt": "x", "response": "   "}]}), 422,
-                           "items[0].response", "empty")
+            one_line_error(
+                http.post(post, json={"items": [{"prompt": "x", "response": "   "}]}), 422, "items[0].response", "empty"
+            )
             one_line_error(http.post(f"{url}/get_reward", json={"query": [""]}), 422, "query[0]", "empty")
             one_line_error(http.post(f"{url}/classify", json={"input": ["fine", ""]}), 422, "input[1]", "empty")
             one_line_error(http.post(f"{url}/predict", json={"inputs": ["a", "b", "c"]}), 422, "inputs")
@@ -419,8 +496,11 @@ def test_bad_requests_get_one_line_while_good_load_is_answered(bt_model: Path, r
             many = {"query": ["q"] * 10_000}
             one_line_error(http.post(f"{url}/get_reward", json=many), 413, "10000", "max-items")
             one_line_error(httpx.post(post, json={"items": good_rows[:1]}, timeout=60), 401, "API key")
-            one_line_error(httpx.post(post, json={"items": good_rows[:1]}, headers={"Authorization": "Bearer nope"},
-                                      timeout=60), 401, "wrong API key")
+            one_line_error(
+                httpx.post(post, json={"items": good_rows[:1]}, headers={"Authorization": "Bearer nope"}, timeout=60),
+                401,
+                "wrong API key",
+            )
             one_line_error(http.get(f"{url}/nowhere"), 404)
             unknown = http.post(post, json={"items": good_rows[:1], "rater": "nobody"})
             assert unknown.status_code == 200 and "population map" in unknown.json()["note"]
@@ -436,37 +516,299 @@ def test_bad_requests_get_one_line_while_good_load_is_answered(bt_model: Path, r
         assert http.get(f"{url}/health").json()["status"] == "ok"  # and the server is still up
 
 
+LONG_REPLY = "the cat sat on a mat while rain fell " * 4  # about 40 tokens: one text per round of 16 tokens
+
+
 def test_full_queue_gets_503_with_retry_after_and_the_client_retries(bt_model: Path) -> None:
     from rewardsmith.client import RewardClient
 
-    settings = ServeConfig(max_items=2, max_queue=4, max_wait_ms=300.0)
-    with serving(build_app(bt_model, settings)) as url:
-        bodies = [{"items": [{"prompt": "p", "response": f"reply {i}"}] * 2} for i in range(24)]
-        with httpx.Client(timeout=60) as http, ThreadPoolExecutor(24) as pool:
-            answers = list(pool.map(lambda b: http.post(f"{url}/v1/score", json=b), bodies))
+    settings = ServeConfig(max_items=512, max_queue=1024, max_batch_tokens=16, max_wait_ms=0.0)
+    items = [{"prompt": "p", "response": f"reply {i}: {LONG_REPLY}"} for i in range(512)]
+    with serving(build_app(bt_model, settings)) as url, ThreadPoolExecutor(24) as pool:
+        # A request of 512 texts, one text per round, holds half the queue while the others arrive.
+        first = pool.submit(httpx.post, f"{url}/v1/score", json={"items": items}, timeout=120)
+        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") >= 512)
+        with httpx.Client(timeout=120) as http:
+            answers = list(pool.map(lambda _: http.post(f"{url}/v1/score", json={"items": items}), range(8)))
         busy = [a for a in answers if a.status_code == 503]
-        assert busy and all(a.headers["retry-after"] == "1" for a in busy)
+        assert len(busy) >= 7 and all(a.headers["retry-after"] == "1" for a in busy)
         one_line_error(busy[0], 503, "busy", "--max-queue")
-        assert any(a.status_code == 200 for a in answers)
-        with RewardClient(url, retries=30, backoff_s=0.05, max_items_per_request=2) as client, \
-                ThreadPoolExecutor(12) as pool:
-            results = list(pool.map(lambda i: client.rewards(["p", "p"], [f"reply {i}", "x"]), range(12)))
-        assert all(len(r) == 2 for r in results)
+        assert first.result(120).status_code == 200
+        with RewardClient(url, retries=60, backoff_s=0.05, max_items_per_request=512) as client:
+            results = list(pool.map(lambda i: client.rewards(["p"] * 512, [x["response"] for x in items]), range(3)))
+        assert all(len(r) == 512 for r in results)
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    # The third client call found the queue full at least once and was retried.
+    assert _metric(metrics, 'rewardsmith_requests_total{endpoint="/v1/score",status="503"}') > len(busy)
 
 
-def test_request_timeout_is_504(bt_model: Path) -> None:
-    settings = ServeConfig(request_timeout_s=0.05, max_wait_ms=1000.0)
+def test_request_timeout_is_504_and_the_request_stops_being_scored(bt_model: Path) -> None:
+    settings = ServeConfig(request_timeout_s=0.05, max_batch_tokens=16, max_wait_ms=0.0)
+    items = [{"prompt": "p", "response": f"reply {i}: {LONG_REPLY}"} for i in range(256)]
     with serving(build_app(bt_model, settings)) as url:
-        answer = httpx.post(f"{url}/v1/score", json={"items": [{"prompt": "p", "response": "r"}]}, timeout=60)
+        answer = httpx.post(f"{url}/v1/score", json={"items": items}, timeout=60)
         one_line_error(answer, 504, "--request-timeout-s")
+        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0)
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    assert _metric(metrics, "rewardsmith_texts_scored_total") < 256
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="timeout"}') == 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# Connections: read deadlines, clients that go away, metric labels, content types, schemas
+
+
+def _raw(url: str, data: bytes = b"") -> socket.socket:
+    """A TCP connection to the server that has sent `data` (part of a request, or nothing)."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30)
+    if data:
+        sock.sendall(data)
+    return sock
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """What the server sends until it closes the connection (bounded by the socket's timeout)."""
+    out = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, TimeoutError):
+            return out
+        if not chunk:
+            return out
+        out += chunk
+
+
+def _metric(text: str, prefix: str) -> float:
+    """The sum of the samples whose line starts with `prefix` (0 when none)."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix))
+
+
+def _wait_for(check: Any, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def test_half_sent_requests_get_408_and_their_connections_close(bt_model: Path) -> None:
+    settings = ServeConfig(header_timeout_s=0.5, body_timeout_s=0.5)
+    with serving(build_app(bt_model, settings)) as url:
+        half_headers = [_raw(url, b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Le") for _ in range(10)]
+        silent = [_raw(url) for _ in range(10)]
+        half_body = [
+            _raw(
+                url,
+                b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 100\r\n\r\n{"items": [',
+            )
+            for _ in range(3)
+        ]
+        answers = [_read_all(s) for s in half_headers + silent + half_body]  # each returns once closed
+        for s in half_headers + silent + half_body:
+            s.close()
+        assert all(a.startswith(b"HTTP/1.1 408") and b"--header-timeout-s" in a for a in answers[:10])
+        assert answers[10:20] == [b""] * 10  # opened and never used: closed without an answer
+        assert all(a.startswith(b"HTTP/1.1 408") and b"--body-timeout-s" in a for a in answers[20:])
+        assert httpx.get(f"{url}/health", timeout=60).status_code == 200
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    assert _metric(metrics, 'rewardsmith_requests_total{endpoint="other",status="408"}') == 10
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="read_timeout"}') == 3
+
+
+def test_a_request_whose_client_goes_away_stops_being_scored(bt_model: Path) -> None:
+    # One text per round, 1024 texts: the client closes its connection once scoring has begun.
+    settings = ServeConfig(max_batch_tokens=16, max_wait_ms=0.0)
+    body = json.dumps({"query": [f"reply number {i} to the question" for i in range(1024)]}).encode()
+    with serving(build_app(bt_model, settings)) as url:
+        sock = _raw(
+            url,
+            b"POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
+        )
+        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_texts_scored_total") >= 1)
+        sock.close()
+        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0)
+        time.sleep(0.2)  # a round in flight when the job was cancelled has ended
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    assert _metric(metrics, "rewardsmith_texts_scored_total") < 512
+    assert _metric(metrics, 'rewardsmith_requests_total{endpoint="/get_reward",status="499"}') == 1
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/get_reward",kind="disconnected"}') == 1
+
+
+def test_metric_labels_of_resets_405_and_content_types(bt_model: Path) -> None:
+    item = {"items": [{"prompt": "p", "response": "r"}]}
+    with serving(build_app(bt_model, ServeConfig(max_wait_ms=0.0))) as url:
+        # A client that resets its connection in the middle of the body is a disconnect, not a bad request.
+        sock = _raw(
+            url,
+            b"POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"items": [',
+        )
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+        time.sleep(0.2)
+        sock.close()
+        _wait_for(
+            lambda: (
+                _metric(
+                    httpx.get(f"{url}/metrics", timeout=60).text,
+                    'rewardsmith_requests_total{endpoint="/v1/score",status="499"}',
+                )
+                == 1
+            )
+        )
+        one_line_error(httpx.get(f"{url}/v1/score", timeout=60), 405)
+        text = one_line_error(
+            httpx.post(f"{url}/v1/score", content=json.dumps(item), headers={"content-type": "text/plain"}, timeout=60),
+            415,
+        )
+        assert "'text/plain'" in text and "application/json" in text
+        form = httpx.post(f"{url}/v1/score", data={"items": "x"}, timeout=60)
+        assert "'application/x-www-form-urlencoded'" in one_line_error(form, 415)
+        bare = httpx.post(f"{url}/v1/score", content=json.dumps(item), timeout=60)  # no Content-Type: read as JSON
+        assert bare.status_code == 200 and len(bare.json()["results"]) == 1
+        vendor = httpx.post(
+            f"{url}/v1/score",
+            content=json.dumps(item),
+            headers={"content-type": "application/vnd.api+json; charset=utf-8"},
+            timeout=60,
+        )
+        assert vendor.status_code == 200
+        metrics = httpx.get(f"{url}/metrics", timeout=60).text
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="disconnected"}') == 1
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="validation"}') == 0
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="method_not_allowed"}') == 1
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="not_found"}') == 0
+    assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="unsupported_media_type"}') == 2
+
+
+def test_items_and_messages_are_read_strictly(bt_url: str) -> None:
+    one_line_error(httpx.post(f"{bt_url}/classify", json={"messages": "hi"}, timeout=60), 422, "messages")
+    one_line_error(
+        httpx.post(f"{bt_url}/v1/score", json={"items": [{"prompt": "p", "response": "r", "colour": 1}]}, timeout=60),
+        422,
+        "items[0].colour",
+        "unknown field",
+    )
+
+
+def test_a_4_mb_text_is_answered_as_tokenising_it_whole_would(bt_model: Path) -> None:
+    from rewardsmith.evaluate.scoring import RewardScorer
+    from rewardsmith.models.loading import load_reward_model
+
+    rng = random.Random(5)
+    text = " ".join(rng.choice(WORDS) for _ in range(800_000))  # about 4 MB
+    loaded = load_reward_model(bt_model)
+    encoder = loaded.encoder()
+    want = RewardScorer(loaded.model, encoder, loaded.pad_id).score_encoded([encoder.encode_unsplit(text)])[0]
+    with serving(build_app(bt_model)) as url:
+        answer = httpx.post(f"{url}/get_reward", json={"query": [text]}, timeout=120)
+    assert answer.status_code == 200, answer.text
+    assert abs(answer.json()["rewards"][0] - want) <= TOL
+
+
+def test_reward_functions_and_clients_pickle(bt_url: str) -> None:
+    import asyncio
+
+    from rewardsmith.client import AsyncGRPOReward, GRPOReward, RewardClient
+
+    prompts, completions = ["say hi", "greet me"], ["hello there", ""]
+    reward = GRPOReward(bt_url, name="served")
+    expected = reward(prompts=prompts, completions=completions)
+    copy = pickle.loads(pickle.dumps(reward))
+    assert copy.__name__ == "served" and copy(prompts=prompts, completions=completions) == expected
+    assert expected[1] is None and isinstance(expected[0], float)
+    async_copy = pickle.loads(pickle.dumps(AsyncGRPOReward(bt_url)))
+    assert asyncio.run(async_copy(prompts=prompts, completions=completions)) == expected
+    with pickle.loads(pickle.dumps(RewardClient([bt_url, bt_url], retries=1))) as client:
+        assert client.rewards(prompts[:1], completions[:1]) == expected[:1] and client.retries == 1
+
+
+def test_the_port_is_claimed_before_the_model_loads(tmp_path: Path) -> None:
+    taken = bind_socket("127.0.0.1", 0)
+    taken.listen()
+    try:
+        # The model folder does not exist: the error is the port's, so the port was tried first.
+        result = rk("serve", "--model", tmp_path / "no-model-here", "--port", str(taken.getsockname()[1]))
+    finally:
+        taken.close()
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "cannot listen" in lines[0], result.stderr
+
+
+def _timed_posts(
+    url: str, path: str, bodies: list[dict[str, Any]], stop: threading.Event, latencies: list[tuple[float, float]]
+) -> None:
+    """Posts the bodies one after another until `stop`, recording (end time, seconds) per answer."""
+    with httpx.Client(timeout=120) as http:
+        i = 0
+        while not stop.is_set():
+            t0 = time.monotonic()
+            answer = http.post(url + path, json=bodies[i % len(bodies)])
+            assert answer.status_code == 200, answer.text
+            latencies.append((time.monotonic(), time.monotonic() - t0))
+            i += 1
+
+
+def test_one_large_request_does_not_hold_back_small_ones(bt_model: Path) -> None:
+    # 8 single-sample clients; then one 1024-text request among them. Rounds of at most 256 tokens (about 16
+    # texts), so the large request takes dozens of rounds, which the small requests share.
+    settings = ServeConfig(max_batch_tokens=256, max_wait_ms=5.0)
+    rows = score_rows(64, seed=3)
+    small = [
+        {"query": [row["prompt"] + " " + (row.get("response") or row["chosen"])]}
+        for row in rows
+        if isinstance(row["prompt"], str)
+    ]
+    large = {"query": [b["query"][0] for b in small] * (1024 // len(small) + 1)}
+    large["query"] = large["query"][:1024]
+
+    def p99(values: list[float]) -> float:
+        return float(np.percentile(values, 99))
+
+    with serving(build_app(bt_model, settings)) as url:
+        phases: dict[str, list[float]] = {}
+        during: list[tuple[float, float]] = []
+        for phase in ("alone", "with_large", "alone_again"):
+            stop, latencies = threading.Event(), []
+            clients = [
+                threading.Thread(target=_timed_posts, args=(url, "/get_reward", small[k::8], stop, latencies))
+                for k in range(8)
+            ]
+            for c in clients:
+                c.start()
+            if phase == "with_large":
+                time.sleep(0.3)
+                t0 = time.monotonic()
+                answer = httpx.post(f"{url}/get_reward", json=large, timeout=120)
+                t1 = time.monotonic()
+                assert answer.status_code == 200 and len(answer.json()["rewards"]) == 1024
+            else:
+                time.sleep(3.0)
+            stop.set()
+            for c in clients:
+                c.join(60)
+            if phase == "with_large":
+                during = [(end, s) for end, s in latencies if t0 + 0.05 < end - s and end < t1]
+                phases[phase] = [s for _, s in during]
+            else:
+                phases[phase] = [s for _, s in latencies[len(latencies) // 10 :]]
+    # While the large request was scored, the small clients kept being answered (not queued behind it) ...
+    assert len(during) >= 8 * 3, (len(during), t1 - t0)
+    # ... and their p99 stayed within 3x of theirs without it (the slower of the two phases around it).
+    baseline = max(p99(phases["alone"]), p99(phases["alone_again"]))
+    assert p99(phases["with_large"]) <= 3 * baseline, (p99(phases["with_large"]), baseline)
 
 
 def test_cli_refuses_bad_settings_in_one_line(bt_model: Path, tmp_path: Path) -> None:
-    for args, needle in ((["--model", tmp_path / "missing"], "missing"),
-                         (["--model", bt_model, "--port", "70000"], "port"),
-                         (["--model", bt_model, "--precision", "fp16"], "precision"),
-                         (["--model", bt_model, "--api-key-file", tmp_path / "nokey"], "nokey"),
-                         (["--model", bt_model, "--max-items", "9000"], "max_queue")):
+    for args, needle in (
+        (["--model", tmp_path / "missing"], "missing"),
+        (["--model", bt_model, "--port", "70000"], "port"),
+        (["--model", bt_model, "--precision", "fp16"], "precision"),
+        (["--model", bt_model, "--api-key-file", tmp_path / "nokey"], "nokey"),
+        (["--model", bt_model, "--max-items", "9000"], "max_queue"),
+    ):
         result = rk("serve", *args)
         lines = [x for x in result.stderr.splitlines() if x.strip()]
         assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
@@ -474,10 +816,17 @@ def test_cli_refuses_bad_settings_in_one_line(bt_model: Path, tmp_path: Path) ->
 
 
 def test_client_imports_no_torch() -> None:
-    code = ("import sys, rewardsmith.client; heavy = [m for m in sys.modules if m.split('.')[0] in "
-            "('torch', 'numpy', 'transformers', 'fastapi')]; print(heavy); sys.exit(bool(heavy))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")})
+    code = (
+        "import sys, rewardsmith.client; heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "('torch', 'numpy', 'transformers', 'fastapi')]; print(heavy); sys.exit(bool(heavy))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -490,8 +839,10 @@ def test_client_errors_are_one_line(bt_url: str) -> None:
     assert bad.value.status == 422
     dead = bind_socket("127.0.0.1", 0)  # bound, never listening: connections are refused
     dead_url = f"http://127.0.0.1:{dead.getsockname()[1]}"
-    with RewardClient(dead_url, retries=2, backoff_s=0.01) as client, \
-            pytest.raises(RewardClientError, match="after 3 attempts"):
+    with (
+        RewardClient(dead_url, retries=2, backoff_s=0.01) as client,
+        pytest.raises(RewardClientError, match="after 3 attempts"),
+    ):
         client.rewards(["p"], ["r"])
     # With a dead server in the list, requests fail over to the live one.
     with RewardClient([dead_url, bt_url], retries=3, backoff_s=0.01) as client:
@@ -508,8 +859,12 @@ def server_process(model: Path, log: Path, *extra: str) -> Iterator[tuple[str, s
     """`rewardsmith serve --port 0` in its own process; yields (base URL, process)."""
     env = {**os.environ, **ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
     with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "rewardsmith.cli", "serve", "--model", str(model), "--port",
-                                 "0", *extra], stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rewardsmith.cli", "serve", "--model", str(model), "--port", "0", *extra],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     try:
         deadline = time.monotonic() + 180
         url = None
@@ -539,8 +894,10 @@ def test_two_server_processes_behind_the_client(bt_model: Path, tmp_path: Path) 
 
     rows = [{"prompt": f"question {i}", "response": f"reply {i} " * (1 + i % 7)} for i in range(40)]
     expected = [r["reward"] for r in rewardsmith_score(bt_model, rows, tmp_path)]
-    with server_process(bt_model, tmp_path / "a.log") as (url_a, _), \
-            server_process(bt_model, tmp_path / "b.log") as (url_b, _):
+    with (
+        server_process(bt_model, tmp_path / "a.log") as (url_a, _),
+        server_process(bt_model, tmp_path / "b.log") as (url_b, _),
+    ):
         urls = f"{url_a},{url_b}"
         with RewardClient(urls) as client:
             got = client.rewards([r["prompt"] for r in rows], [r["response"] for r in rows])
@@ -569,26 +926,113 @@ def _served(metrics: str) -> float:
     """Requests a server answered with 200 on /v1/score and /get_reward."""
     total = 0.0
     for line in metrics.splitlines():
-        if line.startswith("rewardsmith_requests_total{") and 'status="200"' in line and (
-                "/v1/score" in line or "/get_reward" in line):
+        if (
+            line.startswith("rewardsmith_requests_total{")
+            and 'status="200"' in line
+            and ("/v1/score" in line or "/get_reward" in line)
+        ):
             total += float(line.split()[-1])
     return total
 
 
 @pytest.mark.slow
 def test_sigterm_drains_requests_in_flight(bt_model: Path, tmp_path: Path) -> None:
+    # One text of about 400 tokens per round: 16 requests of 8 texts take 128 rounds (a second or so), well
+    # inside the default 30 s grace period. SIGTERM comes once every request is in (each has been served by a
+    # round: rewardsmith_queue_seconds counts a request when a round first takes from it) and most of the work
+    # is still queued.
     log = tmp_path / "server.log"
-    with server_process(bt_model, log, "--max-wait-ms", "200") as (url, proc):
-        bodies = [{"items": [{"prompt": "p", "response": f"reply {i} " * 10}] * 8} for i in range(16)]
+    reply = "the cat sat on a mat " * 70
+    with server_process(bt_model, log, "--max-batch-tokens", "16", "--max-length", "512") as (url, proc):
+        bodies = [{"items": [{"prompt": "p", "response": f"reply {i}: {reply}"}] * 8} for i in range(16)]
         with httpx.Client(timeout=60) as http, ThreadPoolExecutor(16) as pool:
             pending = [pool.submit(http.post, f"{url}/v1/score", json=b) for b in bodies]
-            time.sleep(0.1)  # the requests are in: the first round waits for up to 200 ms
+            _wait_for(
+                lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_seconds_count") >= 16
+            )
+            in_flight = _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts")
             proc.send_signal(signal.SIGTERM)
             answers = [p.result(60) for p in pending]
         assert proc.wait(60) == 0
+    assert in_flight > 0  # SIGTERM came with requests in flight
     assert [a.status_code for a in answers] == [200] * 16
     assert all(len(a.json()["results"]) == 8 for a in answers)
     assert log.read_text().strip().splitlines()[-1] == "stopped"
+
+
+@pytest.mark.slow
+def test_sigterm_under_load_answers_200_or_503_and_exits_within_the_timeout(bt_model: Path, tmp_path: Path) -> None:
+    # One text per round; a 4096-text request cannot finish in the grace period, small requests keep coming on
+    # keep-alive connections. Every request gets 200 or 503 (none 500, no reset) and the process exits in time.
+    log = tmp_path / "server.log"
+    grace = 6.0
+    with server_process(
+        bt_model,
+        log,
+        "--shutdown-timeout-s",
+        str(grace),
+        "--max-batch-tokens",
+        "16",
+        "--max-length",
+        "512",
+        "--max-items",
+        "4096",
+        "--max-queue",
+        "16384",
+    ) as (url, proc):
+        statuses: list[int] = []
+        long_status: list[int] = []
+        retry_after: list[str | None] = []
+        errors: list[str] = []
+        signalled = threading.Event()
+
+        def client(body: dict[str, Any]) -> None:
+            with httpx.Client(timeout=60) as http:
+                while True:
+                    try:
+                        answer = http.post(f"{url}/get_reward", json=body)
+                    except httpx.ConnectError:
+                        if not signalled.is_set():
+                            errors.append("refused before SIGTERM")
+                        return  # the server has stopped accepting connections
+                    except httpx.TransportError as exc:
+                        errors.append(f"{type(exc).__name__}: {exc}")
+                        return
+                    statuses.append(answer.status_code)
+                    if len(body["query"]) > 1:
+                        long_status.append(answer.status_code)
+                    if answer.status_code != 200:
+                        retry_after.append(answer.headers.get("retry-after"))
+                        return
+
+        bodies = [{"query": [f"a short reply {k}"]} for k in range(8)]
+        # About 400 tokens a text, one text a round: the long request needs more than 10 s, past the grace period.
+        bodies.append({"query": [f"reply number {i}: " + "the cat sat on a mat " * 70 for i in range(4096)]})
+        threads = [threading.Thread(target=client, args=(body,)) for body in bodies]
+        for t in threads:
+            t.start()
+        # The long request is queued (its texts are tokenised) and the small ones are being answered.
+        _wait_for(
+            lambda: (
+                _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") >= 4096
+                and len(statuses) >= 20
+            )
+        )
+        signalled.set()
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+        elapsed = time.monotonic() - t0
+        for t in threads:
+            t.join(60)
+    assert not errors, errors[:3]
+    assert set(statuses) <= {200, 503} and statuses.count(503) >= 1, statuses[-20:]
+    assert long_status == [503]  # it could not be finished in the grace period
+    assert retry_after and all(value == "1" for value in retry_after)
+    assert code == 0 and elapsed <= grace, (code, elapsed)
+    text = log.read_text()
+    assert "Traceback" not in text and "Error" not in text, text[-3000:]
+    assert text.strip().splitlines()[-1] == "stopped"
 
 
 @pytest.mark.slow
@@ -604,18 +1048,40 @@ def test_grpo_steps_with_rewards_from_the_server(bt_model: Path, tmp_path: Path)
     tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
     tok.eos_token = tok.sep_token
     tok.bos_token = tok.cls_token
-    policy = LlamaForCausalLM(LlamaConfig(
-        vocab_size=tok.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-        intermediate_size=32, max_position_embeddings=128, pad_token_id=tok.pad_token_id,
-        eos_token_id=tok.sep_token_id, bos_token_id=tok.cls_token_id))
+    policy = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.sep_token_id,
+            bos_token_id=tok.cls_token_id,
+        )
+    )
     data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
-    args = GRPOConfig(output_dir=str(tmp_path / "grpo"), per_device_train_batch_size=4, num_generations=2,
-                      max_completion_length=6, max_steps=2, learning_rate=1e-4, logging_steps=1, report_to=[],
-                      use_cpu=True, save_strategy="no", bf16=False, seed=0)
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=6,
+        max_steps=2,
+        learning_rate=1e-4,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        bf16=False,
+        seed=0,
+    )
     with serving(build_app(bt_model, ServeConfig(max_wait_ms=10.0))) as url:
         sync_reward, async_reward = GRPOReward(url, name="served"), AsyncGRPOReward(url, name="served_async")
-        trainer = GRPOTrainer(model=policy, reward_funcs=[sync_reward, async_reward], args=args, train_dataset=data,
-                              processing_class=tok)
+        trainer = GRPOTrainer(
+            model=policy, reward_funcs=[sync_reward, async_reward], args=args, train_dataset=data, processing_class=tok
+        )
         trainer.train()
         served = _served(httpx.get(f"{url}/metrics", timeout=60).text)
     assert trainer.state.global_step == 2

@@ -1,24 +1,40 @@
 """The reward server's batching, without HTTP: token-capped inference batches, scores unchanged by how texts
-are batched, and the Batcher's rounds (merging, token budget, waiting, isolation of a failing request,
-cancellation, back-pressure, draining on close) on a stand-in engine."""
+are batched, the fair share of a round (plan_round, by hand), the Batcher's rounds on a stand-in engine (merging,
+token budget, a wait counted per round, large requests split across rounds with small ones interleaved,
+isolation of a failing request, cancellation, back-pressure, closing with and without a deadline), and the
+encoder's cut of long texts before tokenising (the same ids as tokenising the whole text, a bounded number of
+characters given to the tokenizer)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import Future
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from rewardsmith.config import ModelConfig
-from rewardsmith.data.collate import PairEncoder, sorted_batches
+from rewardsmith.data.collate import EncodedText, PairEncoder, sorted_batches
+from rewardsmith.data.schema import Turn
 from rewardsmith.evaluate.scoring import score_encoded
 from rewardsmith.models import build_reward_model
 from rewardsmith.serve.config import ServeConfig
-from rewardsmith.serve.engine import Batcher, Job, QueueFull, ScoringFailed, ServerClosing, TextScores
+from rewardsmith.serve.engine import (
+    Batcher,
+    Piece,
+    Prepared,
+    QueueFull,
+    ScoringFailed,
+    ServerClosing,
+    plan_round,
+)
 from rewardsmith.serve.metrics import ServeMetrics
+from rewardsmith.serve.requests import TextItem, encode_item
 
 torch.set_num_threads(1)
 
@@ -42,120 +58,284 @@ def test_scores_do_not_depend_on_how_texts_are_batched() -> None:
     texts = [encoder.encode(f"\n\nHuman: question {i}?\n\nAssistant:", "word " * (1 + 7 * i % 30)) for i in range(24)]
     alone = score_encoded(model, texts, tok.pad_token_id, batch_size=1)
     for max_tokens, max_padding in ((None, None), (1, None), (64, None), (500, 0.1), (None, 0.5)):
-        batched = score_encoded(model, texts, tok.pad_token_id, batch_size=64, max_tokens=max_tokens,
-                                max_padding=max_padding)
+        batched = score_encoded(
+            model, texts, tok.pad_token_id, batch_size=64, max_tokens=max_tokens, max_padding=max_padding
+        )
         np.testing.assert_allclose(batched, alone, atol=1e-5, rtol=0)
 
 
+# ----------------------------------------------------------------------------------------------------
+# The fair share of a round, by hand
+
+
+def test_plan_round_gives_every_request_an_equal_share() -> None:
+    # A large request of 100-token texts and three of one 50-token text, budget 400: the large one takes 100
+    # (first in turn), each small one 50 (the least served go next), the large one 100 more (350); its third
+    # text would make 450.
+    assert plan_round([[100] * 10, [50], [50], [50]], 400) == [2, 1, 1, 1]
+    # Two large requests alternate; the earlier one wins the tie: 10, 10, 10, 10, 10 (= 50); the next would pass.
+    assert plan_round([[10] * 10, [10] * 10], 50) == [3, 2]
+    # What a request does not need goes to the others: 20 + 20 + 60 of 100.
+    assert plan_round([[20], [20], [30, 30, 30]], 100) == [1, 1, 2]
+    # A text longer than the budget goes alone when its request is first in turn, and no other text joins it.
+    assert plan_round([[300], [5]], 100) == [1, 0]
+    assert plan_round([[5], [300], [5]], 100) == [1, 0, 1]
+    # Budget 1: one text per round, from the first request in turn.
+    assert plan_round([[3, 3], [3]], 1) == [1, 0]
+    # A request whose next text does not fit takes no more, even if a later, shorter one would: 50, 40, then
+    # its 50 would make 140, and its 5 stays for the next round; the third request's 35 does not fit 90 + 35.
+    assert plan_round([[50, 50, 5], [40], [35]], 100) == [1, 1, 0]
+    assert plan_round([], 100) == [] and plan_round([[], [4]], 10) == [0, 1]
+
+
+# ----------------------------------------------------------------------------------------------------
+# The Batcher on a stand-in engine: a text of n characters is n tokens; its score is its length
+
+
+def _encoded(text: str) -> EncodedText:
+    return EncodedText([1] * len(text), [0] * len(text), [1] * len(text), False, False)
+
+
+def prepared(*texts: str) -> Prepared:
+    return Prepared([_encoded(t) for t in texts])
+
+
+BOOM = 13
+
+
 class FakeEngine:
-    """Tokens = characters of the response; score = length of the response; "boom" breaks any round."""
+    """Tokens = characters; score = length; a text of BOOM characters breaks any round it is in. rounds: the
+    number of texts each round took from each request, a list per round; texts: "<job id>:<start>-<end>" per
+    piece. hook(k, pieces) runs at the start of round k (0-based), on the
+    worker thread, before the round is scored."""
 
     in_context = False
 
-    def __init__(self, delay: float = 0.0):
-        self.rounds: list[list[list[str]]] = []
+    def __init__(self, delay: float = 0.0, hook: Callable[[int, list[Piece]], None] | None = None):
+        self.rounds: list[list[int]] = []
+        self.texts: list[list[str]] = []
         self.delay = delay
+        self.hook = hook
+        self.ended: list[float] = []
 
-    def encode(self, job: Job) -> int:
-        job.tokens = sum(len(response) for _, response in job.texts)
-        return job.tokens
-
-    def score_round(self, jobs: list[Job]) -> list[TextScores]:
+    def score_round(self, pieces: list[Piece]) -> list[tuple[np.ndarray, None]]:
+        if self.hook is not None:
+            self.hook(len(self.rounds), pieces)
         time.sleep(self.delay)
-        self.rounds.append([[r for _, r in job.texts] for job in jobs])
-        if any(r == "boom" for job in jobs for _, r in job.texts):
+        lengths = [p.job.lengths[p.start : p.end] for p in pieces]
+        self.rounds.append([p.size for p in pieces])
+        self.texts.append([f"{id(p.job)}:{p.start}-{p.end}" for p in pieces])
+        self.ended.append(time.monotonic())
+        if any(BOOM in x for x in lengths):
             raise ValueError("boom")
-        return [TextScores(np.array([float(len(r)) for _, r in job.texts]), None, job.tokens) for job in jobs]
+        return [(np.array(x, dtype=float), None) for x in lengths]
 
 
-def _batcher(engine: FakeEngine, max_batch_tokens: int = 1000, max_wait_s: float = 0.2,
-             max_queue: int = 1000) -> Batcher:
+class Gate:
+    """Holds round 0 of a FakeEngine until released: entered is set once round 0 has begun."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, k: int, _: list[Piece]) -> None:
+        if k == 0:
+            self.entered.set()
+            self.release.wait(10)
+
+    def hold(self) -> None:
+        assert self.entered.wait(10), "round 0 did not begin"
+
+
+def _batcher(
+    engine: FakeEngine, max_batch_tokens: int = 1000, max_wait_s: float = 0.2, max_queue: int = 1000
+) -> Batcher:
     batcher = Batcher(engine, ServeMetrics(), max_batch_tokens, max_wait_s, max_queue)  # type: ignore[arg-type]
     batcher.start()
     return batcher
 
 
-def _texts(*responses: str) -> list[tuple[str, str]]:
-    return [("", r) for r in responses]
+def _stop(batcher: Batcher) -> None:
+    batcher.close()
+    assert batcher.join(10)
 
 
-def test_concurrent_requests_merge_into_one_round_and_keep_their_order() -> None:
-    engine = FakeEngine()
-    batcher = _batcher(engine)
-    futures = [batcher.submit(_texts("a" * (i + 1), "b")) for i in range(5)]
-    results = [f.result(5) for f in futures]
-    batcher.close(5)
-    assert len(engine.rounds) == 1 and len(engine.rounds[0]) == 5
+def test_requests_queued_during_a_round_merge_into_the_next_and_keep_their_order() -> None:
+    gate = Gate()
+    engine = FakeEngine(hook=gate)
+    batcher = _batcher(engine, max_wait_s=0.5)
+    batcher.submit(prepared("w"))
+    gate.hold()
+    jobs = [batcher.submit(prepared("a" * (i + 1), "b")) for i in range(5)]
+    gate.release.set()
+    results = [j.future.result(5) for j in jobs]
+    _stop(batcher)
+    assert engine.rounds == [[1], [2, 2, 2, 2, 2]]
     for i, result in enumerate(results):
-        assert result.rewards.tolist() == [i + 1.0, 1.0]
+        assert result.rewards.tolist() == [i + 1.0, 1.0] and result.tokens == i + 2
 
 
-def test_token_budget_closes_a_round_and_the_next_job_opens_the_next() -> None:
-    engine = FakeEngine()
+def test_token_budget_closes_a_round_and_the_next_one_takes_the_rest() -> None:
+    gate = Gate()
+    engine = FakeEngine(hook=gate)
     batcher = _batcher(engine, max_batch_tokens=10, max_wait_s=0.2)
-    futures = [batcher.submit(_texts("x" * 4)) for _ in range(5)]
-    for f in futures:
-        f.result(5)
-    batcher.close(5)
-    assert [len(r) for r in engine.rounds] == [2, 2, 1]  # 4 + 4 <= 10, a third would make 12
+    batcher.submit(prepared("w"))
+    gate.hold()
+    jobs = [batcher.submit(prepared("x" * 4)) for _ in range(5)]
+    gate.release.set()
+    for j in jobs:
+        j.future.result(5)
+    _stop(batcher)
+    assert engine.rounds == [[1], [1, 1], [1, 1], [1]]  # 4 + 4 <= 10, a third would make 12
 
 
-def test_budget_of_one_scores_every_request_alone() -> None:
+def test_budget_of_one_scores_every_text_alone() -> None:
     engine = FakeEngine()
-    batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.2)
-    for f in [batcher.submit(_texts("abc")) for _ in range(4)]:
-        f.result(5)
-    batcher.close(5)
-    assert [len(r) for r in engine.rounds] == [1, 1, 1, 1]
+    batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.0)
+    jobs = [batcher.submit(prepared("abc", "de")) for _ in range(3)]
+    assert [j.future.result(5).rewards.tolist() for j in jobs] == [[3.0, 2.0]] * 3
+    _stop(batcher)
+    assert engine.rounds == [[1]] * 6
 
 
-def test_a_lone_request_waits_at_most_max_wait() -> None:
-    batcher = _batcher(FakeEngine(), max_wait_s=0.05)
-    t0 = time.perf_counter()
-    batcher.submit(_texts("a")).result(5)
-    assert time.perf_counter() - t0 < 1.0
-    batcher.close(5)
+def test_a_round_waits_for_as_many_requests_as_the_last_round_answered() -> None:
+    # Round 1 answers A and B. C arrived during it and has waited past max_wait when round 2 opens; round 2
+    # still waits for a second request (as the clients of A and B come back), so D joins C.
+    first, second = Gate(), Gate()
+    engine = FakeEngine(hook=lambda k, pieces: first(k, pieces) if k == 0 else second(k - 1, pieces))
+    batcher = _batcher(engine, max_wait_s=0.5)
+    batcher.submit(prepared("w"))
+    first.hold()
+    a, b = batcher.submit(prepared("a")), batcher.submit(prepared("b"))
+    first.release.set()
+    second.hold()  # round 1 (A and B) is being scored
+    c = batcher.submit(prepared("cc"))
+    time.sleep(0.6)
+    second.release.set()
+    a.future.result(5)
+    d = batcher.submit(prepared("ddd"))
+    for j in (b, c, d):
+        j.future.result(5)
+    _stop(batcher)
+    assert engine.rounds == [[1], [1, 1], [1, 1]]
+
+
+def test_a_lone_request_does_not_wait() -> None:
+    batcher = _batcher(FakeEngine(), max_wait_s=30.0)
+    t0 = time.monotonic()
+    batcher.submit(prepared("a")).future.result(10)
+    assert time.monotonic() - t0 < 10.0  # far below max_wait: the one request the last round answered is back
+    _stop(batcher)
+
+
+def test_a_large_request_is_split_across_rounds_and_small_ones_interleave() -> None:
+    gate = Gate()
+    late: list[Any] = []
+
+    def hook(k: int, pieces: list[Piece]) -> None:
+        gate(k, pieces)
+        if k == 2:  # a small request arriving while the large one is being scored joins the next round
+            late.append(batcher.submit(prepared("s" * 10)))
+
+    engine = FakeEngine(hook=hook)
+    batcher = _batcher(engine, max_batch_tokens=50, max_wait_s=0.2)
+    first = batcher.submit(prepared("w"))
+    gate.hold()
+    large = batcher.submit(prepared(*["L" * 10] * 20))
+    small = [batcher.submit(prepared("s" * 10)) for _ in range(3)]
+    gate.release.set()
+    assert large.future.result(10).rewards.tolist() == [10.0] * 20
+    assert [s.future.result(10).rewards.tolist() for s in small + late] == [[10.0]] * 4
+    _stop(batcher)
+    # Round 1: 2 of the large request's texts and the 3 small requests (50 tokens, fair share); round 2: 5 of
+    # the large one; round 3: the late small request and 4 of the large one; then the rest of the large one.
+    assert engine.rounds[1] == [2, 1, 1, 1] and engine.rounds[2] == [5]
+    assert sorted(engine.rounds[3]) == [1, 4]
+    assert sum(sum(r) for r in engine.rounds[1:]) == 24 and all(sum(r) <= 5 for r in engine.rounds[1:])
+    assert first.future.done()
+
+
+def test_with_room_for_one_text_a_served_request_goes_behind_those_that_arrived() -> None:
+    gate = Gate()
+    engine = FakeEngine(hook=gate)
+    batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.0)
+    large = batcher.submit(prepared("L1", "L2", "L3"))
+    gate.hold()  # L1 is being scored
+    s1, s2 = batcher.submit(prepared("s")), batcher.submit(prepared("t"))
+    gate.release.set()
+    for j in (large, s1, s2):
+        j.future.result(10)
+    _stop(batcher)
+    owners = [text.split(":")[0] for r in engine.texts for text in r]
+    assert owners == [str(id(j)) for j in (large, s1, s2, large, large)]
 
 
 def test_a_request_that_breaks_the_model_fails_alone() -> None:
     engine = FakeEngine()
     batcher = _batcher(engine)
-    good = [batcher.submit(_texts("fine", "ok")) for _ in range(3)]
-    bad = batcher.submit(_texts("boom"))
-    more = batcher.submit(_texts("also fine"))
-    for f in [*good, more]:
-        assert f.result(5).rewards.size > 0
+    good = [batcher.submit(prepared("fine", "ok")) for _ in range(3)]
+    bad = batcher.submit(prepared("b" * BOOM))
+    more = batcher.submit(prepared("also fine"))
+    for j in [*good, more]:
+        assert j.future.result(5).rewards.size > 0
     with pytest.raises(ScoringFailed, match="ValueError: boom"):
-        bad.result(5)
-    batcher.close(5)
+        bad.future.result(5)
+    _stop(batcher)
 
 
-def test_cancelled_jobs_are_skipped_and_queue_space_returns() -> None:
-    engine = FakeEngine(delay=0.2)
+def test_cancelled_requests_are_dropped_and_queue_space_returns() -> None:
+    gate = Gate()
+    engine = FakeEngine(hook=gate)
     batcher = _batcher(engine, max_wait_s=0.0, max_queue=3)
-    first = batcher.submit(_texts("a"))
-    time.sleep(0.05)  # the worker is busy with `first`
-    waiting = batcher.submit(_texts("b", "c"))
+    first = batcher.submit(prepared("a"))
+    gate.hold()  # the worker is busy with `first`
+    waiting = batcher.submit(prepared("b", "c"))
     with pytest.raises(QueueFull):
-        batcher.submit(_texts("d"))
-    assert waiting.cancel()
+        batcher.submit(prepared("d"))
+    assert batcher.cancel(waiting) and waiting.future.cancelled()
     assert batcher.waiting == 1
-    first.result(5)
-    batcher.close(5)
-    assert engine.rounds == [[["a"]]]
-    assert batcher.waiting == 0
+    gate.release.set()
+    first.future.result(5)
+    assert not batcher.cancel(first)  # it has its result
+    _stop(batcher)
+    assert engine.rounds == [[1]] and batcher.waiting == 0
+
+
+def test_a_request_cancelled_while_it_is_scored_gets_no_more_rounds() -> None:
+    holder: list[Any] = []
+    engine = FakeEngine(hook=lambda k, _: batcher.cancel(holder[0]) if k == 1 else None)
+    batcher = _batcher(engine, max_batch_tokens=4, max_wait_s=0.0)
+    holder.append(batcher.submit(prepared(*["xx"] * 50)))
+    deadline = time.monotonic() + 10
+    while not holder[0].future.done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    _stop(batcher)
+    assert holder[0].future.cancelled() and len(engine.rounds) == 2  # rounds 0 and 1 (cancelled during it)
 
 
 def test_close_scores_what_is_queued_then_refuses_new_work() -> None:
+    engine = FakeEngine(delay=0.02)
+    batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.0)
+    jobs = [batcher.submit(prepared("x")) for _ in range(6)]
+    batcher.close()
+    assert batcher.join(10)
+    assert all(j.future.done() and j.future.exception() is None for j in jobs)
+    with pytest.raises(ServerClosing):
+        batcher.submit(prepared("late"))
+    assert not batcher.has_room(1)
+
+
+def test_close_with_a_deadline_scores_what_fits_and_fails_the_rest() -> None:
     engine = FakeEngine(delay=0.05)
     batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.0)
-    futures: list[Future[TextScores]] = [batcher.submit(_texts("x")) for _ in range(6)]
-    closer = threading.Thread(target=batcher.close, args=(10,))
-    closer.start()
-    closer.join(10)
-    assert all(f.done() and f.exception() is None for f in futures)
-    with pytest.raises(ServerClosing):
-        batcher.submit(_texts("late"))
+    batcher.submit(prepared("w")).future.result(5)  # one round: the batcher learns its pace
+    jobs = [batcher.submit(prepared("x")) for _ in range(40)]  # 2 s of rounds
+    batcher.close(stop_at=time.monotonic() + 0.4)
+    assert batcher.join(10)
+    outcomes = [j.future.exception(5) for j in jobs]
+    done = sum(e is None for e in outcomes)
+    assert 1 <= done < 40 and all(isinstance(e, ServerClosing) for e in outcomes if e is not None)
+    assert outcomes == sorted(outcomes, key=lambda e: e is not None)  # the first in line were the ones scored
 
 
 def test_a_full_request_must_fit_the_queue() -> None:
@@ -165,3 +345,161 @@ def test_a_full_request_must_fit_the_queue() -> None:
         ServeConfig(max_items=100, max_queue=150).validate()
     with pytest.raises(ConfigError, match="precision"):
         ServeConfig(precision="fp16").validate()
+
+
+# ----------------------------------------------------------------------------------------------------
+# Long texts are cut before they are tokenised, to the same ids
+
+
+class CountingTokenizer:
+    """A tokenizer that records the longest text it was given (calls and chat templates), else the real one."""
+
+    def __init__(self, tokenizer: Any):
+        self.inner = tokenizer
+        self.longest = 0
+
+    def __call__(self, text: Any, *args: Any, **kwargs: Any) -> Any:
+        self.longest = max(self.longest, len(text) + (len(args[0]) if args and isinstance(args[0], str) else 0))
+        return self.inner(text, *args, **kwargs)
+
+    def apply_chat_template(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("tokenize", True):
+            self.longest = max(self.longest, sum(len(m["content"]) for m in messages))
+        return self.inner.apply_chat_template(messages, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def _long_items(rng_words: list[str]) -> list[TextItem]:
+    """Texts with a part far longer than max_length: the prompt (a string, turns, a system message), the
+    response, a whole conversation that cannot be split, and one that can."""
+    big = " ".join(rng_words[i % len(rng_words)] for i in range(40_000))  # ~200k characters
+    short = "how do I fix a flat tyre?"
+    return [
+        TextItem(big, "patch the tube"),
+        TextItem(short, big),
+        TextItem((Turn("user", big), Turn("assistant", "which bike?"), Turn("user", short)), "a road bike"),
+        TextItem((Turn("system", big), Turn("user", short)), "patch it " * 3),
+        TextItem((Turn("user", short), Turn("assistant", big), Turn("user", big)), big),
+        TextItem(None, big),
+        TextItem(None, f"\n\nHuman: {big}\n\nAssistant: {short}"),
+    ]
+
+
+WORDS = [
+    "the",
+    "tyre",
+    "went",
+    "flat",
+    "on",
+    "a",
+    "wet",
+    "road",
+    "and",
+    "we",
+    "patched",
+    "it",
+    "quickly",
+    "antidisestablishment",
+    "9",
+    "!",
+    "caf\u00e9",
+    "\u6f22\u5b57",
+]
+
+
+@pytest.mark.parametrize("template", ["hh", "plain", "chat"])
+def test_long_texts_are_cut_before_tokenising_to_the_same_ids(template: str, chat_tokenizer_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from rewardsmith.data.templates import make_encoder
+
+    if template == "chat":
+        tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    else:
+        _, tok = build_reward_model(ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8))
+    items = _long_items(WORDS)
+    whole = make_encoder(tok, template, 64, 16)
+    counting = CountingTokenizer(tok)
+    cut = make_encoder(counting, template, 64, 16)
+    for item in items:
+        resolved = whole.encode_unsplit(item.text) if item.prompt is None else whole.encode(item.prompt, item.text)
+        got = encode_item(cut, item)
+        assert got.input_ids == resolved.input_ids, item.text[:40]
+        assert got.response_mask == resolved.response_mask
+        assert (got.prompt_truncated, got.response_truncated, got.unsplit) == (
+            resolved.prompt_truncated,
+            resolved.response_truncated,
+            resolved.unsplit,
+        )
+    # Each part tokenised holds at most 8 characters per token of max_length + margin (two parts at once).
+    assert counting.longest <= 3 * 8 * (64 + 16) + 1000, counting.longest
+
+
+def test_the_tokenizer_gives_the_same_ids_from_several_threads(chat_tokenizer_dir: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    texts = [" ".join(WORDS[(i + k) % len(WORDS)] for k in range(50 + i % 40)) for i in range(200)]
+    alone = [tok(t)["input_ids"] for t in texts]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: tok(t)["input_ids"], texts * 5))
+    assert together == alone * 5
+
+
+# ----------------------------------------------------------------------------------------------------
+# Request bodies: read by rewardsmith.config.from_dict, one line naming the field
+
+
+def _refusal(cls: type, data: Any) -> tuple[int, str]:
+    from rewardsmith.serve.requests import RequestError, read_body
+
+    with pytest.raises(RequestError) as refused:
+        read_body(cls, data)
+    return refused.value.status_code, str(refused.value.detail)
+
+
+def test_request_bodies_are_read_with_exact_types_and_defaults() -> None:
+    from rewardsmith.serve.requests import GetRewardRequest, ScoreRequest, TextsRequest, read_body
+
+    body = read_body(GetRewardRequest, {"query": ["q a"], "prompts": ["q", None], "labels": [None, 3]})
+    assert body == GetRewardRequest(query=["q a"], prompts=["q", None], labels=[None, 3])
+    # A drop-in endpoint ignores the fields other servers define (vLLM's `model`-like extras, OpenRLHF's own).
+    assert read_body(GetRewardRequest, {"query": [], "temperature": 1}) == GetRewardRequest(query=[])
+    texts = read_body(TextsRequest, {"input": "hi", "activation": False, "softmax": True, "priority": 2})
+    assert (texts.input, texts.messages, texts.wants_activation()) == ("hi", None, False)
+    assert read_body(TextsRequest, {"input": ["a"], "softmax": True}).wants_activation() is True
+    native = read_body(ScoreRequest, {"items": [{"prompt": "p", "response": "r"}], "rater": "a"})
+    assert (native.items, native.rater, native.demonstrations, native.standard) == (
+        [{"prompt": "p", "response": "r"}],
+        "a",
+        None,
+        None,
+    )
+
+
+def test_request_bodies_are_refused_in_one_line_naming_the_field() -> None:
+    from rewardsmith.serve.requests import GetRewardRequest, ScoreRequest, StandardRequest, TextsRequest
+
+    assert _refusal(ScoreRequest, [1, 2]) == (422, "the request body must be a JSON object, got a list")
+    assert _refusal(ScoreRequest, {}) == (422, "items: required field missing")
+    assert _refusal(ScoreRequest, {"items": [], "colour": "red"}) == (
+        422,
+        "colour: unknown field (known: items, rater, demonstrations, standard)",
+    )
+    assert _refusal(StandardRequest, {"demonstrations": [], "name": "x"})[1].startswith("name: unknown field")
+    assert _refusal(ScoreRequest, {"items": "text"}) == (422, "items: expected a list, got a string")
+    assert _refusal(ScoreRequest, {"items": None}) == (422, "items: must not be null")
+    assert _refusal(ScoreRequest, {"items": [], "rater": 5}) == (422, "rater: must be a string, got 5")
+    assert _refusal(GetRewardRequest, {"query": ["ok", 7]}) == (422, "query[1]: must be a string, got 7")
+    assert _refusal(GetRewardRequest, {"query": ["ok"], "prompts": "ok"}) == (
+        422,
+        "prompts: expected a list, got a string",
+    )
+    # Strict: no "true" read as true, no 1 as true.
+    assert _refusal(TextsRequest, {"input": "a", "use_activation": "true"}) == (
+        422,
+        "use_activation: must be true or false, got 'true'",
+    )
+    assert _refusal(TextsRequest, {"input": "a", "activation": 1}) == (422, "activation: must be true or false, got 1")

@@ -17,41 +17,93 @@ class ServeConfig:
 
     host: str = option("127.0.0.1", "address to listen on (0.0.0.0: every interface)")
     port: int = option(8000, "port to listen on (0: a free port, printed at start)", min=0, max=65535)
-    max_batch_tokens: int = option(8192, "token budget of one scoring round: queued requests are merged until "
-                                   "their texts hold this many tokens, and each forward pass holds at most this "
-                                   "many padded tokens (1: every request scored alone, one text per forward)",
-                                   min=1)
-    max_padding: float | None = option(None, "largest share of a forward pass's padded tokens that may be padding "
-                                       "(a shorter text that would pass it starts another pass); none: 0.1 on a "
-                                       "CPU, where a padded token costs as much as a real one, 0.5 on a GPU",
-                                       min=0.0, max=1.0)
-    max_wait_ms: float = option(2.0, "how long the first request of a round waits for others to join it "
-                                "(0: score what is queued at once)", min=0.0)
+    max_batch_tokens: int | None = option(
+        None,
+        "token budget of one scoring round: texts of every waiting "
+        "request are taken by fair share until they hold this many tokens (a "
+        "larger request goes on in the next rounds), and each forward pass holds "
+        "at most this many padded tokens; none: 2048 on a CPU, 16384 on a GPU "
+        "(1: every text scored alone, one per forward pass)",
+        min=1,
+    )
+    max_padding: float | None = option(
+        None,
+        "largest share of a forward pass's padded tokens that may be padding "
+        "(a shorter text that would pass it starts another pass); none: 0.1 on a "
+        "CPU, where a padded token costs as much as a real one, 0.5 on a GPU",
+        min=0.0,
+        max=1.0,
+    )
+    max_wait_ms: float = option(
+        20.0,
+        "longest a scoring round waits, from when it opens, for requests to join "
+        "it; it closes sooner once the requests not yet served fill its budget or are "
+        "as many as the last round answered (0: score what is queued at once)",
+        min=0.0,
+    )
     max_items: int = option(1024, "most texts or pairs in one request (more: 413)", min=1)
-    max_queue: int = option(16384, "most texts waiting to be scored; a request that would pass it gets 503 with "
-                            "Retry-After", min=1)
+    max_queue: int = option(
+        16384, "most texts waiting to be scored; a request that would pass it gets 503 with Retry-After", min=1
+    )
     max_body_bytes: int = option(8 * 1024 * 1024, "largest request body in bytes (larger: 413)", min=1024)
-    request_timeout_s: float = option(120.0, "seconds a request may wait for its scores (then 504)", min=0.0,
-                                      min_exclusive=True)
-    shutdown_timeout_s: float = option(30.0, "on SIGTERM / Ctrl-C: seconds to finish the requests in flight "
-                                       "before closing", min=0.0)
-    precision: str = option("auto", "auto: as the model was trained (as `rewardsmith score` does); bf16: bf16 "
-                            "autocast of the backbone; fp32", choices=PRECISIONS)
-    api_key_file: str | None = option(None, "file holding an API key: every endpoint but /health then needs "
-                                      "`Authorization: Bearer <key>` (else 401)")
-    max_standards: int = option(1024, "most ICRM standards kept (registered ones and ad-hoc demonstrations; the "
-                                "oldest ad-hoc one is forgotten first)", min=1)
-    template: str = option("auto", "how texts become tokens: auto (what the model was trained with when its folder "
-                           "says so, else chat when its tokenizer has a chat template, else plain) | chat | plain | "
-                           "hh", choices=TEMPLATES)
-    max_length: int | None = option(None, "tokens per text (default: the model's own, or 1024 capped at its "
-                                    "positions for a model from elsewhere)", min=16)
-    trust_remote_code: bool = option(False, "run a model's own code (auto_map in its config); only for models you "
-                                     "trust")
+    request_timeout_s: float = option(
+        120.0, "seconds a request may wait for its scores (then 504)", min=0.0, min_exclusive=True
+    )
+    header_timeout_s: float = option(
+        10.0,
+        "seconds a connection has to send a request's headers, from when it "
+        "opens or its first byte after an idle keep-alive (then 408 and closed)",
+        min=0.0,
+        min_exclusive=True,
+    )
+    body_timeout_s: float = option(
+        30.0,
+        "seconds a request has to send its body once its headers are in (then 408 and closed)",
+        min=0.0,
+        min_exclusive=True,
+    )
+    shutdown_timeout_s: float = option(
+        30.0,
+        "on SIGTERM / Ctrl-C: the server stops accepting, scores what it can "
+        "finish within this many seconds, answers the rest 503 with Retry-After, "
+        "and exits within them",
+        min=0.0,
+    )
+    precision: str = option(
+        "auto",
+        "auto: as the model was trained (as `rewardsmith score` does); bf16: bf16 autocast of the backbone; fp32",
+        choices=PRECISIONS,
+    )
+    api_key_file: str | None = option(
+        None, "file holding an API key: every endpoint but /health then needs `Authorization: Bearer <key>` (else 401)"
+    )
+    max_standards: int = option(
+        1024,
+        "most ICRM standards kept (registered ones and ad-hoc demonstrations; the "
+        "oldest ad-hoc one is forgotten first)",
+        min=1,
+    )
+    template: str = option(
+        "auto",
+        "how texts become tokens: auto (what the model was trained with when its folder "
+        "says so, else chat when its tokenizer has a chat template, else plain) | chat | plain | "
+        "hh",
+        choices=TEMPLATES,
+    )
+    max_length: int | None = option(
+        None,
+        "tokens per text (default: the model's own, or 1024 capped at its positions for a model from elsewhere)",
+        min=16,
+    )
+    trust_remote_code: bool = option(
+        False, "run a model's own code (auto_map in its config); only for models you trust"
+    )
 
     def validate(self) -> None:
         """Types and ranges as on load, then the cross-field rule. Raises ConfigError."""
         validate(self)
         if 2 * self.max_items > self.max_queue:
-            raise ConfigError(f"max_queue ({self.max_queue}) must hold at least one full request of pairs "
-                              f"(2 x max_items = {2 * self.max_items} texts)")
+            raise ConfigError(
+                f"max_queue ({self.max_queue}) must hold at least one full request of pairs "
+                f"(2 x max_items = {2 * self.max_items} texts)"
+            )

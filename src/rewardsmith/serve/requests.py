@@ -10,23 +10,32 @@ when the query no longer starts with its (left-truncated) prompt. A string that 
 whole and cut from its start, and the response says so. Unpaired UTF-16 surrogates (JSON escapes such as
 "\\ud800") are replaced by U+FFFD, as `score` does.
 
+A text far longer than the model reads is cut before it is tokenised (bounded_parts): each prompt message keeps
+its last characters and the response its first, just enough of them to hold more tokens than max_length (the
+window is grown until its tokens do), so the tokens kept are the ones tokenising the whole text would keep, at
+a cost bounded by max_length rather than by the text's size.
+
 Every problem is a RequestError: an HTTP status and one line naming the field (`query[3]: empty response`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import typing
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
+from rewardsmith.config import from_dict
 from rewardsmith.data.adapters._common import BadRow
 from rewardsmith.data.adapters.generic import parse_response, parse_score_record
 from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair, Turn, sanitise_pair, sanitise_text
-from rewardsmith.data.templates import TextEncoder
+from rewardsmith.data.templates import HHEncoder, TextEncoder
+from rewardsmith.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -53,18 +62,73 @@ def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...]
 
 
 def encode_item(encoder: TextEncoder, item: TextItem) -> EncodedText:
-    """The EncodedText of one text (EncodedText.unsplit marks a string that could not be split)."""
+    """The EncodedText of one text (EncodedText.unsplit marks a string that could not be split): what
+    encoder.encode / encode_unsplit give for the whole text, with long parts cut before tokenising."""
     resolved = resolve_item(encoder, item)
-    if resolved is None:
-        return encoder.encode_unsplit(item.text)
-    return encoder.encode(*resolved)
+    if resolved is not None:
+        return encoder.encode(*bounded_parts(encoder, *resolved))
+    split = encoder.split(item.text)
+    if split is not None:  # turns ending in an empty response: encode_unsplit encodes them as turns
+        return encoder.encode(*bounded_parts(encoder, split.prompt, split.response))
+    # Tokenised whole: the pair template keeps an HH model's text from its start, the others from its end.
+    keep = "start" if isinstance(encoder, HHEncoder) else "end"
+    window = _window(encoder, item.text, keep)
+    if window is not item.text and encoder.split(window) is not None:
+        window = item.text  # the cut text reads as turns where the whole did not: tokenise the whole (exact)
+    return encoder.encode_unsplit(window)
+
+
+def item_parts(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str]:
+    """(prompt, response) an in-context model scores for a text (a text that cannot be split: a response to no
+    prompt), long parts cut as encode_item cuts them."""
+    return bounded_parts(encoder, *(resolve_item(encoder, item) or ((), item.text)))
+
+
+# A part is cut to CHARS_PER_TOKEN x (max_length + MARGIN_TOKENS) characters first (most texts are shorter and
+# are never tokenised twice); a window holding fewer tokens than that is grown 4x until it holds them.
+CHARS_PER_TOKEN = 8
+# Tokens a cut window must hold beyond max_length: the cut lands inside a word, which changes at most the
+# window's first few tokens, and those are among the ones truncation drops.
+MARGIN_TOKENS = 16
+
+
+def bounded_parts(
+    encoder: TextEncoder, prompt: tuple[Turn, ...] | str, response: str
+) -> tuple[tuple[Turn, ...] | str, str]:
+    """(prompt, response) with every part the encoder would truncate cut before tokenising: the response keeps
+    its first characters, each prompt message (or an HH model's rendered prompt string) its last ones, each
+    still holding more than max_length tokens. A part holding more tokens than the whole sequence may is cut by
+    the encoder whatever else it holds (the prompt keeps its end, the response its start), so the encoded ids
+    are those of the whole text."""
+    response = _window(encoder, response, "start")
+    if isinstance(prompt, str):
+        if isinstance(encoder, HHEncoder):  # it reads a prompt string as rendered: cut the string itself
+            return _window(encoder, prompt, "end"), response
+        prompt = encoder.parse_prompt(prompt)  # what encoder.encode does with a prompt string
+    return tuple(Turn(t.role, _window(encoder, t.content, "end")) for t in prompt), response
+
+
+def _window(encoder: TextEncoder, text: str, keep: str) -> str:
+    """The last (keep="end") or first ("start") characters of `text` that hold at least max_length +
+    MARGIN_TOKENS tokens; `text` itself when it is shorter than the first window tried or no shorter window
+    holds them."""
+    need = encoder.max_length + MARGIN_TOKENS
+    size = CHARS_PER_TOKEN * need
+    while size < len(text):
+        part = text[-size:] if keep == "end" else text[:size]
+        if len(encoder.tokenizer(part, add_special_tokens=False)["input_ids"]) >= need:
+            return part
+        size *= 4
+    return text
 
 
 class RequestError(HTTPException):
-    """A request the server refuses: status code and a one-line message (the response body's `error`)."""
+    """A request the server refuses: status code and a one-line message (the response body's `error`). kind:
+    how /metrics counts it when the status alone does not say (serve.metrics.error_kind)."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None, kind: str | None = None):
         super().__init__(status_code=status, detail=message, headers=headers)
+        self.kind = kind
 
 
 def invalid(field: str, message: str) -> RequestError:
@@ -78,30 +142,28 @@ def check_count(n: int, field: str, max_items: int) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------
-# Bodies. Strict types (no "1" read as 1 or true); fields other servers define and this one does not use are
-# accepted and ignored on the drop-in endpoints, refused on the native ones.
+# Bodies: frozen dataclasses read by rewardsmith.config.from_dict, the loader every rewardsmith config goes
+# through, so types are exact (no "1" read as 1 or true) and a problem is one line naming the field. Fields other
+# servers define and this one does not use are accepted and ignored on the drop-in endpoints (UNKNOWN_FIELDS
+# "ignore"), refused on the native ones ("refuse").
 
 
-class _Compatible(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
-
-
-class _Native(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid")
-
-
-class GetRewardRequest(_Compatible):
+@dataclass(frozen=True)
+class GetRewardRequest:
     """OpenRLHF remote reward (`--remote_rm_url`): full prompt + response strings, their prompts, labels."""
 
+    UNKNOWN_FIELDS: ClassVar[str] = "ignore"
     query: list[str]
     prompts: list[str | None] | None = None
     labels: list[Any] | None = None
 
 
-class TextsRequest(_Compatible):
+@dataclass(frozen=True)
+class TextsRequest:
     """vLLM /classify and /pooling: `input` (a text or a list of texts) or `messages` (one conversation ending
     with the assistant's reply). use_activation (activation and softmax are its deprecated names): sigmoid."""
 
+    UNKNOWN_FIELDS: ClassVar[str] = "ignore"
     model: str | None = None
     input: Any = None
     messages: Any = None
@@ -117,31 +179,93 @@ class TextsRequest(_Compatible):
         return False
 
 
-class PredictRequest(_Compatible):
+@dataclass(frozen=True)
+class PredictRequest:
     """text-embeddings-inference /predict. inputs: a text, a [text, text_pair] pair, or a batch (a list of
     those as lists). raw_scores: false asks for the sigmoid; true or absent gives raw scores."""
 
+    UNKNOWN_FIELDS: ClassVar[str] = "ignore"
     inputs: Any
     truncate: bool | None = None
     truncation_direction: str | None = None
     raw_scores: bool | None = None
 
 
-class ScoreRequest(_Native):
+@dataclass(frozen=True)
+class ScoreRequest:
     """Native scoring. items: {prompt, response} or {prompt, chosen, rejected}; rater: map the rewards to this
     rater's scale (--calibration); demonstrations or standard: steer an in-context model."""
 
+    UNKNOWN_FIELDS: ClassVar[str] = "refuse"
     items: list[Any]
     rater: str | None = None
     demonstrations: list[Any] | None = None
     standard: str | None = None
 
 
-class StandardRequest(_Native):
+@dataclass(frozen=True)
+class StandardRequest:
     """Registers demonstrations under an id (default: a hash of the demonstrations)."""
 
+    UNKNOWN_FIELDS: ClassVar[str] = "refuse"
     demonstrations: list[Any]
     id: str | None = None
+
+
+Body = TypeVar("Body")
+_CONFIG_KEY = re.compile(r"^config key '(?P<key>[^']+)' (?P<rest>.+)$")
+
+
+def read_body(cls: type[Body], data: Any) -> Body:
+    """A request body (parsed JSON) as the dataclass `cls`. A field the body leaves out takes its default; one
+    without a default must be given. Raises RequestError 422 naming the field: a body that is not an object, a
+    missing or (UNKNOWN_FIELDS "refuse") unknown field, a list field given anything but a list (from_dict reads a
+    lone value as a list of one, as YAML configs write it; a request must send the list), and every type error
+    from_dict finds, its message read as `<field>: <problem>`."""
+    if not isinstance(data, dict):
+        raise RequestError(422, f"the request body must be a JSON object, got {_json_type(data)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown and getattr(cls, "UNKNOWN_FIELDS", "refuse") == "refuse":
+        raise invalid(unknown[0], "unknown field (known: " + ", ".join(fields) + ")")
+    data = {k: v for k, v in data.items() if k in fields}
+    hints = typing.get_type_hints(cls)
+    for name, f in fields.items():
+        if name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise invalid(name, "required field missing")
+            continue
+        value, allowed = data[name], typing.get_args(hints[name])
+        if value is None and type(None) not in allowed and hints[name] is not Any:
+            raise invalid(name, "must not be null")
+        if value is not None and _is_list(hints[name]) and not isinstance(value, list):
+            raise invalid(name, f"expected a list, got {_json_type(value)}")
+    try:
+        return from_dict(cls, data)
+    except ConfigError as exc:
+        found = _CONFIG_KEY.match(str(exc))
+        raise RequestError(422, f"{found['key']}: {found['rest']}" if found else str(exc)) from None
+
+
+def _is_list(tp: Any) -> bool:
+    """Whether a field type is a list or an optional list."""
+    return typing.get_origin(tp) is list or any(typing.get_origin(a) is list for a in typing.get_args(tp))
+
+
+def _json_type(value: Any) -> str:
+    """How JSON names the type of a parsed value."""
+    if value is None:
+        return "null"
+    for kind, name in (
+        (bool, "true or false"),
+        (str, "a string"),
+        (int | float, "a number"),
+        (list, "a list"),
+        (dict, "an object"),
+    ):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -170,8 +294,10 @@ def score_items(records: Sequence[Any], field: str = "items") -> tuple[list[Text
         if isinstance(record, Mapping):
             unknown = sorted(set(record) - {"prompt", "response", "chosen", "rejected"})
             if unknown:
-                raise invalid(f"{field}[{i}].{unknown[0]}", "unknown field (an item holds prompt with response, or "
-                                                         "prompt with chosen and rejected)")
+                raise invalid(
+                    f"{field}[{i}].{unknown[0]}",
+                    "unknown field (an item holds prompt with response, or prompt with chosen and rejected)",
+                )
         try:
             pair, single = parse_score_record(record)
         except BadRow as bad:
@@ -215,7 +341,7 @@ def query_texts(query: Sequence[str], prompts: Sequence[str | None] | None) -> l
             continue
         prompt = _clean(p)
         if text.startswith(prompt):
-            response = text[len(prompt):]
+            response = text[len(prompt) :]
             if not response.strip():
                 raise invalid(f"query[{i}]", "empty response (the query holds only its prompt)")
             texts.append(TextItem(prompt, response))
