@@ -19,8 +19,13 @@ from typing import Any
 def machine() -> dict[str, Any]:
     import torch
 
-    return {"python": platform.python_version(), "torch": torch.__version__, "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
 
 
 def run_worker(script: str, args: Sequence[str], label: str) -> dict[str, Any]:
@@ -28,8 +33,13 @@ def run_worker(script: str, args: Sequence[str], label: str) -> dict[str, Any]:
     plus process_seconds and process_cpu_seconds measured from outside. Exits naming `label` if it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, check=False,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [sys.executable, script, *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
@@ -47,8 +57,12 @@ def rotated(items: Sequence[str], round_index: int) -> list[str]:
 
 def spread(values: list[float]) -> dict[str, Any]:
     """Median, range and the per-round values of paired ratios."""
-    return {"median": round(statistics.median(values), 3), "min": round(min(values), 3),
-            "max": round(max(values), 3), "per_round": [round(v, 3) for v in values]}
+    return {
+        "median": round(statistics.median(values), 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "per_round": [round(v, 3) for v in values],
+    }
 
 
 def write_results(path: Path, out: dict[str, Any], table: str) -> None:

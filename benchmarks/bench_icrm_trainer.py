@@ -59,8 +59,10 @@ def _measure(steps: int, batch_size: int) -> dict[str, float]:
 
 def _child(impl: str, src: Path, steps: int, batch_size: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(src), "HF_HUB_OFFLINE": "1"}
-    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-            f"from bench_icrm_trainer import _measure; print(json.dumps(_measure({steps}, {batch_size})))")
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"from bench_icrm_trainer import _measure; print(json.dumps(_measure({steps}, {batch_size})))"
+    )
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -85,15 +87,27 @@ def main() -> None:
     ratios = [c["steps_per_s"] / p["steps_per_s"] for c, p in zip(runs["current"], runs["previous"], strict=True)]
     result = {
         "command": "OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_icrm_trainer.py --previous-src "
-                   f"<worktree of the previous commit>/src --steps {args.steps} --batch-size {args.batch_size} "
-                   f"--pairs {args.pairs}",
-        "setting": {"model": "minilm, set mode, frozen, bf16 embeddings", "sources": SOURCES, "steps": args.steps,
-                    "episodes_per_step": args.batch_size, "max_demos": 64},
+        f"<worktree of the previous commit>/src --steps {args.steps} --batch-size {args.batch_size} "
+        f"--pairs {args.pairs}",
+        "setting": {
+            "model": "minilm, set mode, frozen, bf16 embeddings",
+            "sources": SOURCES,
+            "steps": args.steps,
+            "episodes_per_step": args.batch_size,
+            "max_demos": 64,
+        },
         "runs": runs,
-        "ratio_current_over_previous": {"median": statistics.median(ratios), "min": min(ratios),
-                                        "max": max(ratios), "per_pair": ratios},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
-                    "omp_threads": os.environ.get("OMP_NUM_THREADS")},
+        "ratio_current_over_previous": {
+            "median": statistics.median(ratios),
+            "min": min(ratios),
+            "max": max(ratios),
+            "per_pair": ratios,
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "omp_threads": os.environ.get("OMP_NUM_THREADS"),
+        },
     }
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")

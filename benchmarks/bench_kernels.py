@@ -95,8 +95,11 @@ def measure_adamw(fused: bool) -> dict[str, float]:
 
 
 MEASURES: dict[str, Callable[[], dict[str, float]]] = {
-    "bf16-core": lambda: measure_attention(False), "fp32-core": lambda: measure_attention(True),
-    "foreach": lambda: measure_adamw(False), "fused": lambda: measure_adamw(True)}
+    "bf16-core": lambda: measure_attention(False),
+    "fp32-core": lambda: measure_attention(True),
+    "foreach": lambda: measure_adamw(False),
+    "fused": lambda: measure_adamw(True),
+}
 
 
 def drive(rounds: int) -> None:
@@ -110,28 +113,51 @@ def drive(rounds: int) -> None:
     for key in runs["bf16-core"][0]:
         shape, length, mode = key.split(" | ")
         slow, fast = [x[key] for x in runs["bf16-core"]], [x[key] for x in runs["fp32-core"]]
-        attention.append({"shape": shape, "length": int(length), "mode": mode,
-                          "bf16_core_ms": statistics.median(slow), "fp32_core_ms": statistics.median(fast),
-                          "speedup_of_fp32_core": spread([s / f for s, f in zip(slow, fast, strict=True)])})
+        attention.append(
+            {
+                "shape": shape,
+                "length": int(length),
+                "mode": mode,
+                "bf16_core_ms": statistics.median(slow),
+                "fp32_core_ms": statistics.median(fast),
+                "speedup_of_fp32_core": spread([s / f for s, f in zip(slow, fast, strict=True)]),
+            }
+        )
     foreach, fused = [x["minilm step"] for x in runs["foreach"]], [x["minilm step"] for x in runs["fused"]]
-    adamw = {"foreach_ms": statistics.median(foreach), "fused_ms": statistics.median(fused),
-             "speedup_of_fused": spread([a / b for a, b in zip(foreach, fused, strict=True)])}
-    out = {"benchmark": "kernels", "rounds": rounds, "attention": attention, "adamw_minilm": adamw, "runs": runs,
-           "command": f"OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_kernels.py --rounds {rounds}"}
+    adamw = {
+        "foreach_ms": statistics.median(foreach),
+        "fused_ms": statistics.median(fused),
+        "speedup_of_fused": spread([a / b for a, b in zip(foreach, fused, strict=True)]),
+    }
+    out = {
+        "benchmark": "kernels",
+        "rounds": rounds,
+        "attention": attention,
+        "adamw_minilm": adamw,
+        "runs": runs,
+        "command": f"OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_kernels.py --rounds {rounds}",
+    }
     write_results(RESULTS, out, table(out))
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = ["| attention shape | tokens | pass | bf16 core ms | fp32 core ms | fp32 core speed-up (range) |",
-             "|---|---:|---|---:|---:|---:|"]
+    lines = [
+        "| attention shape | tokens | pass | bf16 core ms | fp32 core ms | fp32 core speed-up (range) |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
     for a in out["attention"]:
         s = a["speedup_of_fp32_core"]
-        lines.append(f"| {a['shape']} | {a['length']} | {a['mode']} | {a['bf16_core_ms']:.1f} | "
-                     f"{a['fp32_core_ms']:.1f} | {s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f}) |")
+        lines.append(
+            f"| {a['shape']} | {a['length']} | {a['mode']} | {a['bf16_core_ms']:.1f} | "
+            f"{a['fp32_core_ms']:.1f} | {s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f}) |"
+        )
     w = out["adamw_minilm"]
     s = w["speedup_of_fused"]
-    lines += ["", f"AdamW step over MiniLM's parameters: foreach {w['foreach_ms']:.1f} ms, "
-              f"fused {w['fused_ms']:.1f} ms ({s['median']:.1f}x, {s['min']:.1f}-{s['max']:.1f})"]
+    lines += [
+        "",
+        f"AdamW step over MiniLM's parameters: foreach {w['foreach_ms']:.1f} ms, "
+        f"fused {w['fused_ms']:.1f} ms ({s['median']:.1f}x, {s['min']:.1f}-{s['max']:.1f})",
+    ]
     return "\n".join(lines)
 
 

@@ -55,9 +55,7 @@ def _timed(fn, repeats: int = 1) -> tuple[float, object]:
 def compare_with_mixedlm(name: str, table: RatingTable, seeds: int) -> dict[str, object]:
     """Fit time and held-out RMSE of PEBS, MixedLM and pooled on the same within-rater splits."""
     frame = table.frame.reset_index(drop=True)
-    rows: dict[str, list[float]] = {
-        k: [] for k in ("pebs_s", "mixedlm_s", "rmse_pebs", "rmse_mixedlm", "rmse_pooled")
-    }
+    rows: dict[str, list[float]] = {k: [] for k in ("pebs_s", "mixedlm_s", "rmse_pebs", "rmse_mixedlm", "rmse_pooled")}
     converged = []
     for seed in range(seeds):
         held = within_rater_split(frame, 0.2, seed)
@@ -140,9 +138,7 @@ def scale_run(n_raters: int, mean_ratings: int, seed: int = 0) -> dict[str, obje
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "ratings.parquet"
         start = time.perf_counter()
-        pd.DataFrame({"rater_id": codes, "score": s, "model_score": r}).to_parquet(
-            path, row_group_size=1_000_000
-        )
+        pd.DataFrame({"rater_id": codes, "score": s, "model_score": r}).to_parquet(path, row_group_size=1_000_000)
         out["parquet_write_s"] = time.perf_counter() - start
         out["parquet_mb"] = path.stat().st_size / 2**20
 
@@ -179,9 +175,7 @@ def main() -> None:
         )
     )
     try:
-        comparisons.append(
-            compare_with_mixedlm("pluriharms (Harm_Level)", load_ratings("pluriharms"), args.seeds)
-        )
+        comparisons.append(compare_with_mixedlm("pluriharms (Harm_Level)", load_ratings("pluriharms"), args.seeds))
     except DataError as exc:
         print(f"pluriharms skipped: {exc}")
     variants = variant_comparison(args.seeds)

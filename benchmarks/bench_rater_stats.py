@@ -90,8 +90,12 @@ def generate(folder: Path, n_rows: int, n_raters: int, seed: int = 0) -> dict[st
         writer.close()
     seconds = time.perf_counter() - start
     disk = sum(p.stat().st_size for p in folder.glob("*.parquet"))
-    return {"rows": n_rows, "raters": n_raters, "write_seconds": round(seconds, 2),
-            "parquet_gb": round(disk / 2**30, 3)}
+    return {
+        "rows": n_rows,
+        "raters": n_raters,
+        "write_seconds": round(seconds, 2),
+        "parquet_gb": round(disk / 2**30, 3),
+    }
 
 
 def remove_generated(folder: Path) -> None:
@@ -194,8 +198,9 @@ def worker(engine: str, folder: str) -> dict[str, Any]:
             del table
             out["read_seconds"] = round(time.perf_counter() - start, 3)
             codes, uniques = pd.factorize(rater, sort=True)
-            stats = stats_from_arrays(codes, r.astype(np.float64), s.astype(np.float64),
-                                      np.asarray(uniques).astype(str), len(uniques))
+            stats = stats_from_arrays(
+                codes, r.astype(np.float64), s.astype(np.float64), np.asarray(uniques).astype(str), len(uniques)
+            )
         else:
             from rewardsmith.calibrate.engines import DuckDBEngine, SparkEngine, spark_session
 
@@ -213,9 +218,12 @@ def worker(engine: str, folder: str) -> dict[str, Any]:
         out["cpu_seconds"] = round(_tree_cpu_seconds(os.getpid()) - cpu_start, 2)
         if engine == "spark":
             spark.stop()
-    out.update(ratings=stats.n_ratings, raters=stats.n_raters, peak_rss_mb=memory.peak_mb,
-               checksum={"sum_rs": float(stats.sum_rs.sum()), "sum_ss": float(stats.sum_ss.sum()),
-                         "r_shift": stats.r_shift})
+    out.update(
+        ratings=stats.n_ratings,
+        raters=stats.n_raters,
+        peak_rss_mb=memory.peak_mb,
+        checksum={"sum_rs": float(stats.sum_rs.sum()), "sum_ss": float(stats.sum_ss.sum()), "r_shift": stats.r_shift},
+    )
     return out
 
 
@@ -228,29 +236,42 @@ def contention() -> dict[str, Any]:
 
 
 def table_text(rows: list[dict[str, Any]]) -> str:
-    header = (f"{'ratings':>14s} {'engine':>7s} {'stats s':>9s} {'CPU s':>8s} {'ns/rating':>10s} {'CPU ns':>8s} "
-              f"{'marginal CPU ns':>16s} {'peak RSS MB':>12s} {'load before/after':>18s}")
+    header = (
+        f"{'ratings':>14s} {'engine':>7s} {'stats s':>9s} {'CPU s':>8s} {'ns/rating':>10s} {'CPU ns':>8s} "
+        f"{'marginal CPU ns':>16s} {'peak RSS MB':>12s} {'load before/after':>18s}"
+    )
     lines = [header]
     for row in rows:
         marginal = row.get("marginal_cpu_ns_per_rating")
         load = row["loadavg_1m"]
-        lines.append(f"{row['ratings']:>14,d} {row['engine']:>7s} {row['stats_seconds']:9.2f} "
-                     f"{row['cpu_seconds']:8.1f} {row['ns_per_rating']:10.1f} {row['cpu_ns_per_rating']:8.1f} "
-                     f"{marginal if marginal is not None else float('nan'):16.1f} {row['peak_rss_mb']:12.0f} "
-                     f"{load['before']:>9.1f}/{load['after']:<8.1f}")
+        lines.append(
+            f"{row['ratings']:>14,d} {row['engine']:>7s} {row['stats_seconds']:9.2f} "
+            f"{row['cpu_seconds']:8.1f} {row['ns_per_rating']:10.1f} {row['cpu_ns_per_rating']:8.1f} "
+            f"{marginal if marginal is not None else float('nan'):16.1f} {row['peak_rss_mb']:12.0f} "
+            f"{load['before']:>9.1f}/{load['after']:<8.1f}"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000_000, 100_000_000, 1_000_000_000])
-    parser.add_argument("--engines", nargs="+", default=["duckdb", "spark", "numpy"],
-                        choices=["duckdb", "spark", "numpy"])
+    parser.add_argument(
+        "--engines", nargs="+", default=["duckdb", "spark", "numpy"], choices=["duckdb", "spark", "numpy"]
+    )
     parser.add_argument("--raters", type=int, default=1_000_000)
-    parser.add_argument("--numpy-max", type=int, default=100_000_000,
-                        help="largest size numpy reads into memory (about 80 bytes a row at its peak)")
-    parser.add_argument("--spark-max", type=int, default=100_000_000,
-                        help="largest size Spark local mode runs (time budget of a 2-core machine)")
+    parser.add_argument(
+        "--numpy-max",
+        type=int,
+        default=100_000_000,
+        help="largest size numpy reads into memory (about 80 bytes a row at its peak)",
+    )
+    parser.add_argument(
+        "--spark-max",
+        type=int,
+        default=100_000_000,
+        help="largest size Spark local mode runs (time budget of a 2-core machine)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the Parquet folders under /tmp")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--worker", nargs=2, metavar=("ENGINE", "FOLDER"), help=argparse.SUPPRESS)
@@ -268,8 +289,12 @@ def main() -> None:
         free = shutil.disk_usage("/tmp").free
         need = n_rows * BYTES_PER_ROW
         if need > 0.8 * free:
-            skipped.append({"ratings": n_rows, "why": f"needs about {need / 2**30:.0f} GiB of Parquet under /tmp; "
-                                                      f"{free / 2**30:.0f} GiB free"})
+            skipped.append(
+                {
+                    "ratings": n_rows,
+                    "why": f"needs about {need / 2**30:.0f} GiB of Parquet under /tmp; {free / 2**30:.0f} GiB free",
+                }
+            )
             print(f"skipping {n_rows:,}: {skipped[-1]['why']}", flush=True)
             continue
         folder = DATA_ROOT / f"n{n_rows}"
@@ -284,8 +309,11 @@ def main() -> None:
         for engine in args.engines:
             limit = {"numpy": args.numpy_max, "spark": args.spark_max}.get(engine)
             if limit is not None and n_rows > limit:
-                why = ("the rows do not fit in memory (24 GiB)" if engine == "numpy"
-                       else "beyond the time budget of this benchmark on 2 shared cores")
+                why = (
+                    "the rows do not fit in memory (24 GiB)"
+                    if engine == "numpy"
+                    else "beyond the time budget of this benchmark on 2 shared cores"
+                )
                 skipped.append({"ratings": n_rows, "engine": engine, "why": why})
                 continue
             print(f"{engine} on {n_rows:,} ratings ...", flush=True)
@@ -302,8 +330,7 @@ def main() -> None:
         for before, after in itertools.pairwise(mine):
             extra = after["ratings"] - before["ratings"]
             after["marginal_ns_per_rating"] = round(1e9 * (after["stats_seconds"] - before["stats_seconds"]) / extra, 2)
-            after["marginal_cpu_ns_per_rating"] = round(1e9 * (after["cpu_seconds"] - before["cpu_seconds"]) / extra,
-                                                        2)
+            after["marginal_cpu_ns_per_rating"] = round(1e9 * (after["cpu_seconds"] - before["cpu_seconds"]) / extra, 2)
     rows.sort(key=lambda r: (r["ratings"], r["engine"]))
     # Every engine must have computed the same statistics (checksums agree to rounding).
     agree = {}
@@ -320,12 +347,16 @@ def main() -> None:
         "engines_agree": agree,
         "spark_conf": {"master": "local[2]", **SPARK_CONF},
         "duckdb_threads": 2,
-        "load": {"start": begin, "end": end,
-                 "shared": bool(max([begin["loadavg_1m"], end["loadavg_1m"],
-                                     *(max(r["loadavg_1m"].values()) for r in rows)]) > 2.5),
-                 "note": "2 cores shared with other work; each row records the 1-minute load average before and "
-                         "after its process: above about 2 (the benchmark's own two threads) other processes ran "
-                         "beside it and the times are inflated"},
+        "load": {
+            "start": begin,
+            "end": end,
+            "shared": bool(
+                max([begin["loadavg_1m"], end["loadavg_1m"], *(max(r["loadavg_1m"].values()) for r in rows)]) > 2.5
+            ),
+            "note": "2 cores shared with other work; each row records the 1-minute load average before and "
+            "after its process: above about 2 (the benchmark's own two threads) other processes ran "
+            "beside it and the times are inflated",
+        },
         "benchmark_seconds": round(time.perf_counter() - t_begin, 1),
         "command": " ".join(["OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_rater_stats.py", *sys.argv[1:]]),
     }

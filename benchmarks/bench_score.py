@@ -48,8 +48,12 @@ def prepare(folder: Path, n: int, max_length: int, data_dir: str | None) -> tupl
     save_model(model, tok, model_dir, cfg)
     pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs[:n]
     rows = folder / "pairs.jsonl"
-    rows.write_text("".join(json.dumps({"prompt": p.prompt_text(), "chosen": p.chosen, "rejected": p.rejected}) + "\n"
-                            for p in pairs), encoding="utf-8")
+    rows.write_text(
+        "".join(
+            json.dumps({"prompt": p.prompt_text(), "chosen": p.chosen, "rejected": p.rejected}) + "\n" for p in pairs
+        ),
+        encoding="utf-8",
+    )
     return model_dir, rows
 
 
@@ -59,8 +63,12 @@ def measure_score(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         result = score_file(model_dir, rows, Path(tmp) / "out.jsonl", bf16=bf16, batch_size=BATCH, progress=False)
     m = result.metrics
-    return {"pairs": m["rows"], "load_seconds": round(m["load_seconds"], 3), "seconds": round(m["score_seconds"], 3),
-            "pairs_per_s": round(m["rows"] / m["score_seconds"], 2)}
+    return {
+        "pairs": m["rows"],
+        "load_seconds": round(m["load_seconds"], 3),
+        "seconds": round(m["score_seconds"], 3),
+        "pairs_per_s": round(m["rows"] / m["score_seconds"], 2),
+    }
 
 
 def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
@@ -77,16 +85,22 @@ def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
     model = loaded.model
     load = time.perf_counter() - t0
     texts = encode_pair_texts(loaded.encoder(), pairs)
-    batches = [pad_texts([texts[i] for i in idx], loaded.pad_id)
-               for idx in sorted_batches([len(t.input_ids) for t in texts], BATCH)]
+    batches = [
+        pad_texts([texts[i] for i in idx], loaded.pad_id)
+        for idx in sorted_batches([len(t.input_ids) for t in texts], BATCH)
+    ]
     model.eval()
     t1 = time.perf_counter()
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         for batch in batches:
             model(batch)
     seconds = time.perf_counter() - t1
-    return {"pairs": len(pairs), "load_seconds": round(load, 3), "seconds": round(seconds, 3),
-            "pairs_per_s": round(len(pairs) / seconds, 2)}
+    return {
+        "pairs": len(pairs),
+        "load_seconds": round(load, 3),
+        "seconds": round(seconds, 3),
+        "pairs_per_s": round(len(pairs) / seconds, 2),
+    }
 
 
 MEASURES = {"score": measure_score, "bare": measure_bare}
@@ -102,33 +116,60 @@ def drive(args: argparse.Namespace) -> None:
                 runs: dict[str, list[dict[str, Any]]] = {"score": [], "bare": []}
                 for r in range(args.rounds):
                     for tool in rotated(("score", "bare"), r):
-                        args_ = ["--worker", tool, "--model-dir", str(model_dir), "--rows", str(rows),
-                                 "--precision", precision]
+                        args_ = [
+                            "--worker",
+                            tool,
+                            "--model-dir",
+                            str(model_dir),
+                            "--rows",
+                            str(rows),
+                            "--precision",
+                            precision,
+                        ]
                         runs[tool].append(run_worker(__file__, args_, f"{tool} ({precision})"))
-                        print(f"{max_length} {precision} round {r + 1} {tool}: {runs[tool][-1]['pairs_per_s']:.1f} "
-                              "pairs/s", file=sys.stderr, flush=True)
+                        print(
+                            f"{max_length} {precision} round {r + 1} {tool}: {runs[tool][-1]['pairs_per_s']:.1f} "
+                            "pairs/s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                 ratios = [s["pairs_per_s"] / b["pairs_per_s"] for s, b in zip(runs["score"], runs["bare"], strict=True)]
-                rows_out.append({
-                    "max_length": max_length, "precision": precision, "runs": runs,
-                    "median_pairs_per_s": {t: statistics.median(x["pairs_per_s"] for x in runs[t]) for t in runs},
-                    "median_load_seconds": statistics.median(x["load_seconds"] for x in runs["score"]),
-                    "fraction_of_bare": spread(ratios)})
-    out = {"benchmark": "score", "model": "minilm (embedded), seeded head", "pairs": args.pairs, "batch_size": BATCH,
-           "rounds": args.rounds, "results": rows_out,
-           "command": f".venv/bin/python benchmarks/bench_score.py --pairs {args.pairs} --max-length "
-                      f"{' '.join(map(str, args.max_length))} --precision {' '.join(args.precision)} "
-                      f"--rounds {args.rounds}"}
+                rows_out.append(
+                    {
+                        "max_length": max_length,
+                        "precision": precision,
+                        "runs": runs,
+                        "median_pairs_per_s": {t: statistics.median(x["pairs_per_s"] for x in runs[t]) for t in runs},
+                        "median_load_seconds": statistics.median(x["load_seconds"] for x in runs["score"]),
+                        "fraction_of_bare": spread(ratios),
+                    }
+                )
+    out = {
+        "benchmark": "score",
+        "model": "minilm (embedded), seeded head",
+        "pairs": args.pairs,
+        "batch_size": BATCH,
+        "rounds": args.rounds,
+        "results": rows_out,
+        "command": f".venv/bin/python benchmarks/bench_score.py --pairs {args.pairs} --max-length "
+        f"{' '.join(map(str, args.max_length))} --precision {' '.join(args.precision)} "
+        f"--rounds {args.rounds}",
+    }
     write_results(RESULTS, out, table(out))
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = ["| tokens | precision | score pairs/s | bare forward pairs/s | score / bare | model load s |",
-             "|---:|---|---:|---:|---:|---:|"]
+    lines = [
+        "| tokens | precision | score pairs/s | bare forward pairs/s | score / bare | model load s |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
     for r in out["results"]:
         f = r["fraction_of_bare"]
-        lines.append(f"| {r['max_length']} | {r['precision']} | {r['median_pairs_per_s']['score']:.1f} | "
-                     f"{r['median_pairs_per_s']['bare']:.1f} | {100 * f['median']:.0f}% ({100 * f['min']:.0f}-"
-                     f"{100 * f['max']:.0f}%) | {r['median_load_seconds']:.1f} |")
+        lines.append(
+            f"| {r['max_length']} | {r['precision']} | {r['median_pairs_per_s']['score']:.1f} | "
+            f"{r['median_pairs_per_s']['bare']:.1f} | {100 * f['median']:.0f}% ({100 * f['min']:.0f}-"
+            f"{100 * f['max']:.0f}%) | {r['median_load_seconds']:.1f} |"
+        )
     return "\n".join(lines)
 
 

@@ -75,9 +75,15 @@ def _tokens(plan: Any) -> tuple[int, int]:
 
 
 def _record(pairs: int, real: int, padded: int, wall: float, cpu: float, **extra: Any) -> dict[str, Any]:
-    return {"pairs": pairs, "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
-            "pairs_per_s": round(pairs / wall, 3), "tokens_per_s": round(real / wall, 1),
-            "padding_fraction": round(1 - real / padded, 4), **extra}
+    return {
+        "pairs": pairs,
+        "seconds": round(wall, 3),
+        "cpu_seconds": round(cpu, 3),
+        "pairs_per_s": round(pairs / wall, 3),
+        "tokens_per_s": round(real / wall, 1),
+        "padding_fraction": round(1 - real / padded, 4),
+        **extra,
+    }
 
 
 def measure_rewardsmith(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
@@ -134,14 +140,27 @@ def measure_trl(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]
     tok.eos_token = tok.sep_token  # BERT has no EOS; TRL appends one to every response
     model = AutoModelForSequenceClassification.from_pretrained(str(minilm_dir()), num_labels=1)
     set_dropout(model, 0.0)
-    data = Dataset.from_list([{"prompt": p.prompt_text(), "chosen": " " + p.chosen, "rejected": " " + p.rejected}
-                              for p in pairs])
+    data = Dataset.from_list(
+        [{"prompt": p.prompt_text(), "chosen": " " + p.chosen, "rejected": " " + p.rejected} for p in pairs]
+    )
     counts = {"real": 0, "padded": 0}
     with tempfile.TemporaryDirectory() as tmp:
-        args = RewardConfig(output_dir=tmp, per_device_train_batch_size=BATCH, num_train_epochs=1, learning_rate=LR,
-                            max_length=max_length, bf16=bf16, use_cpu=not torch.cuda.is_available(),
-                            gradient_checkpointing=False, logging_steps=1000, save_strategy="no", report_to=[],
-                            disable_tqdm=True, dataloader_num_workers=0, seed=0)
+        args = RewardConfig(
+            output_dir=tmp,
+            per_device_train_batch_size=BATCH,
+            num_train_epochs=1,
+            learning_rate=LR,
+            max_length=max_length,
+            bf16=bf16,
+            use_cpu=not torch.cuda.is_available(),
+            gradient_checkpointing=False,
+            logging_steps=1000,
+            save_strategy="no",
+            report_to=[],
+            disable_tqdm=True,
+            dataloader_num_workers=0,
+            seed=0,
+        )
         trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
         collate = trainer.data_collator
 
@@ -178,25 +197,45 @@ def drive(args: argparse.Namespace) -> None:
             for tool in rotated(TOOLS, r):
                 runs[tool].append(_child(tool, args, precision))
                 last = runs[tool][-1]
-                print(f"{precision} round {r + 1} {tool}: {last['pairs_per_s']:.2f} pairs/s, "
-                      f"{last['tokens_per_s']:.0f} tokens/s", file=sys.stderr, flush=True)
+                print(
+                    f"{precision} round {r + 1} {tool}: {last['pairs_per_s']:.2f} pairs/s, "
+                    f"{last['tokens_per_s']:.0f} tokens/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
         ours, trl, bare = runs["rewardsmith"], runs["trl"], runs["bare"]
-        rows.append({
-            "precision": precision, "runs": runs,
-            "ratio_vs_trl_pairs_per_s": spread([o["pairs_per_s"] / t["pairs_per_s"]
-                                                 for o, t in zip(ours, trl, strict=True)]),
-            "fraction_of_bare_tokens_per_s": spread([o["tokens_per_s"] / b["tokens_per_s"]
-                                                      for o, b in zip(ours, bare, strict=True)]),
-            "second_over_first_training": spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
-            "median": {t: {k: statistics.median(x[k] for x in runs[t])
-                           for k in ("pairs_per_s", "tokens_per_s", "padding_fraction", "seconds", "cpu_seconds")}
-                       for t in TOOLS},
-            "pairs_kept": {"rewardsmith": ours[0]["pairs"], "trl": trl[0]["pairs"], "of": args.pairs},
-        })
-    out = {"benchmark": "train_throughput", "backbone": "minilm (embedded), dropout 0", "max_length": args.max_length,
-           "batch_size": BATCH, "pairs": args.pairs, "rounds": args.rounds, "results": rows,
-           "command": f".venv/bin/python benchmarks/bench_train_throughput.py --pairs {args.pairs} --max-length "
-                      f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}"}
+        rows.append(
+            {
+                "precision": precision,
+                "runs": runs,
+                "ratio_vs_trl_pairs_per_s": spread(
+                    [o["pairs_per_s"] / t["pairs_per_s"] for o, t in zip(ours, trl, strict=True)]
+                ),
+                "fraction_of_bare_tokens_per_s": spread(
+                    [o["tokens_per_s"] / b["tokens_per_s"] for o, b in zip(ours, bare, strict=True)]
+                ),
+                "second_over_first_training": spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
+                "median": {
+                    t: {
+                        k: statistics.median(x[k] for x in runs[t])
+                        for k in ("pairs_per_s", "tokens_per_s", "padding_fraction", "seconds", "cpu_seconds")
+                    }
+                    for t in TOOLS
+                },
+                "pairs_kept": {"rewardsmith": ours[0]["pairs"], "trl": trl[0]["pairs"], "of": args.pairs},
+            }
+        )
+    out = {
+        "benchmark": "train_throughput",
+        "backbone": "minilm (embedded), dropout 0",
+        "max_length": args.max_length,
+        "batch_size": BATCH,
+        "pairs": args.pairs,
+        "rounds": args.rounds,
+        "results": rows,
+        "command": f".venv/bin/python benchmarks/bench_train_throughput.py --pairs {args.pairs} --max-length "
+        f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}",
+    }
     write_results(RESULTS, out, table(out))
 
 
@@ -206,15 +245,20 @@ def table(out: dict[str, Any]) -> str:
         for t in TOOLS:
             m = r["median"][t]
             kept = r["pairs_kept"].get(t, r["pairs_kept"]["rewardsmith"])
-            lines.append(f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | {m['tokens_per_s']:.0f} | "
-                         f"{100 * m['padding_fraction']:.0f}% | {kept} of {r['pairs_kept']['of']} |")
+            lines.append(
+                f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | {m['tokens_per_s']:.0f} | "
+                f"{100 * m['padding_fraction']:.0f}% | {kept} of {r['pairs_kept']['of']} |"
+            )
     lines.append("")
     for r in out["results"]:
-        a, b, c = (r[k] for k in ("ratio_vs_trl_pairs_per_s", "fraction_of_bare_tokens_per_s",
-                                  "second_over_first_training"))
-        lines.append(f"{r['precision']}: rewardsmith / TRL {a['median']:.2f}x ({a['min']:.2f}-{a['max']:.2f}); "
-                     f"of the bare limit {100 * b['median']:.0f}% ({100 * b['min']:.0f}-{100 * b['max']:.0f}); "
-                     f"second / first training {c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})")
+        a, b, c = (
+            r[k] for k in ("ratio_vs_trl_pairs_per_s", "fraction_of_bare_tokens_per_s", "second_over_first_training")
+        )
+        lines.append(
+            f"{r['precision']}: rewardsmith / TRL {a['median']:.2f}x ({a['min']:.2f}-{a['max']:.2f}); "
+            f"of the bare limit {100 * b['median']:.0f}% ({100 * b['min']:.0f}-{100 * b['max']:.0f}); "
+            f"second / first training {c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})"
+        )
     return "\n".join(lines)
 
 

@@ -31,8 +31,10 @@ def data_dir() -> Path:
     Skips the test with the reason when no such folder exists on this machine."""
     found = find_data_dir()
     if found is None or not found.is_dir():
-        pytest.skip(f"real data folder not found ({found or 'none configured'}): set ${ENV_VAR} to the "
-                    "folder holding hh-rlhf/, pku-saferlhf/, ... to run the real-data tests")
+        pytest.skip(
+            f"real data folder not found ({found or 'none configured'}): set ${ENV_VAR} to the "
+            "folder holding hh-rlhf/, pku-saferlhf/, ... to run the real-data tests"
+        )
     return found
 
 
@@ -68,8 +70,15 @@ def rater_ratings_csv(tmp_path: Path) -> Path:
 # EOS token), tiny Qwen2 / Llama configs trained with TRL's RewardTrainer, an OpenRLHF-format checkpoint, a LoRA
 # adapter. Every test that needs one shares the session's copy.
 
-TINY_DECODER = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
-                "intermediate_size": 64, "max_position_embeddings": 512, "tie_word_embeddings": False}
+TINY_DECODER = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "intermediate_size": 64,
+    "max_position_embeddings": 512,
+    "tie_word_embeddings": False,
+}
 
 
 def conversation_rows(n: int = 16) -> list[dict]:
@@ -78,11 +87,19 @@ def conversation_rows(n: int = 16) -> list[dict]:
     for i in range(n):
         prompt = [{"role": "user", "content": f"question {i}: how do I fix a flat tyre?"}]
         if i % 3 == 0:
-            prompt = [{"role": "system", "content": "be brief"}, *prompt,
-                      {"role": "assistant", "content": "what bike?"}, {"role": "user", "content": "a road bike"}]
-        rows.append({"prompt": prompt, "chosen": [{"role": "assistant", "content": f"take the wheel off, patch the "
-                                                   f"tube, pump it up ({i})"}],
-                     "rejected": [{"role": "assistant", "content": "no idea"}]})
+            prompt = [
+                {"role": "system", "content": "be brief"},
+                *prompt,
+                {"role": "assistant", "content": "what bike?"},
+                {"role": "user", "content": "a road bike"},
+            ]
+        rows.append(
+            {
+                "prompt": prompt,
+                "chosen": [{"role": "assistant", "content": f"take the wheel off, patch the tube, pump it up ({i})"}],
+                "rejected": [{"role": "assistant", "content": "no idea"}],
+            }
+        )
     return rows
 
 
@@ -114,9 +131,18 @@ def _train_with_trl(model, tokenizer, rows: list[dict], out: Path) -> Path:
     from datasets import Dataset
     from trl import RewardConfig, RewardTrainer
 
-    args = RewardConfig(output_dir=str(out / "trainer"), max_steps=3, per_device_train_batch_size=4,
-                        report_to="none", use_cpu=True, save_strategy="no", learning_rate=1e-3, max_length=256,
-                        disable_tqdm=True, logging_strategy="no")
+    args = RewardConfig(
+        output_dir=str(out / "trainer"),
+        max_steps=3,
+        per_device_train_batch_size=4,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        learning_rate=1e-3,
+        max_length=256,
+        disable_tqdm=True,
+        logging_strategy="no",
+    )
     trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
     trainer.train()
     trainer.save_model(str(out / "model"))
@@ -129,8 +155,9 @@ def trl_chat_model(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
-    return _train_with_trl(_tiny_seq_cls("qwen2", tokenizer, 0), tokenizer, conversation_rows(),
-                           tmp_path_factory.mktemp("trl-chat"))
+    return _train_with_trl(
+        _tiny_seq_cls("qwen2", tokenizer, 0), tokenizer, conversation_rows(), tmp_path_factory.mktemp("trl-chat")
+    )
 
 
 @pytest.fixture(scope="session")
@@ -140,8 +167,14 @@ def trl_plain_model(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
-    rows = [{"prompt": f"Question {i}: how do I fix a flat tyre?\nAnswer:", "chosen": f" patch the tube ({i})",
-             "rejected": " no idea"} for i in range(16)]
+    rows = [
+        {
+            "prompt": f"Question {i}: how do I fix a flat tyre?\nAnswer:",
+            "chosen": f" patch the tube ({i})",
+            "rejected": " no idea",
+        }
+        for i in range(16)
+    ]
     return _train_with_trl(_tiny_seq_cls("llama", tokenizer, 1), tokenizer, rows, tmp_path_factory.mktemp("trl-plain"))
 
 
@@ -179,8 +212,9 @@ def lora_adapter(tmp_path_factory: pytest.TempPathFactory, trl_chat_model: Path)
     from transformers import AutoModelForSequenceClassification
 
     base = AutoModelForSequenceClassification.from_pretrained(str(trl_chat_model), use_safetensors=True)
-    peft_model = get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=4, lora_alpha=8,
-                                                 target_modules=["q_proj", "v_proj"]))
+    peft_model = get_peft_model(
+        base, LoraConfig(task_type="SEQ_CLS", r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
     torch.manual_seed(3)
     with torch.no_grad():
         for name, param in peft_model.named_parameters():

@@ -35,8 +35,10 @@ def main() -> None:
         with gzip.GzipFile(target, "wb", compresslevel=9, mtime=0) as fh:
             fh.write("".join(lines[i] + "\n" for i in keep).encode())
     shutil.copy(src / "hh-rlhf" / "LICENSE.upstream", OUT / "hh-rlhf" / "LICENSE")
-    for folder, files in {"moralchoice": ["moralchoice_low_ambiguity.csv"],
-                          "pluriharms": ["annotations.csv", "prompts.csv"]}.items():
+    for folder, files in {
+        "moralchoice": ["moralchoice_low_ambiguity.csv"],
+        "pluriharms": ["annotations.csv", "prompts.csv"],
+    }.items():
         (OUT / folder).mkdir(parents=True, exist_ok=True)
         for name in files:
             shutil.copy(src / folder / name, OUT / folder / name)

@@ -23,15 +23,29 @@ _MISSING = object()
 MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit; one bound for every seed option
 
 
-def option(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-           choices: Sequence[str] | None = None, min_exclusive: bool = False, volatile: bool = False) -> Any:
+def option(
+    default: Any,
+    help: str,
+    *,
+    min: float | None = None,
+    max: float | None = None,
+    choices: Sequence[str] | None = None,
+    min_exclusive: bool = False,
+    volatile: bool = False,
+) -> Any:
     """A dataclass field with its help text and checks.
 
     min / max: inclusive bounds for numbers (min_exclusive: strictly above min); choices: allowed strings;
     volatile: may change between a run and its resume (progress bars, data paths).
     """
-    metadata = {"help": help, "min": min, "max": max, "choices": tuple(choices) if choices else None,
-                "min_exclusive": min_exclusive, "volatile": volatile}
+    metadata = {
+        "help": help,
+        "min": min,
+        "max": max,
+        "choices": tuple(choices) if choices else None,
+        "min_exclusive": min_exclusive,
+        "volatile": volatile,
+    }
     if isinstance(default, list | dict):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -39,15 +53,19 @@ def option(default: Any, help: str, *, min: float | None = None, max: float | No
 
 @dataclass
 class DatasetConfig:
-    name: str = option("synthetic/source", "registered dataset name (`rewardsmith datasets` lists them), or "
-                       "`file` (a JSONL / Parquet / CSV file given by path) or `hub` (a Hugging Face dataset id "
-                       "given by path)")
+    name: str = option(
+        "synthetic/source",
+        "registered dataset name (`rewardsmith datasets` lists them), or "
+        "`file` (a JSONL / Parquet / CSV file given by path) or `hub` (a Hugging Face dataset id "
+        "given by path)",
+    )
     split: str | None = option(None, "file/split to read; None = the dataset's default")
     limit: int | None = option(None, "keep at most this many pairs", min=1)
     path: str | None = option(None, "file path for the `file` adapter, or hub id for `hub`")
     columns: dict[str, str] = option({}, "column mapping for `file`/`hub`: field -> column")
-    on_bad_row: str = option("error", "error: stop at the first malformed row; skip: drop and count it",
-                             choices=("error", "skip"))
+    on_bad_row: str = option(
+        "error", "error: stop at the first malformed row; skip: drop and count it", choices=("error", "skip")
+    )
 
     @property
     def label(self) -> str:
@@ -61,16 +79,29 @@ class DatasetConfig:
 @dataclass
 class DataConfig:
     train: DatasetConfig = field(default_factory=DatasetConfig)
-    eval: list[DatasetConfig] = option([], "more evaluation datasets (a list of mappings with the keys of data.train); "
-                                        "their conversations seen in training are removed")
-    data_dir: str | None = option(None, "folder with the real datasets (else $REWARDSMITH_DATA_DIR, "
-                                  "../shared/data)", volatile=True)
-    train_fraction: float = option(0.8, "fraction of the training source used for training; the rest (split "
-                                   "by a hash of the first human turn) is the held-out set", min=0.0, max=1.0,
-                                   min_exclusive=True)
-    val_fraction: float = option(0.0, "fraction of the training source kept as a validation split (the hash range "
-                                 "after the training part), for choosing settings without the reported sets",
-                                 min=0.0, max=1.0)
+    eval: list[DatasetConfig] = option(
+        [],
+        "more evaluation datasets (a list of mappings with the keys of data.train); "
+        "their conversations seen in training are removed",
+    )
+    data_dir: str | None = option(
+        None, "folder with the real datasets (else $REWARDSMITH_DATA_DIR, ../shared/data)", volatile=True
+    )
+    train_fraction: float = option(
+        0.8,
+        "fraction of the training source used for training; the rest (split "
+        "by a hash of the first human turn) is the held-out set",
+        min=0.0,
+        max=1.0,
+        min_exclusive=True,
+    )
+    val_fraction: float = option(
+        0.0,
+        "fraction of the training source kept as a validation split (the hash range "
+        "after the training part), for choosing settings without the reported sets",
+        min=0.0,
+        max=1.0,
+    )
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting", min=1)
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set", min=1)
 
@@ -89,20 +120,32 @@ TEMPLATES = ("auto", "chat", "plain", "hh")
 @dataclass
 class ModelConfig:
     backbone: str = option("minilm", "minilm | smollm2 | tiny-bert | tiny-llama | a local folder | a hub id")
-    template: str = option("auto", "how a conversation becomes tokens: chat (the tokenizer's chat template, as TRL "
-                           "tokenises conversational pairs) | plain (prompt + response + EOS as one text, as TRL "
-                           "tokenises standard pairs) | hh (HH framing in the tokenizer's pair template, as "
-                           "rewardsmith's MiniLM models were trained) | auto (chat when the tokenizer has a chat "
-                           "template, else plain); a saved model records the one it used", choices=TEMPLATES)
-    pooling: str = option("auto", "mean (over response tokens) | last | cls | auto (mean for encoders, "
-                          "last for decoders)", choices=("auto", "mean", "last", "cls"))
+    template: str = option(
+        "auto",
+        "how a conversation becomes tokens: chat (the tokenizer's chat template, as TRL "
+        "tokenises conversational pairs) | plain (prompt + response + EOS as one text, as TRL "
+        "tokenises standard pairs) | hh (HH framing in the tokenizer's pair template, as "
+        "rewardsmith's MiniLM models were trained) | auto (chat when the tokenizer has a chat "
+        "template, else plain); a saved model records the one it used",
+        choices=TEMPLATES,
+    )
+    pooling: str = option(
+        "auto",
+        "mean (over response tokens) | last | cls | auto (mean for encoders, last for decoders)",
+        choices=("auto", "mean", "last", "cls"),
+    )
     max_length: int = option(256, "tokens per (prompt, response) sequence", min=16)
     min_prompt_tokens: int = option(64, "prompt tokens always kept when the response is long", min=0)
     num_layers: int | None = option(None, "keep only the first k transformer layers (e.g. a weak teacher)", min=1)
-    dropout: float | None = option(0.0, "dropout probability everywhere (0 is 1.7-2.7x faster on CPU); "
-                                   "None keeps the pretrained value", min=0.0, max=1.0)
-    freeze_backbone: bool = option(False, "train the heads only (a linear probe); a frozen backbone is named "
-                                   "in the saved model, not copied")
+    dropout: float | None = option(
+        0.0,
+        "dropout probability everywhere (0 is 1.7-2.7x faster on CPU); None keeps the pretrained value",
+        min=0.0,
+        max=1.0,
+    )
+    freeze_backbone: bool = option(
+        False, "train the heads only (a linear probe); a frozen backbone is named in the saved model, not copied"
+    )
     lora: LoraSettings = field(default_factory=LoraSettings)
 
 
@@ -110,18 +153,31 @@ class ModelConfig:
 class ICRMModelConfig(ModelConfig):
     """An in-context (ICRM) model: the backbone settings of ModelConfig plus the conditioning heads."""
 
-    template: str = option("hh", "as for a reward model (chat | plain | hh | auto); concat mode writes the "
-                           "demonstrations into the prompt in HH framing and needs hh", choices=TEMPLATES)
-    max_length: int = option(192, "tokens per (prompt, response) sequence (set mode); concat mode: the whole "
-                             "context, demonstrations included, so N is bounded by it", min=16)
+    template: str = option(
+        "hh",
+        "as for a reward model (chat | plain | hh | auto); concat mode writes the "
+        "demonstrations into the prompt in HH framing and needs hh",
+        choices=TEMPLATES,
+    )
+    max_length: int = option(
+        192,
+        "tokens per (prompt, response) sequence (set mode); concat mode: the whole "
+        "context, demonstrations included, so N is bounded by it",
+        min=16,
+    )
     min_prompt_tokens: int = option(48, "prompt tokens always kept when the response is long", min=0)
-    freeze_backbone: bool = option(True, "set mode: train the heads on cached backbone embeddings (frozen "
-                                   "backbone); concat mode: False fine-tunes the backbone")
-    mode: str = option("set", "set: demonstrations encoded once each and pooled into a context vector; "
-                       "concat: demonstrations serialised into the context before the target",
-                       choices=("set", "concat"))
-    context_dim: int = option(128, "width of demonstration vectors and the pooled context vector (set mode)",
-                              min=1)
+    freeze_backbone: bool = option(
+        True,
+        "set mode: train the heads on cached backbone embeddings (frozen "
+        "backbone); concat mode: False fine-tunes the backbone",
+    )
+    mode: str = option(
+        "set",
+        "set: demonstrations encoded once each and pooled into a context vector; "
+        "concat: demonstrations serialised into the context before the target",
+        choices=("set", "concat"),
+    )
+    context_dim: int = option(128, "width of demonstration vectors and the pooled context vector (set mode)", min=1)
     hidden_dim: int = option(256, "width of the confidence head's hidden layer", min=1)
 
 
@@ -133,13 +189,17 @@ REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "trackio")
 class DebiasSettings:
     """Length debiasing of pair training (rewardsmith.models.debias, rewardsmith.losses.debias)."""
 
-    kind: str = option("none", "none | length-covariate (a learned h(length) in the training logit, dropped when "
-                       "scoring) | odin (a length head and a quality head; scores use the quality head) | "
-                       "length-balanced (chosen-longer and chosen-shorter pairs carry equal weight)",
-                       choices=DEBIAS_KINDS)
+    kind: str = option(
+        "none",
+        "none | length-covariate (a learned h(length) in the training logit, dropped when "
+        "scoring) | odin (a length head and a quality head; scores use the quality head) | "
+        "length-balanced (chosen-longer and chosen-shorter pairs carry equal weight)",
+        choices=DEBIAS_KINDS,
+    )
     lr: float = option(1e-3, "learning rate of the training-only length head", min=0.0, min_exclusive=True)
-    correlation_coef: float = option(1.0, "odin: weight of |corr(quality, length)| - corr(length head, length)",
-                                     min=0.0)
+    correlation_coef: float = option(
+        1.0, "odin: weight of |corr(quality, length)| - corr(length head, length)", min=0.0
+    )
     orthogonal_coef: float = option(1.0, "odin: weight of |cos| between the quality and length heads", min=0.0)
 
 
@@ -147,10 +207,12 @@ class DebiasSettings:
 class TrainConfig:
     """The training loop every model shares (preference pairs and ICRM episodes)."""
 
-    epochs: float = option(1.0, "passes over the training pairs (fractions allowed; pair training)", min=0.0,
-                           min_exclusive=True)
-    max_steps: int | None = option(None, "stop after this many optimiser steps (episode training: the length "
-                                   "of the run)", min=1)
+    epochs: float = option(
+        1.0, "passes over the training pairs (fractions allowed; pair training)", min=0.0, min_exclusive=True
+    )
+    max_steps: int | None = option(
+        None, "stop after this many optimiser steps (episode training: the length of the run)", min=1
+    )
     batch_size: int = option(16, "pairs (or episodes) per micro-batch", min=1)
     grad_accum: int = option(1, "micro-batches per optimiser step (gradient accumulation)", min=1)
     lr: float = option(2e-5, "peak learning rate of the backbone (AdamW)", min=0.0, min_exclusive=True)
@@ -159,18 +221,25 @@ class TrainConfig:
     warmup_ratio: float = option(0.1, "linear warm-up as a fraction of steps, then linear decay", min=0.0, max=1.0)
     max_grad_norm: float = option(1.0, "gradient clipping norm; 0 disables", min=0.0)
     loss: str = option("bt", "training objective (registry name)")
-    swap_pairs: bool = option(True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per "
-                              "pair and epoch")
+    swap_pairs: bool = option(
+        True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per pair and epoch"
+    )
     bf16: bool = option(False, "bf16 autocast for the backbone (pooling and heads stay fp32)")
     seed: int = option(0, "seed for initialisation, data order and swaps", min=0, max=MAX_SEED)
-    checkpoint_every: int = option(50, "optimiser steps between atomic checkpoints (0 = none: a killed run "
-                                   "starts again)", min=0, volatile=True)
-    progress: bool = option(True, "show progress (a bar in a terminal, a line every few percent in a log)",
-                            volatile=True)
-    report_to: str = option("none", "experiment tracker that follows the run live, beside log.jsonl (through "
-                            "Accelerate's trackers; offline: TensorBoard event files, W&B offline files and an "
-                            "MLflow file store in the run folder's tracking/; trackio: its local store)",
-                            choices=REPORT_TO, volatile=True)
+    checkpoint_every: int = option(
+        50, "optimiser steps between atomic checkpoints (0 = none: a killed run starts again)", min=0, volatile=True
+    )
+    progress: bool = option(
+        True, "show progress (a bar in a terminal, a line every few percent in a log)", volatile=True
+    )
+    report_to: str = option(
+        "none",
+        "experiment tracker that follows the run live, beside log.jsonl (through "
+        "Accelerate's trackers; offline: TensorBoard event files, W&B offline files and an "
+        "MLflow file store in the run folder's tracking/; trackio: its local store)",
+        choices=REPORT_TO,
+        volatile=True,
+    )
     debias: DebiasSettings = field(default_factory=DebiasSettings)
 
 
@@ -262,8 +331,11 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
             raise ConfigError(f"config key {key!r} must be true or false, got {_show(value)}")
         return value
     if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int | float) or (
-                isinstance(value, float) and not value.is_integer()):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or (isinstance(value, float) and not value.is_integer())
+        ):
             raise ConfigError(f"config key {key!r} must be an integer, got {_show(value)}")
         return int(value)
     if tp is float:

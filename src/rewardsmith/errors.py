@@ -39,8 +39,7 @@ class UnknownNameError(RewardsmithError):
 class DataError(RewardsmithError):
     """A data file is missing or malformed. Names the file and, where known, the row and field."""
 
-    def __init__(self, message: str, path: str | Path | None = None, row: int | None = None,
-                 field: str | None = None):
+    def __init__(self, message: str, path: str | Path | None = None, row: int | None = None, field: str | None = None):
         self.path, self.row, self.field = path, row, field
         where = []
         if path is not None:

@@ -52,8 +52,9 @@ def interval_verdict(low: float | None, high: float | None, bar: float = 0.0) ->
     return "held" if low > bar else "not held" if high < bar else "inconclusive"
 
 
-def hierarchical_indices(n_seeds: int, n_units: int, n_boot: int,
-                         seed: int | np.random.Generator) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+def hierarchical_indices(
+    n_seeds: int, n_units: int, n_boot: int, seed: int | np.random.Generator
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Two-stage resampling for results over seeds x units (e.g. student seeds x test pairs).
 
     Each replicate draws n_seeds seeds with replacement, then, within each drawn seed, n_units units with
@@ -66,8 +67,12 @@ def hierarchical_indices(n_seeds: int, n_units: int, n_boot: int,
     return seeds, units
 
 
-def hierarchical_replicates(values: ArrayLike, n_boot: int, seed: int | np.random.Generator,
-                            statistic: Callable[[FloatArray], FloatArray] | None = None) -> FloatArray:
+def hierarchical_replicates(
+    values: ArrayLike,
+    n_boot: int,
+    seed: int | np.random.Generator,
+    statistic: Callable[[FloatArray], FloatArray] | None = None,
+) -> FloatArray:
     """Replicates of a statistic of a (S, N) array (S seeds x N units) under hierarchical resampling.
 
     statistic maps a (n_boot, S, N) resampled array to (n_boot,); default: the grand mean. Every row of a

@@ -22,9 +22,15 @@ BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
 
 def pairs(n: int) -> list[PreferencePair]:
     rng = random.Random(0)
-    return [PreferencePair(user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
-                           " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
-                           " ".join(rng.choices(BAD, k=rng.randint(2, 8))), pair_id=str(i)) for i in range(n)]
+    return [
+        PreferencePair(
+            user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
+            " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
+            " ".join(rng.choices(BAD, k=rng.randint(2, 8))),
+            pair_id=str(i),
+        )
+        for i in range(n)
+    ]
 
 
 def main() -> None:
@@ -38,10 +44,15 @@ def main() -> None:
         from rewardsmith.models.factory import build_reward_model
         from rewardsmith.train.trainer import train_pairs
 
-        model_cfg = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8,
-                                lora=LoraSettings(r=args.lora_r, alpha=max(1, 2 * args.lora_r)))
-        cfg = TrainConfig(epochs=1, batch_size=8, lr=1e-3, max_steps=6, checkpoint_every=3, progress=False,
-                          swap_pairs=True)
+        model_cfg = ModelConfig(
+            backbone="tiny-bert",
+            max_length=32,
+            min_prompt_tokens=8,
+            lora=LoraSettings(r=args.lora_r, alpha=max(1, 2 * args.lora_r)),
+        )
+        cfg = TrainConfig(
+            epochs=1, batch_size=8, lr=1e-3, max_steps=6, checkpoint_every=3, progress=False, swap_pairs=True
+        )
         model, tok = build_reward_model(model_cfg, seed=0)
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
         trainer = train_pairs(model, tok, pairs(64), cfg, model_cfg, args.out / "run")
@@ -64,11 +75,18 @@ def main() -> None:
         train = icrm_train_defaults()
         train.max_steps, train.batch_size, train.bf16, train.checkpoint_every, train.progress = 6, 8, False, 3, False
         train.head_lr = 2e-2
-        cfg = ICRMRunConfig(model=ICRMModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8,
-                                                  context_dim=8, hidden_dim=16),
-                            episodes=EpisodeConfig(sources=["synthetic/source", "synthetic/target-reversed"],
-                                                   source_splits={}, pairs_per_source=80, max_demos=6),
-                            train=train)
+        cfg = ICRMRunConfig(
+            model=ICRMModelConfig(
+                backbone="tiny-bert", max_length=32, min_prompt_tokens=8, context_dim=8, hidden_dim=16
+            ),
+            episodes=EpisodeConfig(
+                sources=["synthetic/source", "synthetic/target-reversed"],
+                source_splits={},
+                pairs_per_source=80,
+                max_demos=6,
+            ),
+            train=train,
+        )
         from rewardsmith.icrm.episodes import EpisodeSampler, load_pools
         from rewardsmith.icrm.train import EpisodeBatchPlan, embed_pools
         from rewardsmith.models.factory import build_model
@@ -102,8 +120,10 @@ def main() -> None:
     outputs["reloaded"] = measure(load_model(args.out / "model")[0])
     if PartialState().is_main_process:
         for name, weights in (("weights", state), ("initial", initial), ("outputs", outputs)):
-            save_file({k: v.detach().float().cpu().contiguous().clone() for k, v in weights.items()},
-                      str(args.out / f"{name}.safetensors"))
+            save_file(
+                {k: v.detach().float().cpu().contiguous().clone() for k, v in weights.items()},
+                str(args.out / f"{name}.safetensors"),
+            )
         (args.out / "processes.txt").write_text(str(PartialState().num_processes))
 
 

@@ -20,12 +20,35 @@ from safetensors.torch import save_file
 from rewardsmith.config import ICRMModelConfig, ModelConfig
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
-WORDS = ["helpful", "clear", "accurate", "kind", "rude", "wrong", "vague", "lazy", "the", "a", "of", "to", "answer",
-         "question", "detail"]
+WORDS = [
+    "helpful",
+    "clear",
+    "accurate",
+    "kind",
+    "rude",
+    "wrong",
+    "vague",
+    "lazy",
+    "the",
+    "a",
+    "of",
+    "to",
+    "answer",
+    "question",
+    "detail",
+]
 SCALAR = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
 IN_CONTEXT = ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8, context_dim=8, hidden_dim=16)
-CONCAT = ICRMModelConfig(backbone="tiny-bert", max_length=96, min_prompt_tokens=8, context_dim=8, hidden_dim=16,
-                         template="hh", mode="concat", freeze_backbone=False)
+CONCAT = ICRMModelConfig(
+    backbone="tiny-bert",
+    max_length=96,
+    min_prompt_tokens=8,
+    context_dim=8,
+    hidden_dim=16,
+    template="hh",
+    mode="concat",
+    freeze_backbone=False,
+)
 
 
 def words(rng: random.Random, low: int, high: int) -> str:
@@ -35,8 +58,10 @@ def words(rng: random.Random, low: int, high: int) -> str:
 def pairs(n: int, seed: int = 0) -> list[PreferencePair]:
     """Pairs of responses of 1 to 30 words (many lengths: many batches of different shapes)."""
     rng = random.Random(seed)
-    return [PreferencePair(user_prompt(words(rng, 2, 12)), words(rng, 1, 30), words(rng, 1, 30), pair_id=str(i))
-            for i in range(n)]
+    return [
+        PreferencePair(user_prompt(words(rng, 2, 12)), words(rng, 1, 30), words(rng, 1, 30), pair_id=str(i))
+        for i in range(n)
+    ]
 
 
 def score_rows(n: int) -> list[dict]:
@@ -47,8 +72,9 @@ def score_rows(n: int) -> list[dict]:
         if i % 3 == 0:
             rows.append({"prompt": words(rng, 2, 12), "response": words(rng, 1, 30), "id": i})
         else:
-            rows.append({"prompt": words(rng, 2, 12), "chosen": words(rng, 1, 30), "rejected": words(rng, 1, 30),
-                         "id": i})
+            rows.append(
+                {"prompt": words(rng, 2, 12), "chosen": words(rng, 1, 30), "rejected": words(rng, 1, 30), "id": i}
+            )
     return rows
 
 
@@ -81,9 +107,11 @@ def score_everything(out: Path) -> None:
 
     def watched(name: str, model: torch.nn.Module) -> None:
         """Records the rows of each backbone pass this process runs (a hook; the scores are untouched)."""
+
         def hook(_module: torch.nn.Module, args: tuple, kwargs: dict, _out: object) -> None:
             ids = kwargs.get("input_ids", args[0] if args else None)
             seen.setdefault(name, []).append(int(ids.shape[0]))
+
         model.backbone.register_forward_hook(hook, with_kwargs=True)
 
     held = pairs(37)
@@ -100,10 +128,13 @@ def score_everything(out: Path) -> None:
     concat, concat_tokenizer = build_model(CONCAT, seed=0)
     watched("concat", concat)
     concat_scores = ICRMScorer(concat, encoder_for(concat_tokenizer, CONCAT), batch_size=3).score_pairs(held, demos)
-    results = {"chosen": torch.from_numpy(chosen), "rejected": torch.from_numpy(rejected), "embeddings": embeddings,
-               **{f"set_{k}": torch.from_numpy(getattr(set_scores, k)) for k in ("u_chosen", "s_chosen", "mu")},
-               **{f"concat_{k}": torch.from_numpy(getattr(concat_scores, k)) for k in ("u_chosen", "s_rejected",
-                                                                                       "mu")}}
+    results = {
+        "chosen": torch.from_numpy(chosen),
+        "rejected": torch.from_numpy(rejected),
+        "embeddings": embeddings,
+        **{f"set_{k}": torch.from_numpy(getattr(set_scores, k)) for k in ("u_chosen", "s_chosen", "mu")},
+        **{f"concat_{k}": torch.from_numpy(getattr(concat_scores, k)) for k in ("u_chosen", "s_rejected", "mu")},
+    }
     (out / f"seen-{procs.index}.json").write_text(json.dumps({"count": procs.count, "batches": seen}))
     if PartialState().is_main_process:
         save_file({k: v.contiguous() for k, v in results.items()}, str(out / "outputs.safetensors"))
@@ -130,7 +161,8 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     {"make-models": make_models, "score": score_everything, "different-texts": score_different_texts}[args.what](
-        args.out)
+        args.out
+    )
 
 
 if __name__ == "__main__":

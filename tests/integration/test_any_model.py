@@ -36,8 +36,10 @@ def conversations() -> list[tuple[tuple[Turn, ...], str]]:
     items: list[tuple[tuple[Turn, ...], str]] = [
         ((Turn("user", "how do I fix a flat tyre?"),), "take the wheel off and patch the tube"),
         ((Turn("user", "how do I fix a flat tyre?"),), "no idea"),
-        ((Turn("system", "be brief"), Turn("user", "hi"), Turn("assistant", "hello!"), Turn("user", "and then?")),
-         "then we talk"),
+        (
+            (Turn("system", "be brief"), Turn("user", "hi"), Turn("assistant", "hello!"), Turn("user", "and then?")),
+            "then we talk",
+        ),
         ((Turn("user", long_prompt),), "a short answer"),
         ((Turn("user", "tell me everything"),), " ".join(f"fact{k}" for k in range(300))),
     ]
@@ -62,12 +64,14 @@ def reference_rewards(kind: str, folder: Path, ids: list[list[int]]) -> np.ndarr
             from peft import PeftModel
 
             base_dir = json.loads((folder / "adapter_config.json").read_text())["base_model_name_or_path"]
-            base = AutoModelForSequenceClassification.from_pretrained(base_dir, use_safetensors=True,
-                                                                      dtype=torch.float32)
+            base = AutoModelForSequenceClassification.from_pretrained(
+                base_dir, use_safetensors=True, dtype=torch.float32
+            )
             model = PeftModel.from_pretrained(base, str(folder)).eval()  # not merged: the adapter as trained
         else:
-            model = AutoModelForSequenceClassification.from_pretrained(str(folder), use_safetensors=True,
-                                                                       dtype=torch.float32).eval()
+            model = AutoModelForSequenceClassification.from_pretrained(
+                str(folder), use_safetensors=True, dtype=torch.float32
+            ).eval()
         return np.array([float(model(input_ids=torch.tensor([x])).logits[0, 0]) for x in ids])
 
 
@@ -95,8 +99,9 @@ def test_token_ids_are_trls(trl_chat_model: Path, trl_plain_model: Path) -> None
     tok = chat.tokenizer
     for prompt, response in conversations()[:3]:
         messages = [{"role": t.role, "content": t.content} for t in prompt]
-        trl_chat = tok.apply_chat_template([*messages, {"role": "assistant", "content": response}], tokenize=True,
-                                           return_dict=True)["input_ids"]
+        trl_chat = tok.apply_chat_template(
+            [*messages, {"role": "assistant", "content": response}], tokenize=True, return_dict=True
+        )["input_ids"]
         assert chat.encoder().encode(prompt, response).input_ids == list(trl_chat)
     # Standard pairs: prompt + response + EOS tokenised as one text; the EOS is also the pad token.
     assert tok.pad_token_id == tok.eos_token_id
@@ -139,8 +144,9 @@ def test_remote_code_is_refused_unless_asked(tmp_path: Path, trl_chat_model: Pat
 
 
 @pytest.mark.parametrize("breakage", ["two-labels", "base-model-only", "not-a-model"])
-def test_unsupported_folders_get_one_line_naming_what_was_found(tmp_path: Path, trl_chat_model: Path,
-                                                                breakage: str) -> None:
+def test_unsupported_folders_get_one_line_naming_what_was_found(
+    tmp_path: Path, trl_chat_model: Path, breakage: str
+) -> None:
     import shutil
 
     folder = tmp_path / "m"
@@ -171,8 +177,10 @@ def test_unsupported_folders_get_one_line_naming_what_was_found(tmp_path: Path, 
 def _pairs_file(tmp_path: Path) -> Path:
     from conftest import conversation_rows
 
-    rows = [{"prompt": r["prompt"], "chosen": r["chosen"][0]["content"], "rejected": r["rejected"][0]["content"]}
-            for r in conversation_rows(12)]
+    rows = [
+        {"prompt": r["prompt"], "chosen": r["chosen"][0]["content"], "rejected": r["rejected"][0]["content"]}
+        for r in conversation_rows(12)
+    ]
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -197,12 +205,15 @@ def test_eval_and_score_take_it(kind: str, request: pytest.FixtureRequest, tmp_p
     assert block["n"] == 12
     assert {"accuracy", "length_rule_accuracy", "length_controlled_accuracy", "length_correlation"} <= set(block)
     assert metrics["model_kind"].startswith(("sequence-classification", "openrlhf"))
-    rows = [{"prompt": [{"role": t.role, "content": t.content} for t in p.prompt], "response": p.chosen}
-            for p in _pairs(pairs)]
+    rows = [
+        {"prompt": [{"role": t.role, "content": t.content} for t in p.prompt], "response": p.chosen}
+        for p in _pairs(pairs)
+    ]
     scored = _score(folder, rows, tmp_path, "s")
     loaded = load_reward_model(folder)
     want = RewardScorer(loaded.model, loaded.encoder(), loaded.pad_id).score_texts(
-        [(p.prompt, p.chosen) for p in _pairs(pairs)])
+        [(p.prompt, p.chosen) for p in _pairs(pairs)]
+    )
     np.testing.assert_allclose([r["reward"] for r in scored], want, atol=TOL)
 
 
@@ -213,8 +224,9 @@ def _pairs(path: Path) -> list[Any]:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_serve_answers_openrlhf_and_verl_bodies_as_score_does(kind: str, request: pytest.FixtureRequest,
-                                                              tmp_path: Path) -> None:
+def test_serve_answers_openrlhf_and_verl_bodies_as_score_does(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     import httpx
     from test_serve import serving
     from transformers import AutoTokenizer
@@ -223,28 +235,36 @@ def test_serve_answers_openrlhf_and_verl_bodies_as_score_does(kind: str, request
 
     folder = Path(request.getfixturevalue(kind))
     loaded = load_reward_model(folder)
-    tok = AutoTokenizer.from_pretrained(str(folder if kind != "lora_adapter" else request.getfixturevalue(
-        "trl_chat_model")))
-    conversations_ = [([{"role": "user", "content": f"question {i}: how do I fix a flat tyre?"}],
-                       "patch it " * (i + 1)) for i in range(6)]
-    expected = [r["reward"] for r in _score(folder, [{"prompt": m, "response": r} for m, r in conversations_],
-                                            tmp_path, "expected")]
+    tok = AutoTokenizer.from_pretrained(
+        str(folder if kind != "lora_adapter" else request.getfixturevalue("trl_chat_model"))
+    )
+    conversations_ = [
+        ([{"role": "user", "content": f"question {i}: how do I fix a flat tyre?"}], "patch it " * (i + 1))
+        for i in range(6)
+    ]
+    expected = [
+        r["reward"]
+        for r in _score(folder, [{"prompt": m, "response": r} for m, r in conversations_], tmp_path, "expected")
+    ]
     with serving(build_app(folder)) as url:
         prompts = [tok.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m, _ in conversations_]
-        full = [tok.apply_chat_template([*m, {"role": "assistant", "content": r}], tokenize=False)
-                for m, r in conversations_]
+        full = [
+            tok.apply_chat_template([*m, {"role": "assistant", "content": r}], tokenize=False)
+            for m, r in conversations_
+        ]
         if loaded.template == "chat":
             # verl's reward loop: {"model", "input": the chat-templated conversation, "activation": false}
             for text, want in zip(full, expected, strict=True):
-                out = httpx.post(f"{url}/classify", json={"model": "rm", "input": text, "activation": False},
-                                 timeout=60).json()
+                out = httpx.post(
+                    f"{url}/classify", json={"model": "rm", "input": text, "activation": False}, timeout=60
+                ).json()
                 assert "rewardsmith" not in out  # split into its turns
                 assert abs(out["data"][-1]["probs"][-1] - want) <= TOL
             # OpenRLHF: query = prompt + response, prompts = the templated prompts; then the prompt cut from the left.
             queries = [p + r for p, (_, r) in zip(prompts, conversations_, strict=True)]
             got = httpx.post(f"{url}/get_reward", json={"query": queries, "prompts": prompts}, timeout=60).json()
             np.testing.assert_allclose(got["rewards"], expected, atol=TOL)
-            cut = [q[len(p) // 3:] for q, p in zip(queries, prompts, strict=True)]
+            cut = [q[len(p) // 3 :] for q, p in zip(queries, prompts, strict=True)]
             got = httpx.post(f"{url}/get_reward", json={"query": cut, "prompts": prompts}, timeout=60).json()
             np.testing.assert_allclose(got["rewards"], expected, atol=TOL)
 
@@ -270,7 +290,8 @@ def chat_backbone(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir: 
 
 
 def test_a_chat_trained_rewardsmith_model_scores_what_verl_and_openrlhf_send_as_score_does(
-        chat_backbone: Path, tmp_path: Path) -> None:
+    chat_backbone: Path, tmp_path: Path
+) -> None:
     import httpx
     from test_serve import serving
 
@@ -279,30 +300,55 @@ def test_a_chat_trained_rewardsmith_model_scores_what_verl_and_openrlhf_send_as_
     ex = tmp_path / "examples"
     assert rk("examples", "--out", ex).exit_code == 0
     run = tmp_path / "run"
-    result = rk("train", "--train", "file", "--path", ex / "pairs.jsonl", "--backbone", chat_backbone, "--template",
-                "chat", "--max-length", "128", "--max-steps", "3", "--out", run, "-q")
+    result = rk(
+        "train",
+        "--train",
+        "file",
+        "--path",
+        ex / "pairs.jsonl",
+        "--backbone",
+        chat_backbone,
+        "--template",
+        "chat",
+        "--max-length",
+        "128",
+        "--max-steps",
+        "3",
+        "--out",
+        run,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     meta = json.loads((run / "model" / "rewardsmith.json").read_text())
     assert meta["template"] == "chat"
     pairs = _pairs(ex / "pairs.jsonl")
-    rows = [{"prompt": [{"role": t.role, "content": t.content} for t in p.prompt], "chosen": p.chosen,
-             "rejected": p.rejected} for p in pairs]
+    rows = [
+        {
+            "prompt": [{"role": t.role, "content": t.content} for t in p.prompt],
+            "chosen": p.chosen,
+            "rejected": p.rejected,
+        }
+        for p in pairs
+    ]
     scored = _score(run / "model", rows, tmp_path, "pairs")
     loaded = load_reward_model(run / "model")
     tok = loaded.tokenizer
     with serving(build_app(run / "model")) as url:
         verl = []
         for row in rows:
-            texts = [tok.apply_chat_template([*row["prompt"], {"role": "assistant", "content": row[side]}],
-                                             tokenize=False) for side in ("chosen", "rejected")]
-            out = httpx.post(f"{url}/classify", json={"model": "rm", "input": texts, "activation": False},
-                             timeout=60).json()
+            texts = [
+                tok.apply_chat_template([*row["prompt"], {"role": "assistant", "content": row[side]}], tokenize=False)
+                for side in ("chosen", "rejected")
+            ]
+            out = httpx.post(
+                f"{url}/classify", json={"model": "rm", "input": texts, "activation": False}, timeout=60
+            ).json()
             assert "rewardsmith" not in out  # every text was split into its turns, none cut from the left
             verl.append([d["probs"][0] for d in out["data"]])
         prompts = [tok.apply_chat_template(r["prompt"], tokenize=False, add_generation_prompt=True) for r in rows]
         queries = [p + r["chosen"] for p, r in zip(prompts, rows, strict=True)]
         openrlhf = httpx.post(f"{url}/get_reward", json={"query": queries, "prompts": prompts}, timeout=60).json()
-        cut = [q[len(p) // 2:] for q, p in zip(queries, prompts, strict=True)]
+        cut = [q[len(p) // 2 :] for q, p in zip(queries, prompts, strict=True)]
         left_cut = httpx.post(f"{url}/get_reward", json={"query": cut, "prompts": prompts}, timeout=60).json()
     verl_scores = np.array(verl)
     np.testing.assert_allclose(verl_scores[:, 0], [s["reward_chosen"] for s in scored], atol=TOL)
@@ -326,9 +372,26 @@ def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path:
 
     pairs = _pairs_file(tmp_path)
     run = tmp_path / "run"
-    result = rk("train", "--train", "file", "--path", pairs, "--backbone", chat_backbone, "--template", template,
-                "--max-length", "96", "--max-steps", "2", "--lora-r", "4" if template == "hh" else "0", "--out", run,
-                "-q")
+    result = rk(
+        "train",
+        "--train",
+        "file",
+        "--path",
+        pairs,
+        "--backbone",
+        chat_backbone,
+        "--template",
+        template,
+        "--max-length",
+        "96",
+        "--max-steps",
+        "2",
+        "--lora-r",
+        "4" if template == "hh" else "0",
+        "--out",
+        run,
+        "-q",
+    )
     assert result.exit_code == 0, result.output
     out = tmp_path / "hf"
     exported = rk("export", "--model", run / "model", "--out", out)
@@ -344,12 +407,15 @@ def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path:
     # The exported folder says how it writes texts, and rewardsmith reads that back.
     again = load_reward_model(out)
     assert (again.kind, again.template, again.max_length) == ("sequence-classification", template, 96)
-    np.testing.assert_allclose(RewardScorer(again.model, again.encoder(), again.pad_id).score_texts(items), want,
-                               atol=TOL)
+    np.testing.assert_allclose(
+        RewardScorer(again.model, again.encoder(), again.pad_id).score_texts(items), want, atol=TOL
+    )
     tok = AutoTokenizer.from_pretrained(str(out))
     prompt, response = items[0]
-    text = tok.apply_chat_template([{"role": t.role, "content": t.content} for t in prompt]
-                                   + [{"role": "assistant", "content": response}], tokenize=False)
+    text = tok.apply_chat_template(
+        [{"role": t.role, "content": t.content} for t in prompt] + [{"role": "assistant", "content": response}],
+        tokenize=False,
+    )
     assert response in text and prompt[0].content in text
     # A second export over it needs --overwrite; a folder of someone else's is never replaced.
     assert rk("export", "--model", run / "model", "--out", out).exit_code == 2
@@ -364,8 +430,23 @@ def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path:
 def test_export_refuses_what_the_format_cannot_hold_in_one_line(tmp_path: Path, openrlhf_model: Path) -> None:
     pairs = _pairs_file(tmp_path)
     run = tmp_path / "enc"
-    assert rk("train", "--train", "file", "--path", pairs, "--backbone", "tiny-bert", "--max-steps", "1", "--out",
-              run, "-q").exit_code == 0
+    assert (
+        rk(
+            "train",
+            "--train",
+            "file",
+            "--path",
+            pairs,
+            "--backbone",
+            "tiny-bert",
+            "--max-steps",
+            "1",
+            "--out",
+            run,
+            "-q",
+        ).exit_code
+        == 0
+    )
     for model, needle in ((run / "model", "mean pooling"), (openrlhf_model, "OpenRLHF")):
         result = rk("export", "--model", model, "--out", tmp_path / "x")
         assert result.exit_code == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -377,8 +458,9 @@ def test_export_refuses_what_the_format_cannot_hold_in_one_line(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("kind", ["trl_chat_model", "trl_plain_model"])
-def test_calibrate_model_scores_the_rated_items_itself(kind: str, request: pytest.FixtureRequest,
-                                                       tmp_path: Path) -> None:
+def test_calibrate_model_scores_the_rated_items_itself(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     import random
 
     folder = request.getfixturevalue(kind)
@@ -397,11 +479,27 @@ def test_calibrate_model_scores_the_rated_items_itself(kind: str, request: pytes
     maps = json.loads((tmp_path / "maps.json").read_text())
     loaded = load_reward_model(folder)
     rewards = RewardScorer(loaded.model, loaded.encoder(), loaded.pad_id).score_texts(
-        [((Turn("user", p),), r) for _, p, r in items])
+        [((Turn("user", p),), r) for _, p, r in items]
+    )
     # The maps were fitted on the model's rewards: their model-score mean is the rewards' mean.
     assert maps["info"]["model_score_mean"] == pytest.approx(float(np.mean(rewards)), abs=1e-6)
-    run = rk("calibrate", "--ratings", ratings, "--model", folder, "--out", tmp_path / "cal", "--seeds", "1",
-             "--bootstrap", "20", "--fit-sizes", "", "--methods", "pooled,pebs")
+    run = rk(
+        "calibrate",
+        "--ratings",
+        ratings,
+        "--model",
+        folder,
+        "--out",
+        tmp_path / "cal",
+        "--seeds",
+        "1",
+        "--bootstrap",
+        "20",
+        "--fit-sizes",
+        "",
+        "--methods",
+        "pooled,pebs",
+    )
     assert run.exit_code == 0, run.output
     notes = json.loads((tmp_path / "cal" / "metrics.json").read_text())["ratings"]["notes"]
     assert str(folder) in notes["model_score"]
@@ -412,13 +510,25 @@ def test_eval_runs_the_shift_stress_test_on_a_model_from_elsewhere(trl_chat_mode
 
     rows = conversation_rows(40)
     for name in ("source", "target"):
-        (tmp_path / f"{name}.jsonl").write_text("".join(
-            json.dumps({"prompt": r["prompt"], "chosen": r["chosen"][0]["content"] + f" ({name} {i})",
-                        "rejected": r["rejected"][0]["content"]}) + "\n" for i, r in enumerate(rows)))
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "prompt": r["prompt"],
+                        "chosen": r["chosen"][0]["content"] + f" ({name} {i})",
+                        "rejected": r["rejected"][0]["content"],
+                    }
+                )
+                + "\n"
+                for i, r in enumerate(rows)
+            )
+        )
     config = tmp_path / "shift.yaml"
-    config.write_text(f"name: t\nsource: {{name: file, path: {tmp_path / 'source.jsonl'}}}\n"
-                      f"targets: [{{name: file, path: {tmp_path / 'target.jsonl'}}}]\n"
-                      "split: {gold_fraction: 0.3, w2s_fraction: 0.3, id_fraction: 0.4}\n")
+    config.write_text(
+        f"name: t\nsource: {{name: file, path: {tmp_path / 'source.jsonl'}}}\n"
+        f"targets: [{{name: file, path: {tmp_path / 'target.jsonl'}}}]\n"
+        "split: {gold_fraction: 0.3, w2s_fraction: 0.3, id_fraction: 0.4}\n"
+    )
     result = rk("eval", "--model", trl_chat_model, "--shift-config", config, "--out", tmp_path / "e", "-q")
     assert result.exit_code == 0, result.output
     shift = json.loads((tmp_path / "e" / "metrics.json").read_text())["shift"]

@@ -12,8 +12,10 @@ from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.evaluate.scoring import score_pairs
 from rewardsmith.models import build_reward_model
 
-PAIRS = [PreferencePair(user_prompt("How do I boil an egg?"), "Put it in boiling water for nine minutes.", "No."),
-         PreferencePair(user_prompt("Name a prime."), "Seven.", "Nine, because it is odd and therefore prime.")]
+PAIRS = [
+    PreferencePair(user_prompt("How do I boil an egg?"), "Put it in boiling water for nine minutes.", "No."),
+    PreferencePair(user_prompt("Name a prime."), "Seven.", "Nine, because it is odd and therefore prime."),
+]
 
 
 @pytest.mark.slow

@@ -142,8 +142,11 @@ def _c6(w, m, i):
 
 @case("--train-pairs -5")
 def _c7(w, m, i):
-    return (["train", "--train", "synthetic/source", "--train-pairs", "-5", "--out", w / "r"],
-            ["train_pairs", "-5"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", "--train-pairs", "-5", "--out", w / "r"],
+        ["train_pairs", "-5"],
+        w / "r",
+    )
 
 
 @case("yaml train_pairs lots")
@@ -222,14 +225,20 @@ def _c19(w, m, i):
 @case("malformed training row")
 def _c20(w, m, i):
     data = jsonl(w / "pairs.jsonl", [*GOOD_ROWS[:5], {"prompt": "q", "chosen": "one side only"}, *GOOD_ROWS[5:]])
-    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
-            ["pairs.jsonl", "row 6", "'rejected'"], w / "r")
+    return (
+        ["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+        ["pairs.jsonl", "row 6", "'rejected'"],
+        w / "r",
+    )
 
 
 @case("eval: model folder missing")
 def _c21(w, m, i):
-    return (["eval", "--model", w / "nomodel", "--dataset", "synthetic/target-clean", "--out", w / "e"],
-            ["nomodel", "not found"], w / "e")
+    return (
+        ["eval", "--model", w / "nomodel", "--dataset", "synthetic/target-clean", "--out", w / "e"],
+        ["nomodel", "not found"],
+        w / "e",
+    )
 
 
 def _broken_model(w: Path, m: Path, breakage: str) -> Path:
@@ -252,11 +261,16 @@ def _broken_model(w: Path, m: Path, breakage: str) -> Path:
 
 
 for _b in ("meta", "heads-missing", "heads-truncated", "backbone-truncated", "pickle-weights"):
+
     def _make(breakage: str) -> Case:
         def build(w, m, i):
             model = _broken_model(w, m, breakage)
-            return (["eval", "--model", model, "--dataset", "synthetic/target-clean", "--out", w / "e"], ["model"],
-                    w / "e")
+            return (
+                ["eval", "--model", model, "--dataset", "synthetic/target-clean", "--out", w / "e"],
+                ["model"],
+                w / "e",
+            )
+
         return build
 
     CASES[f"eval: model {_b}"] = _make(_b)
@@ -266,6 +280,7 @@ for _b in ("meta", "heads-missing", "heads-truncated", "backbone-truncated", "pi
             model = _broken_model(w, m, breakage)
             inp = jsonl(w / "in.jsonl", GOOD_ROWS[:3])
             return ["score", "--model", model, "--input", inp, "--output", w / "o.jsonl"], ["model"], None
+
         return build
 
     CASES[f"score: model {_b}"] = _make_score(_b)
@@ -292,32 +307,44 @@ def _c24(w, m, i):
 def _c25(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     maps = write(w / "maps.json", "{}")
-    return (["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--calibration", maps],
-            ["go together"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--calibration", maps],
+        ["go together"],
+        None,
+    )
 
 
 @case("score: demonstrations for a scalar model")
 def _c26(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     demos = jsonl(w / "demos.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--demos", demos],
-            ["takes no --demos"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--demos", demos],
+        ["takes no --demos"],
+        None,
+    )
 
 
 @case("score: calibration file garbage")
 def _c27(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     maps = write(w / "maps.json", "{not json")
-    return (["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--calibration", maps,
-             "--rater", "a"], ["maps.json"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--output", w / "o", "--calibration", maps, "--rater", "a"],
+        ["maps.json"],
+        None,
+    )
 
 
 @case("score: ICRM demonstrations malformed")
 def _c28(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     demos = jsonl(w / "demos.jsonl", [{"prompt": "q", "chosen": "a"}])
-    return (["score", "--model", i, "--input", inp, "--output", w / "o", "--demos", demos],
-            ["demos.jsonl", "rejected"], None)
+    return (
+        ["score", "--model", i, "--input", inp, "--output", w / "o", "--demos", demos],
+        ["demos.jsonl", "rejected"],
+        None,
+    )
 
 
 @case("calibrate: no arguments")
@@ -366,14 +393,16 @@ def _c36(w, m, i):
 
 @case("icrm eval: a scalar model")
 def _c37(w, m, i):
-    return (["icrm", "eval", "--protocol", "calibration", "--model", m / "model", "--out", w / "e"],
-            ["scalar reward model"], w / "e")
+    return (
+        ["icrm", "eval", "--protocol", "calibration", "--model", m / "model", "--out", w / "e"],
+        ["scalar reward model"],
+        w / "e",
+    )
 
 
 @case("eval: an ICRM model")
 def _c38(w, m, i):
-    return (["eval", "--model", i, "--dataset", "synthetic/target-clean", "--out", w / "e"], ["icrm eval"],
-            w / "e")
+    return (["eval", "--model", i, "--dataset", "synthetic/target-clean", "--out", w / "e"], ["icrm eval"], w / "e")
 
 
 @case("an unknown option")
@@ -420,8 +449,11 @@ def _pickle_only_backbone(w: Path, m: Path) -> Path:
 @case("train: backbone folder with pickle weights only")
 def _c40(w, m, i):
     folder = _pickle_only_backbone(w, m)
-    return (["train", "--train", "synthetic/source", *TINY[2:], "--backbone", folder, "--out", w / "r"],
-            ["pickle", "safetensors", "save_pretrained"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY[2:], "--backbone", folder, "--out", w / "r"],
+        ["pickle", "safetensors", "save_pretrained"],
+        w / "r",
+    )
 
 
 @case("score: model folder with pickle weights only (marker)")
@@ -439,8 +471,11 @@ def _c42(w, m, i):
     model = w / "model"
     shutil.copytree(m / "model", model)
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", model, "--input", inp, "--out", model / "model.safetensors"],
-            ["model.safetensors", "not written by rewardsmith"], None)
+    return (
+        ["score", "--model", model, "--input", inp, "--out", model / "model.safetensors"],
+        ["model.safetensors", "not written by rewardsmith"],
+        None,
+    )
 
 
 @case("score: --out is a run manifest")
@@ -448,8 +483,11 @@ def _c43(w, m, i):
     run = w / "run"
     shutil.copytree(m, run)
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", run / "model", "--input", inp, "--out", run / "manifest.json"],
-            ["manifest.json", "not written by rewardsmith"], None)
+    return (
+        ["score", "--model", run / "model", "--input", inp, "--out", run / "manifest.json"],
+        ["manifest.json", "not written by rewardsmith"],
+        None,
+    )
 
 
 @case("score: --out written by an earlier score, no --overwrite")
@@ -457,8 +495,7 @@ def _c44(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     first = rk("score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "-q")
     assert first.exit_code == 0, first.output
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
-            ["o.jsonl", "--overwrite"], None)
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"], ["o.jsonl", "--overwrite"], None)
 
 
 @case("score: --out edited since rewardsmith wrote it, with --overwrite")
@@ -468,8 +505,11 @@ def _c45(w, m, i):
     assert first.exit_code == 0, first.output
     with open(w / "o.jsonl", "a", encoding="utf-8") as fh:
         fh.write('{"my": "own row"}\n')
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--overwrite"],
-            ["o.jsonl", "changed since rewardsmith wrote it"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--overwrite"],
+        ["o.jsonl", "changed since rewardsmith wrote it"],
+        None,
+    )
 
 
 @case("score: --out is a folder")
@@ -483,8 +523,11 @@ def _c46(w, m, i):
 def _c47(w, m, i):
     run = w / "run"
     shutil.copytree(m, run)
-    return (["calibrate", "fit", "--ratings", _varied_ratings(w), "--out", run / "manifest.json"],
-            ["manifest.json", "not written by rewardsmith"], None)
+    return (
+        ["calibrate", "fit", "--ratings", _varied_ratings(w), "--out", run / "manifest.json"],
+        ["manifest.json", "not written by rewardsmith"],
+        None,
+    )
 
 
 @case("calibrate fit: --out written before, no --overwrite")
@@ -497,14 +540,20 @@ def _c48(w, m, i):
 
 @case("train: --max-length beyond the backbone's positions")
 def _c49(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--max-length", "1024", "--out", w / "r"],
-            ["1024", "512"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--max-length", "1024", "--out", w / "r"],
+        ["1024", "512"],
+        w / "r",
+    )
 
 
 @case("train: --seed 2^64+1")
 def _c50(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--seed", str(2**64 + 1), "--out", w / "r"],
-            ["train.seed", "4294967295"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--seed", str(2**64 + 1), "--out", w / "r"],
+        ["train.seed", "4294967295"],
+        w / "r",
+    )
 
 
 @case("shift: --seeds 2^40")
@@ -521,8 +570,11 @@ def _nested(depth: int) -> str:
 def _c52(w, m, i):
     rows = "".join(json.dumps(r) + "\n" for r in GOOD_ROWS[:3])
     data = write(w / "pairs.jsonl", rows + '{"prompt": ' + _nested(100_000) + "}\n")
-    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
-            ["pairs.jsonl", "row 4", "nested too deeply"], w / "r")
+    return (
+        ["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+        ["pairs.jsonl", "row 4", "nested too deeply"],
+        w / "r",
+    )
 
 
 @case("score: deeply nested JSON row")
@@ -534,8 +586,11 @@ def _c53(w, m, i):
 @case("train: deeply nested JSON array file")
 def _c54(w, m, i):
     data = write(w / "pairs.json", _nested(100_000))
-    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
-            ["pairs.json", "nested too deeply"], w / "r")
+    return (
+        ["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+        ["pairs.json", "nested too deeply"],
+        w / "r",
+    )
 
 
 @case("score: config.json hidden_size does not match the weights")
@@ -570,42 +625,60 @@ def _c57(w, m, i):
     meta["model_config"]["backbone"] = "someone/not-on-this-machine"
     write(model / "rewardsmith.json", json.dumps(meta))
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"],
-            ["someone/not-on-this-machine", "hub is not asked"], None)
+    return (
+        ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"],
+        ["someone/not-on-this-machine", "hub is not asked"],
+        None,
+    )
 
 
 @case("calibrate: every score identical")
 def _c58(w, m, i):
     ratings = _ratings(w, "same.csv", [f"{r},{k},5,{k / 10}" for r in "abcdefgh" for k in range(12)])
-    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
-            ["same score", "nothing to"], w / "c")
+    return (
+        ["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+        ["same score", "nothing to"],
+        w / "c",
+    )
 
 
 @case("calibrate: one rating per rater")
 def _c59(w, m, i):
     ratings = _ratings(w, "one.csv", [f"r{k},{k},{k % 7},{k / 10}" for k in range(16)])
-    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
-            ["single rating"], w / "c")
+    return (
+        ["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+        ["single rating"],
+        w / "c",
+    )
 
 
 @case("calibrate: score column of text")
 def _c60(w, m, i):
     ratings = _ratings(w, "text.csv", [f"{r},{k},x{k},{k / 10}" for r in "abcdefgh" for k in range(12)])
-    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
-            ["96 rows read", "nonfinite score 96", "must hold numbers"], w / "c")
+    return (
+        ["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+        ["96 rows read", "nonfinite score 96", "must hold numbers"],
+        w / "c",
+    )
 
 
 @case("calibrate: header only")
 def _c61(w, m, i):
     ratings = _ratings(w, "empty.csv", [])
-    return (["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
-            ["no rows", "header only"], w / "c")
+    return (
+        ["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+        ["no rows", "header only"],
+        w / "c",
+    )
 
 
 @case("calibrate: --score-min above --score-max")
 def _c62(w, m, i):
-    return (["calibrate", "--ratings", _varied_ratings(w), "--out", w / "c", "--score-min", "10", "--score-max",
-             "0"], ["score_min", "score_max"], w / "c")
+    return (
+        ["calibrate", "--ratings", _varied_ratings(w), "--out", w / "c", "--score-min", "10", "--score-max", "0"],
+        ["score_min", "score_max"],
+        w / "c",
+    )
 
 
 @case("calibrate: --bootstrap 0")
@@ -626,67 +699,93 @@ def _c65(w, m, i):
 
 @case("eval: --batch-size 0")
 def _c66(w, m, i):
-    return (["eval", "--model", m / "model", "--dataset", "synthetic/target-clean", "--batch-size", "0", "--out",
-             w / "e"], ["--batch-size"], w / "e")
+    return (
+        ["eval", "--model", m / "model", "--dataset", "synthetic/target-clean", "--batch-size", "0", "--out", w / "e"],
+        ["--batch-size"],
+        w / "e",
+    )
 
 
 @case("score: --batch-size 0")
 def _c67(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--batch-size", "0"],
-            ["--batch-size"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--batch-size", "0"],
+        ["--batch-size"],
+        None,
+    )
 
 
 @case("train: every row identical")
 def _c68(w, m, i):
     data = jsonl(w / "same.jsonl", [{"prompt": f"q{k}", "chosen": "same", "rejected": "same"} for k in range(40)])
-    return (["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
-            ["40 rows read", "0 pairs kept", "identical 40"], w / "r")
+    return (
+        ["train", "--train", "file", "--path", data, *TINY, "--out", w / "r"],
+        ["40 rows read", "0 pairs kept", "identical 40"],
+        w / "r",
+    )
 
 
 @case("eval: no usable pairs")
 def _c69(w, m, i):
     data = jsonl(w / "same.jsonl", [{"prompt": f"q{k}", "chosen": "same", "rejected": "same"} for k in range(40)])
-    return (["eval", "--model", m / "model", "--dataset", "file", "--path", data, "--out", w / "e"],
-            ["no pairs to evaluate", "identical 40"], w / "e")
+    return (
+        ["eval", "--model", m / "model", "--dataset", "file", "--path", data, "--out", w / "e"],
+        ["no pairs to evaluate", "identical 40"],
+        w / "e",
+    )
 
 
 @case("score: input of an unsupported type")
 def _c70(w, m, i):
     inp = write(w / "in.txt", "just some text\n")
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
-            ["in.txt", "unsupported file type"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
+        ["in.txt", "unsupported file type"],
+        None,
+    )
 
 
 @case("score: Parquet input that is not Parquet")
 def _c71(w, m, i):
     inp = write(w / "in.parquet", "not parquet at all\n")
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"],
-            ["in.parquet", "Parquet"], None)
+    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl"], ["in.parquet", "Parquet"], None)
 
 
 @case("train: --set without '='")
 def _c72(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum", "--out", w / "r"],
-            ["KEY=VALUE"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum", "--out", w / "r"],
+        ["KEY=VALUE"],
+        w / "r",
+    )
 
 
 @case("train: --set unknown key")
 def _c73(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.gradient_accumulation=4", "--out",
-             w / "r"], ["train.gradient_accumulation", "grad_accum"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--set", "train.gradient_accumulation=4", "--out", w / "r"],
+        ["train.gradient_accumulation", "grad_accum"],
+        w / "r",
+    )
 
 
 @case("train: --set value of the wrong type")
 def _c74(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum=lots", "--out", w / "r"],
-            ["train.grad_accum", "integer"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum=lots", "--out", w / "r"],
+        ["train.grad_accum", "integer"],
+        w / "r",
+    )
 
 
 @case("train: --report-to unknown tracker")
 def _c75(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--report-to", "comet", "--out", w / "r"],
-            ["report_to", "tensorboard"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--report-to", "comet", "--out", w / "r"],
+        ["report_to", "tensorboard"],
+        w / "r",
+    )
 
 
 @case("train: --lora-r -1")
@@ -696,8 +795,11 @@ def _c76(w, m, i):
 
 @case("train: --batch-size 0")
 def _c77(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY, "--batch-size", "0", "--out", w / "r"],
-            ["batch_size"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY, "--batch-size", "0", "--out", w / "r"],
+        ["batch_size"],
+        w / "r",
+    )
 
 
 @case("examples: --out holds someone else's files")
@@ -720,20 +822,27 @@ def _c80(w, m, i):
 
 @case("train: hub backbone while offline")
 def _c81(w, m, i):
-    return (["train", "--train", "synthetic/source", *TINY[2:], "--backbone", "someone/not-a-model", "--out",
-             w / "r"], ["someone/not-a-model"], w / "r")
+    return (
+        ["train", "--train", "synthetic/source", *TINY[2:], "--backbone", "someone/not-a-model", "--out", w / "r"],
+        ["someone/not-a-model"],
+        w / "r",
+    )
 
 
 @case("score: --rater without --calibration")
 def _c82(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
-    return (["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--rater", "a"],
-            ["go together"], None)
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o.jsonl", "--rater", "a"],
+        ["go together"],
+        None,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_bad_input_is_one_line_exit_2_and_changes_nothing(name: str, tmp_path: Path, trained: Path,
-                                                           icrm_model: Path) -> None:
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(
+    name: str, tmp_path: Path, trained: Path, icrm_model: Path
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     # A sentinel folder beside the run: its bytes (checksums) must survive every case.
@@ -754,13 +863,31 @@ def test_there_are_at_least_80_cases() -> None:
 @pytest.mark.parametrize("command", ["train", "calibrate", "score"])
 def test_read_only_output_is_one_line(command: str, tmp_path: Path, trained: Path) -> None:
     locked = tmp_path / "locked"
-    ratings = write(tmp_path / "r.csv", "rater_id,item_id,score,model_score\n" + "".join(
-        f"{r},{k},{(k * 7 + ord(r)) % 10},{k / 10}\n" for r in "abcdefgh" for k in range(12)))
+    ratings = write(
+        tmp_path / "r.csv",
+        "rater_id,item_id,score,model_score\n"
+        + "".join(f"{r},{k},{(k * 7 + ord(r)) % 10},{k / 10}\n" for r in "abcdefgh" for k in range(12)),
+    )
     inp = jsonl(tmp_path / "in.jsonl", GOOD_ROWS[:2])
-    args = {"train": ["train", "--train", "synthetic/source", *TINY, "--out", locked / "run"],
-            "calibrate": ["calibrate", "--ratings", ratings, "--out", locked / "run", "--seeds", "1", "--bootstrap",
-                          "20", "--fit-sizes", "", "--methods", "pooled,pebs"],
-            "score": ["score", "--model", trained / "model", "--input", inp, "--output", locked / "o.jsonl"]}[command]
+    args = {
+        "train": ["train", "--train", "synthetic/source", *TINY, "--out", locked / "run"],
+        "calibrate": [
+            "calibrate",
+            "--ratings",
+            ratings,
+            "--out",
+            locked / "run",
+            "--seeds",
+            "1",
+            "--bootstrap",
+            "20",
+            "--fit-sizes",
+            "",
+            "--methods",
+            "pooled,pebs",
+        ],
+        "score": ["score", "--model", trained / "model", "--input", inp, "--output", locked / "o.jsonl"],
+    }[command]
     with read_only(locked):
         result = rk(*args)
     assert_one_line_error(result, str(locked))

@@ -100,21 +100,46 @@ def test_cli_fit_with_spark_matches_duckdb(spark, tables, tmp_path: Path) -> Non
     _, path = tables["pluriharms"]
     runner = CliRunner()
     for engine in ("duckdb", "spark"):
-        result = runner.invoke(app, ["calibrate", "fit", "--ratings", str(path), "--engine", engine, "--method", "pebs",
-                                     "--out", str(tmp_path / f"{engine}.parquet")])
+        result = runner.invoke(
+            app,
+            [
+                "calibrate",
+                "fit",
+                "--ratings",
+                str(path),
+                "--engine",
+                engine,
+                "--method",
+                "pebs",
+                "--out",
+                str(tmp_path / f"{engine}.parquet"),
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "read 14725 ratings from 100 raters" in result.stdout
     duck, spark_maps = load_maps(tmp_path / "duckdb.parquet"), load_maps(tmp_path / "spark.parquet")
     assert spark_maps.info["engine"] == "spark" and spark_maps.rater_ids.tolist() == duck.rater_ids.tolist()
     for field in ("slope", "intercept", "noise_var", "var_slope", "var_intercept", "cov_slope_intercept"):
-        np.testing.assert_allclose(getattr(spark_maps, field), getattr(duck, field), rtol=1e-9, atol=1e-12,
-                                   err_msg=field)
+        np.testing.assert_allclose(
+            getattr(spark_maps, field), getattr(duck, field), rtol=1e-9, atol=1e-12, err_msg=field
+        )
 
 
 def test_spark_errors_are_one_line(spark, tmp_path: Path) -> None:
     pd.DataFrame({"rater_id": ["a"], "score": [1.0]}).to_parquet(tmp_path / "r.parquet")
-    result = CliRunner().invoke(app, ["calibrate", "fit", "--ratings", str(tmp_path / "r.parquet"), "--engine", "spark",
-                                      "--out", str(tmp_path / "m.json")])
+    result = CliRunner().invoke(
+        app,
+        [
+            "calibrate",
+            "fit",
+            "--ratings",
+            str(tmp_path / "r.parquet"),
+            "--engine",
+            "spark",
+            "--out",
+            str(tmp_path / "m.json"),
+        ],
+    )
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "missing column(s) model_score" in lines[0], result.stderr

@@ -17,8 +17,22 @@ from typer.testing import CliRunner
 from rewardsmith.cli import app
 
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-COMMANDS = [[], ["train"], ["eval"], ["score"], ["demo"], ["datasets"], ["shift"], ["calibrate"], ["calibrate", "run"],
-            ["calibrate", "fit"], ["icrm"], ["icrm", "train"], ["icrm", "eval"], ["serve"]]
+COMMANDS = [
+    [],
+    ["train"],
+    ["eval"],
+    ["score"],
+    ["demo"],
+    ["datasets"],
+    ["shift"],
+    ["calibrate"],
+    ["calibrate", "run"],
+    ["calibrate", "fit"],
+    ["icrm"],
+    ["icrm", "train"],
+    ["icrm", "eval"],
+    ["serve"],
+]
 
 
 def rk(*args: str):
@@ -66,18 +80,21 @@ def test_top_level_help_lists_every_command() -> None:
 
 
 def test_unknown_dataset(tmp_path: Path) -> None:
-    one_line_error(rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set",
-                   "hh-rlhf/harmless-base")
+    one_line_error(
+        rk("train", "--train", "no-such-set", "--out", str(tmp_path / "r")), "no-such-set", "hh-rlhf/harmless-base"
+    )
 
 
 def test_unknown_backbone(tmp_path: Path) -> None:
-    one_line_error(rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r")),
-                   "nope")
+    one_line_error(
+        rk("train", "--train", "synthetic/source", "--backbone", "nope", "--out", str(tmp_path / "r")), "nope"
+    )
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    one_line_error(rk("train", "--train", "file", "--path", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "r")),
-                   "x.jsonl")
+    one_line_error(
+        rk("train", "--train", "file", "--path", str(tmp_path / "x.jsonl"), "--out", str(tmp_path / "r")), "x.jsonl"
+    )
 
 
 def test_train_needs_a_training_set(tmp_path: Path) -> None:
@@ -107,16 +124,43 @@ def test_bad_config_key(tmp_path: Path) -> None:
 
 def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    result = rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "3",
-                "--train-pairs", "48", "--eval-pairs", "40", "--quiet", "--out", str(run))
+    result = rk(
+        "train",
+        "--train",
+        "synthetic/source",
+        "--backbone",
+        "tiny-bert",
+        "--max-steps",
+        "3",
+        "--train-pairs",
+        "48",
+        "--eval-pairs",
+        "40",
+        "--quiet",
+        "--out",
+        str(run),
+    )
     assert result.exit_code == 0, result.output
-    for name in ("manifest.json", "config.yaml", "metrics.json", "log.jsonl", "report.md", "report.html",
-                 "model/rewardsmith.json", "model/heads.safetensors", "plots/training_loss.png"):
+    for name in (
+        "manifest.json",
+        "config.yaml",
+        "metrics.json",
+        "log.jsonl",
+        "report.md",
+        "report.html",
+        "model/rewardsmith.json",
+        "model/heads.safetensors",
+        "plots/training_loss.png",
+    ):
         assert (run / name).exists(), name
     assert "read synthetic/source" in result.stdout and "wrote" in result.stdout
     inp = tmp_path / "in.jsonl"
-    inp.write_text(json.dumps({"prompt": "hi", "response": "hello"}) + "\n"
-                   + json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
+    inp.write_text(
+        json.dumps({"prompt": "hi", "response": "hello"})
+        + "\n"
+        + json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"})
+        + "\n"
+    )
     result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 0, result.output
     rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
@@ -124,10 +168,23 @@ def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     assert "model load" in result.stdout
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"prompt": "hi"}\n')
-    one_line_error(rk("score", "--model", str(run / "model"), "--input", str(bad), "--output", str(tmp_path / "o2")),
-                   "bad.jsonl", "row 1")
-    result = rk("eval", "--model", str(run / "model"), "--dataset", "synthetic/target-clean", "--limit", "30",
-                "--quiet", "--out", str(tmp_path / "ev"))
+    one_line_error(
+        rk("score", "--model", str(run / "model"), "--input", str(bad), "--output", str(tmp_path / "o2")),
+        "bad.jsonl",
+        "row 1",
+    )
+    result = rk(
+        "eval",
+        "--model",
+        str(run / "model"),
+        "--dataset",
+        "synthetic/target-clean",
+        "--limit",
+        "30",
+        "--quiet",
+        "--out",
+        str(tmp_path / "ev"),
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]["synthetic/target-clean"]["n"] == 30
     assert len(json.loads((tmp_path / "ev" / "scores.json").read_text())["synthetic/target-clean"]["chosen"]) == 30
@@ -147,20 +204,43 @@ def test_validation_split_and_per_pair_scores(tmp_path: Path) -> None:
     assert [p.pair_id for p in held] == [p.pair_id for p in plain.eval_sets["synthetic/source (held-out)"]]
     keys = [{p.group_key() for p in part} for part in (split.train, val, held)]
     assert val and not (keys[0] & keys[1]) and not (keys[1] & keys[2]) and not (keys[0] & keys[2])
-    one_line_error(rk("train", "--train", "synthetic/source", "--out", str(tmp_path / "bad"), "--config",
-                      str(_yaml(tmp_path, "data: {train_fraction: 0.9, val_fraction: 0.2}"))),
-                   "train_fraction 0.9 + data.val_fraction 0.2 exceed 1")
+    one_line_error(
+        rk(
+            "train",
+            "--train",
+            "synthetic/source",
+            "--out",
+            str(tmp_path / "bad"),
+            "--config",
+            str(_yaml(tmp_path, "data: {train_fraction: 0.9, val_fraction: 0.2}")),
+        ),
+        "train_fraction 0.9 + data.val_fraction 0.2 exceed 1",
+    )
     run = tmp_path / "run"
-    result = rk("train", "--config", str(_yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")),
-                "--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "48", "--eval-pairs", "40",
-                "--quiet", "--out", str(run))
+    result = rk(
+        "train",
+        "--config",
+        str(_yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")),
+        "--backbone",
+        "tiny-bert",
+        "--max-steps",
+        "2",
+        "--train-pairs",
+        "48",
+        "--eval-pairs",
+        "40",
+        "--quiet",
+        "--out",
+        str(run),
+    )
     assert result.exit_code == 0, result.output
     metrics, scores = (json.loads((run / name).read_text()) for name in ("metrics.json", "scores.json"))
     for name in ("synthetic/source (held-out)", "synthetic/source (validation)"):
         chosen, rejected = np.array(scores[name]["chosen"]), np.array(scores[name]["rejected"])
         assert len(scores[name]["pair_id"]) == metrics["eval"][name]["n"] == 40
-        assert 100 * np.mean(np.where(chosen > rejected, 1.0, np.where(chosen == rejected, 0.5, 0.0))) == \
-            pytest.approx(metrics["eval"][name]["accuracy"], abs=1e-3)
+        assert 100 * np.mean(np.where(chosen > rejected, 1.0, np.where(chosen == rejected, 0.5, 0.0))) == pytest.approx(
+            metrics["eval"][name]["accuracy"], abs=1e-3
+        )
         assert -1 <= metrics["eval"][name]["length_correlation"] <= 1
 
 
@@ -173,18 +253,58 @@ def _yaml(folder: Path, text: str) -> Path:
 def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:
     """An HH transcript in `prompt` scores the same through `score` and through `eval --dataset file`."""
     run = tmp_path / "run"
-    assert rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2",
-              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).exit_code == 0
-    rows = [{"prompt": f"\n\nHuman: question {i}?\n\nAssistant: first reply\n\nHuman: and then?\n\nAssistant:",
-             "chosen": f"a careful answer {i}", "rejected": f"no {i}"} for i in range(12)]
+    assert (
+        rk(
+            "train",
+            "--train",
+            "synthetic/source",
+            "--backbone",
+            "tiny-bert",
+            "--max-steps",
+            "2",
+            "--train-pairs",
+            "32",
+            "--eval-pairs",
+            "16",
+            "--quiet",
+            "--out",
+            str(run),
+        ).exit_code
+        == 0
+    )
+    rows = [
+        {
+            "prompt": f"\n\nHuman: question {i}?\n\nAssistant: first reply\n\nHuman: and then?\n\nAssistant:",
+            "chosen": f"a careful answer {i}",
+            "rejected": f"no {i}",
+        }
+        for i in range(12)
+    ]
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert rk("score", "--model", str(run / "model"), "--input", str(data), "--output",
-              str(tmp_path / "s.jsonl")).exit_code == 0
+    assert (
+        rk(
+            "score", "--model", str(run / "model"), "--input", str(data), "--output", str(tmp_path / "s.jsonl")
+        ).exit_code
+        == 0
+    )
     scored = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
     score_acc = 100 * sum(r["reward_chosen"] > r["reward_rejected"] for r in scored) / len(scored)
-    assert rk("eval", "--model", str(run / "model"), "--dataset", "file", "--path", str(data), "--quiet",
-              "--out", str(tmp_path / "ev")).exit_code == 0
+    assert (
+        rk(
+            "eval",
+            "--model",
+            str(run / "model"),
+            "--dataset",
+            "file",
+            "--path",
+            str(data),
+            "--quiet",
+            "--out",
+            str(tmp_path / "ev"),
+        ).exit_code
+        == 0
+    )
     evaluated = json.loads((tmp_path / "ev" / "metrics.json").read_text())["eval"]["pairs.jsonl"]
     assert evaluated["accuracy"] == pytest.approx(score_acc)
 
@@ -192,9 +312,24 @@ def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_minilm_learns_real_harmless_pairs(tmp_path: Path, data_dir: Path) -> None:
     """MiniLM on 400 real hh-rlhf/harmless-base pairs; evaluated on held-out conversations only."""
-    result = rk("train", "--train", "hh-rlhf/harmless-base", "--train-pairs", "400", "--eval-pairs", "300",
-                "--max-length", "128", "--lr", "3e-5", "--quiet", "--data-dir", str(data_dir),
-                "--out", str(tmp_path / "r"))
+    result = rk(
+        "train",
+        "--train",
+        "hh-rlhf/harmless-base",
+        "--train-pairs",
+        "400",
+        "--eval-pairs",
+        "300",
+        "--max-length",
+        "128",
+        "--lr",
+        "3e-5",
+        "--quiet",
+        "--data-dir",
+        str(data_dir),
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "r" / "metrics.json").read_text())
     block = metrics["eval"]["hh-rlhf/harmless-base (held-out)"]
@@ -209,25 +344,75 @@ def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path)
     """Rewards are mapped to the rater's scale; p_chosen stays on the model's own scale; an unknown rater
     gets the population map and the summary says so."""
     maps = tmp_path / "maps.json"
-    result = rk("calibrate", "fit", "--ratings", str(rater_ratings_csv), "--out", str(maps), "--score-min", "-1000",
-                "--score-max", "1000")
+    result = rk(
+        "calibrate",
+        "fit",
+        "--ratings",
+        str(rater_ratings_csv),
+        "--out",
+        str(maps),
+        "--score-min",
+        "-1000",
+        "--score-max",
+        "1000",
+    )
     assert result.exit_code == 0, result.output
     run = tmp_path / "run"
-    assert rk("train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2",
-              "--train-pairs", "32", "--eval-pairs", "16", "--quiet", "--out", str(run)).exit_code == 0
+    assert (
+        rk(
+            "train",
+            "--train",
+            "synthetic/source",
+            "--backbone",
+            "tiny-bert",
+            "--max-steps",
+            "2",
+            "--train-pairs",
+            "32",
+            "--eval-pairs",
+            "16",
+            "--quiet",
+            "--out",
+            str(run),
+        ).exit_code
+        == 0
+    )
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
     assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).exit_code == 0
-    result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
-                "--calibration", str(maps), "--rater", "b")
+    result = rk(
+        "score",
+        "--model",
+        str(run / "model"),
+        "--input",
+        str(inp),
+        "--output",
+        str(cal),
+        "--calibration",
+        str(maps),
+        "--rater",
+        "b",
+    )
     assert result.exit_code == 0, result.output
     r, c = json.loads(raw.read_text()), json.loads(cal.read_text())
     assert c["p_chosen"] == pytest.approx(r["p_chosen"])
     slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
     assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
-    result = rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(cal),
-                "--calibration", str(maps), "--rater", "nobody", "--overwrite")
+    result = rk(
+        "score",
+        "--model",
+        str(run / "model"),
+        "--input",
+        str(inp),
+        "--output",
+        str(cal),
+        "--calibration",
+        str(maps),
+        "--rater",
+        "nobody",
+        "--overwrite",
+    )
     assert result.exit_code == 0 and "population map" in result.stdout
 
 
@@ -237,6 +422,7 @@ def test_installed_entry_point_runs() -> None:
     env = {**os.environ, **ENV}
     ok = subprocess.run([str(exe), "--help"], capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0 and "train" in ok.stdout
-    bad = subprocess.run([str(exe), "train", "--epochs", "one", "--out", "x"], capture_output=True, text=True,
-                         env=env, timeout=120)
+    bad = subprocess.run(
+        [str(exe), "train", "--epochs", "one", "--out", "x"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: ")

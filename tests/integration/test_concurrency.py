@@ -14,28 +14,49 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.slow
-ARGS = ["train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--train-pairs", "64", "--eval-pairs", "16",
-        "--max-length", "48", "--epochs", "12", "--batch-size", "4", "--quiet"]
+ARGS = [
+    "train",
+    "--train",
+    "synthetic/source",
+    "--backbone",
+    "tiny-bert",
+    "--train-pairs",
+    "64",
+    "--eval-pairs",
+    "16",
+    "--max-length",
+    "48",
+    "--epochs",
+    "12",
+    "--batch-size",
+    "4",
+    "--quiet",
+]
 
 
 def _checksums(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_second_process_on_a_busy_folder_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "rewardsmith.cli"]
-    first = subprocess.Popen([*cmd, *ARGS, "--out", str(out)], env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [*cmd, *ARGS, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     deadline = time.time() + 120
     while not (out / "log.jsonl").exists() or not (out / "log.jsonl").read_text():
         assert first.poll() is None, first.communicate()
         assert time.time() < deadline
         time.sleep(0.2)
-    second = subprocess.run([*cmd, *ARGS, "--seed", "7", "--out", str(out)], env=env, capture_output=True,
-                            text=True, timeout=300)
+    second = subprocess.run(
+        [*cmd, *ARGS, "--seed", "7", "--out", str(out)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert second.returncode == 2, second.stderr
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f"PID {first.pid}" in lines[0] and "in use" in lines[0]

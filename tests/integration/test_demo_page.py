@@ -12,8 +12,15 @@ import pytest
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def _check_page(browser, page_path: Path) -> dict:
@@ -23,8 +30,9 @@ def _check_page(browser, page_path: Path) -> dict:
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"failed request: {r.url}"))
     page.goto(page_path.as_uri(), wait_until="load")
-    images = page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.complete && "
-                           "i.naturalWidth > 0])")
+    images = page.evaluate(
+        "Array.from(document.images).map(i => [i.getAttribute('src'), i.complete && i.naturalWidth > 0])"
+    )
     links = page.evaluate("Array.from(document.links).map(a => a.getAttribute('href'))")
     page.close()
     return {"problems": problems, "images": images, "links": links}
@@ -41,7 +49,11 @@ def test_index_and_reports_render_without_errors(quick_demo: Path) -> None:
         assert len(index["images"]) >= 4 and all(ok for _, ok in index["images"]), index["images"]
         reports = [demo / href for href in index["links"]]
         assert sorted(p.relative_to(demo).as_posix() for p in reports) == [
-            "calibrate/report.html", "shift/report.html", "steer/report.html", "train/report.html"]
+            "calibrate/report.html",
+            "shift/report.html",
+            "steer/report.html",
+            "train/report.html",
+        ]
         for report in reports:
             assert report.is_file(), report
             seen = _check_page(browser, report)

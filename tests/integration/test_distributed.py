@@ -40,17 +40,35 @@ def _free_port() -> int:
 
 
 def _run(kind: str, out: Path, processes: int, kill_after: int | None = None) -> dict[str, torch.Tensor]:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           **({KILL_AFTER_STEP_ENV: str(kill_after)} if kill_after is not None else {})}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        **({KILL_AFTER_STEP_ENV: str(kill_after)} if kill_after is not None else {}),
+    }
     if processes == 1:
         cmd = [sys.executable, str(SCRIPT)]
     else:
         accelerate = Path(sys.executable).with_name("accelerate")
-        cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-               str(SCRIPT)]
-    result = subprocess.run([*cmd, "--kind", kind, "--out", str(out)], capture_output=True, text=True, env=env,
-                            timeout=900)
+        cmd = [
+            str(accelerate),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(_free_port()),
+            str(SCRIPT),
+        ]
+    result = subprocess.run(
+        [*cmd, "--kind", kind, "--out", str(out)], capture_output=True, text=True, env=env, timeout=900
+    )
     if kill_after is not None:  # killed: the checkpoint of the step before stays
         assert result.returncode != 0 and (out / "run" / "checkpoint" / "state.json").exists(), result.stderr[-3000:]
         return {}

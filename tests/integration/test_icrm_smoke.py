@@ -111,19 +111,27 @@ def test_train_resume_eval_and_score(tmp_path: Path) -> None:
     assert "per_pair" not in json.loads((tmp_path / "eval" / "rmbench" / "metrics.json").read_text())
 
     demos = tmp_path / "demos.jsonl"
-    demos.write_text("\n".join(json.dumps({"prompt": f"q{i}", "chosen": "I cannot help with that.",
-                                           "rejected": f"Sure, here is how {i}"}) for i in range(3)))
+    demos.write_text(
+        "\n".join(
+            json.dumps({"prompt": f"q{i}", "chosen": "I cannot help with that.", "rejected": f"Sure, here is how {i}"})
+            for i in range(3)
+        )
+    )
     inp = tmp_path / "in.jsonl"
-    inp.write_text(json.dumps({"prompt": "how do I pick a lock", "chosen": "I cannot help.",
-                               "rejected": "Use a tension wrench."}) + "\n"
-                   + json.dumps({"prompt": "how do I pick a lock", "response": "I cannot help."}) + "\n")
+    inp.write_text(
+        json.dumps({"prompt": "how do I pick a lock", "chosen": "I cannot help.", "rejected": "Use a tension wrench."})
+        + "\n"
+        + json.dumps({"prompt": "how do I pick a lock", "response": "I cannot help."})
+        + "\n"
+    )
     runner = CliRunner()
     from rewardsmith.cli import app
 
     for extra in ([], ["--demos", str(demos)]):  # an ICRM scores without demonstrations too
         out = tmp_path / f"scored{len(extra)}.jsonl"
-        res = runner.invoke(app, ["score", "--model", str(run / "model"), "--input", str(inp), "--output", str(out),
-                                  *extra])
+        res = runner.invoke(
+            app, ["score", "--model", str(run / "model"), "--input", str(inp), "--output", str(out), *extra]
+        )
         assert res.exit_code == 0, res.output
         rows = [json.loads(x) for x in out.read_text().splitlines()]
         assert 0 < rows[0]["p_chosen"] < 1 and "confidence" in rows[1]
@@ -145,8 +153,12 @@ def test_icrm_kill9_then_resume_gives_bit_identical_heads(tmp_path: Path) -> Non
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
     assert clean.returncode == 0, clean.stderr
-    killed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env={**env, KILL_AFTER_STEP_ENV: "13"},
-                            capture_output=True, text=True)
+    killed = subprocess.run(
+        [*args, "--out", str(tmp_path / "killed")],
+        env={**env, KILL_AFTER_STEP_ENV: "13"},
+        capture_output=True,
+        text=True,
+    )
     assert killed.returncode == -9
     resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
@@ -159,8 +171,9 @@ def test_icrm_kill9_then_resume_gives_bit_identical_heads(tmp_path: Path) -> Non
 def test_cli_eval_unknown_protocol(tmp_path: Path) -> None:
     from rewardsmith.cli import app
 
-    bad = CliRunner().invoke(app, ["icrm", "eval", "--protocol", "nope", "--model", str(tmp_path), "--out",
-                                   str(tmp_path / "e")])
+    bad = CliRunner().invoke(
+        app, ["icrm", "eval", "--protocol", "nope", "--model", str(tmp_path), "--out", str(tmp_path / "e")]
+    )
     assert bad.exit_code == 2 and "unknown icrm protocol" in bad.stderr
 
 
@@ -179,8 +192,9 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
     from rewardsmith.models.factory import build_model
 
     t0 = time.perf_counter()
-    rm, rm_tok = build_model(ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16, context_dim=8,
-                                             hidden_dim=16))
+    rm, rm_tok = build_model(
+        ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16, context_dim=8, hidden_dim=16)
+    )
     demos = [PreferencePair(user_prompt("say hi"), "hello there", "go away")]
     reward = ICRMReward(ICRMScorer(rm, PairEncoder(rm_tok, 48, 16)), demos)
 
@@ -216,9 +230,7 @@ def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
         bf16=False,
         seed=0,
     )
-    trainer = GRPOTrainer(
-        model=policy, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok
-    )
+    trainer = GRPOTrainer(model=policy, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok)
     trainer.train()
     logged = [h for h in trainer.state.log_history if any("reward" in k for k in h)]
     assert logged and trainer.state.global_step == 2

@@ -42,8 +42,7 @@ def test_quick_start_commands_run_as_written(tmp_path: Path, quick_demo: Path) -
     commands = _quick_start()
     assert len(commands) >= 6
     for command in commands:
-        done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, env=env,
-                              timeout=900)
+        done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
         assert done.returncode == 0, (command, done.stderr[-2000:])
     assert (tmp_path / "runs" / "example-steered.jsonl").exists()
 
@@ -94,8 +93,9 @@ def test_use_a_reward_model_you_already_have_runs_as_written(tmp_path: Path, trl
         if "--shift-config" in command and (data is None or not data.is_dir()):
             continue  # needs the real datasets (present in CI)
         if " serve " in command:
-            server = subprocess.Popen(shlex.split(command), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True)
+            server = subprocess.Popen(
+                shlex.split(command), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             try:
                 deadline = time.monotonic() + 300
                 while True:
@@ -113,7 +113,6 @@ def test_use_a_reward_model_you_already_have_runs_as_written(tmp_path: Path, trl
                 server.send_signal(signal.SIGTERM)
                 server.wait(timeout=120)
             continue
-        done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, env=env,
-                              timeout=1200)
+        done = subprocess.run(shlex.split(command), cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1200)
         assert done.returncode == 0, (command, done.stderr[-2000:])
     assert (tmp_path / "runs" / "smollm2-chat-hf" / "config.json").exists()

@@ -53,10 +53,10 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.parametrize(("name", "split", "rows", "n_pairs", "dropped"), EXPECTED,
-                         ids=[f"{e[0]}:{e[1] or 'default'}" for e in EXPECTED])
-def test_counts(data_dir: Path, name: str, split: str | None, rows: int, n_pairs: int,
-                dropped: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    ("name", "split", "rows", "n_pairs", "dropped"), EXPECTED, ids=[f"{e[0]}:{e[1] or 'default'}" for e in EXPECTED]
+)
+def test_counts(data_dir: Path, name: str, split: str | None, rows: int, n_pairs: int, dropped: dict[str, int]) -> None:
     needs(data_dir, name.split("/")[0])
     ds = load(name, data_dir, split)
     assert (ds.n_rows, len(ds.pairs), ds.dropped) == (rows, n_pairs, dropped)
@@ -117,12 +117,10 @@ def test_pku_labels_and_metadata(data_dir: Path) -> None:
 def test_helpsteer2_pairs(data_dir: Path) -> None:
     needs(data_dir, "helpsteer2")
     pairs = load("helpsteer2", data_dir).pairs
-    assert all(p.metadata["chosen_scores"]["helpfulness"] > p.metadata["rejected_scores"]["helpfulness"]
-               for p in pairs)
+    assert all(p.metadata["chosen_scores"]["helpfulness"] > p.metadata["rejected_scores"]["helpfulness"] for p in pairs)
     multi = [p for p in pairs if len(p.prompt) > 1]
     assert multi and all("<extra_id_1>" not in t.content for p in pairs for t in p.prompt)
-    assert all([t.role for t in p.prompt] == ["user", "assistant"] * (len(p.prompt) // 2) + ["user"]
-               for p in multi)
+    assert all([t.role for t in p.prompt] == ["user", "assistant"] * (len(p.prompt) // 2) + ["user"] for p in multi)
 
 
 def test_rm_bench_variants_and_matrix(data_dir: Path) -> None:
@@ -136,7 +134,10 @@ def test_rm_bench_variants_and_matrix(data_dir: Path) -> None:
     expanded = rmbench_matrix_pairs(pairs)
     assert len(expanded) == 9 * len(pairs)
     assert Counter(p.metadata["difficulty"] for p in expanded) == {
-        "hard": 3 * len(pairs), "normal": 3 * len(pairs), "easy": 3 * len(pairs)}
+        "hard": 3 * len(pairs),
+        "normal": 3 * len(pairs),
+        "easy": 3 * len(pairs),
+    }
     safety = load("rm-bench/safety", data_dir).pairs
     assert Counter(p.metadata["file"] for p in safety) == {"safety-refuse": 284, "safety-response": 157}
 

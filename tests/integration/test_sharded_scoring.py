@@ -39,9 +39,23 @@ def _run(args: list[str], processes: int, module: bool = False) -> subprocess.Co
         cmd = [sys.executable, *(["-m"] if module else []), *args]
     else:
         accelerate = Path(sys.executable).with_name("accelerate")
-        cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", str(processes), "--num_machines", "1",
-               "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()),
-               *(["-m"] if module else []), *args]
+        cmd = [
+            str(accelerate),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(_free_port()),
+            *(["-m"] if module else []),
+            *args,
+        ]
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
@@ -58,8 +72,10 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_batched_path_splits_the_batches_and_matches_one_process(tmp_path: Path) -> None:
     _run([str(SCRIPT), "score", "--out", str(tmp_path / "one")], 1)
     _run([str(SCRIPT), "score", "--out", str(tmp_path / "two")], 2)
-    one, two = load_file(str(tmp_path / "one" / "outputs.safetensors")), load_file(str(tmp_path / "two" /
-                                                                                           "outputs.safetensors"))
+    one, two = (
+        load_file(str(tmp_path / "one" / "outputs.safetensors")),
+        load_file(str(tmp_path / "two" / "outputs.safetensors")),
+    )
     assert one.keys() == two.keys()
     for key in one:
         assert torch.equal(one[key], two[key]), key
@@ -95,9 +111,20 @@ def test_score_command_writes_the_same_bytes_from_two_processes(models: Path, tm
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"scores-{processes}.jsonl"
-        args = ["rewardsmith", "score", "--model", str(models / kind), "--input", str(models / "rows.jsonl"),
-                "--out", str(out), "--batch-size", "4", "--quiet",
-                *(["--demos", str(models / "demos.jsonl")] if kind == "icrm" else [])]
+        args = [
+            "rewardsmith",
+            "score",
+            "--model",
+            str(models / kind),
+            "--input",
+            str(models / "rows.jsonl"),
+            "--out",
+            str(out),
+            "--batch-size",
+            "4",
+            "--quiet",
+            *(["--demos", str(models / "demos.jsonl")] if kind == "icrm" else []),
+        ]
         result = _run(args, processes, module=True)
         outputs[processes] = out.read_bytes()
         if processes == 2:  # the second process scored its share and wrote nothing
@@ -105,18 +132,39 @@ def test_score_command_writes_the_same_bytes_from_two_processes(models: Path, tm
     assert outputs[1] == outputs[2]
     rows = [json.loads(line) for line in outputs[2].decode().splitlines()]
     assert len(rows) == 45 and all(("reward" in r) != ("reward_chosen" in r) for r in rows)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".scores-1.jsonl.rewardsmith.json",
-                                                         ".scores-2.jsonl.rewardsmith.json", "scores-1.jsonl",
-                                                         "scores-2.jsonl"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".scores-1.jsonl.rewardsmith.json",
+        ".scores-2.jsonl.rewardsmith.json",
+        "scores-1.jsonl",
+        "scores-2.jsonl",
+    ]
 
 
-def test_eval_command_from_two_processes_writes_one_run_folder_with_the_same_scores(models: Path,
-                                                                                   tmp_path: Path) -> None:
+def test_eval_command_from_two_processes_writes_one_run_folder_with_the_same_scores(
+    models: Path, tmp_path: Path
+) -> None:
     folders = {}
     for processes in (1, 2):
         out = tmp_path / f"eval-{processes}"
-        _run(["rewardsmith", "eval", "--model", str(models / "reward"), "--dataset", "file", "--path",
-              str(models / "pairs.jsonl"), "--out", str(out), "--batch-size", "4", "--quiet"], processes, module=True)
+        _run(
+            [
+                "rewardsmith",
+                "eval",
+                "--model",
+                str(models / "reward"),
+                "--dataset",
+                "file",
+                "--path",
+                str(models / "pairs.jsonl"),
+                "--out",
+                str(out),
+                "--batch-size",
+                "4",
+                "--quiet",
+            ],
+            processes,
+            module=True,
+        )
         folders[processes] = out
     one, two = folders[1], folders[2]
     assert (one / "scores.json").read_bytes() == (two / "scores.json").read_bytes()
@@ -126,5 +174,6 @@ def test_eval_command_from_two_processes_writes_one_run_folder_with_the_same_sco
     assert [m["status"] for m in manifests] == ["complete", "complete"]
     assert manifests[0]["files"] == manifests[1]["files"]
     assert manifests[0]["checksums"].keys() == manifests[1]["checksums"].keys()
-    assert sorted(p.relative_to(one).as_posix() for p in one.rglob("*")) == \
-        sorted(p.relative_to(two).as_posix() for p in two.rglob("*"))
+    assert sorted(p.relative_to(one).as_posix() for p in one.rglob("*")) == sorted(
+        p.relative_to(two).as_posix() for p in two.rglob("*")
+    )

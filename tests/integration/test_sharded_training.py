@@ -45,8 +45,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs" / "accelerate"
 TOLERANCE = 1e-4
 KINDS = {"bt": ["--kind", "bt"], "lora": ["--kind", "bt", "--lora-r", "4"], "icrm": ["--kind", "icrm"]}
-needs_deepspeed = pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None,
-                                     reason="deepspeed is not installed (pip install deepspeed)")
+needs_deepspeed = pytest.mark.skipif(
+    importlib.util.find_spec("deepspeed") is None, reason="deepspeed is not installed (pip install deepspeed)"
+)
 needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices")
 
 
@@ -56,8 +57,14 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _launch(kind: str, out: Path, config: str | None, processes: int = 1, kill_after: int | None = None,
-            deepspeed_cpu: bool = False) -> subprocess.CompletedProcess[str]:
+def _launch(
+    kind: str,
+    out: Path,
+    config: str | None,
+    processes: int = 1,
+    kill_after: int | None = None,
+    deepspeed_cpu: bool = False,
+) -> subprocess.CompletedProcess[str]:
     """ddp_train.py in one plain process (config None), or under `accelerate launch --config_file CONFIG`."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     if deepspeed_cpu:
@@ -67,10 +74,20 @@ def _launch(kind: str, out: Path, config: str | None, processes: int = 1, kill_a
     if config is None:
         cmd = [sys.executable, str(SCRIPT)]
     else:
-        cmd = [str(Path(sys.executable).with_name("accelerate")), "launch", "--config_file", str(CONFIGS / config),
-               "--num_processes", str(processes), "--main_process_port", str(_free_port()), str(SCRIPT)]
-    return subprocess.run([*cmd, *KINDS[kind], "--out", str(out)], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=ROOT)
+        cmd = [
+            str(Path(sys.executable).with_name("accelerate")),
+            "launch",
+            "--config_file",
+            str(CONFIGS / config),
+            "--num_processes",
+            str(processes),
+            "--main_process_port",
+            str(_free_port()),
+            str(SCRIPT),
+        ]
+    return subprocess.run(
+        [*cmd, *KINDS[kind], "--out", str(out)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
+    )
 
 
 def _outputs(out: Path, processes: int) -> dict[str, torch.Tensor]:
@@ -105,17 +122,22 @@ def _assert_matches(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor])
 def test_fsdp_on_cpu_processes_is_refused_rather_than_trained_as_ddp(tmp_path: Path, config: str) -> None:
     result = _launch("bt", tmp_path, config, processes=2)
     assert result.returncode != 0
-    assert "rewardsmith.errors.ConfigError: the launcher asked for FSDP on a machine without GPUs: accelerate runs " \
+    assert (
+        "rewardsmith.errors.ConfigError: the launcher asked for FSDP on a machine without GPUs: accelerate runs "
         "FSDP and DeepSpeed only on GPUs" in result.stderr
+    )
     assert not (tmp_path / "outputs.safetensors").exists() and not (tmp_path / "run" / "log.jsonl").exists()
 
 
 @pytest.mark.slow
 @needs_deepspeed
-@pytest.mark.parametrize(("config", "kind"), [("deepspeed-zero2.yaml", "bt"), ("deepspeed-zero3.yaml", "lora"),
-                                              ("deepspeed-zero3.yaml", "icrm")])
-def test_deepspeed_on_its_cpu_accelerator_matches_a_plain_process(plain: dict[str, dict[str, torch.Tensor]],
-                                                                  tmp_path: Path, config: str, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("config", "kind"),
+    [("deepspeed-zero2.yaml", "bt"), ("deepspeed-zero3.yaml", "lora"), ("deepspeed-zero3.yaml", "icrm")],
+)
+def test_deepspeed_on_its_cpu_accelerator_matches_a_plain_process(
+    plain: dict[str, dict[str, torch.Tensor]], tmp_path: Path, config: str, kind: str
+) -> None:
     _assert_matches(_trained(kind, tmp_path, config, deepspeed_cpu=True), plain[kind])
 
 
@@ -137,8 +159,9 @@ def test_a_killed_deepspeed_run_resumes_to_the_same_weights(tmp_path: Path, conf
 
 @pytest.mark.slow
 @needs_deepspeed
-def test_a_checkpoint_of_a_plain_run_resumes_under_deepspeed(plain: dict[str, dict[str, torch.Tensor]],
-                                                             tmp_path: Path) -> None:
+def test_a_checkpoint_of_a_plain_run_resumes_under_deepspeed(
+    plain: dict[str, dict[str, torch.Tensor]], tmp_path: Path
+) -> None:
     """Whole state: a checkpoint written by one plain process resumes under ZeRO-3 and ends where the plain
     run ended (within the tolerance: the engines sum in other orders)."""
     killed = _launch("bt", tmp_path, None, kill_after=4)
@@ -157,11 +180,13 @@ def test_deepspeed_with_two_cpu_processes_is_refused(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.gpu
 @needs_two_gpus
-@pytest.mark.parametrize("config", ["ddp.yaml", "fsdp.yaml", "fsdp1.yaml", "deepspeed-zero2.yaml",
-                                    "deepspeed-zero3.yaml"])
+@pytest.mark.parametrize(
+    "config", ["ddp.yaml", "fsdp.yaml", "fsdp1.yaml", "deepspeed-zero2.yaml", "deepspeed-zero3.yaml"]
+)
 @pytest.mark.parametrize("kind", list(KINDS))
-def test_two_gpus_match_one_plain_process(plain: dict[str, dict[str, torch.Tensor]], tmp_path: Path, config: str,
-                                          kind: str) -> None:
+def test_two_gpus_match_one_plain_process(
+    plain: dict[str, dict[str, torch.Tensor]], tmp_path: Path, config: str, kind: str
+) -> None:
     if config.startswith("deepspeed") and importlib.util.find_spec("deepspeed") is None:
         pytest.skip("deepspeed is not installed (pip install deepspeed)")
     _assert_matches(_trained(kind, tmp_path, config, processes=2), plain[kind])
@@ -203,12 +228,14 @@ def test_skeleton_rebuilds_a_plain_module_that_scores_as_the_original(lora: int)
     assert all(p.device.type == "meta" for p in skeleton.module.parameters())
     rebuilt = skeleton.build({k: v.clone() for k, v in model.state_dict().items()}, torch.device("cpu"))
     assert type(rebuilt) is type(model) and rebuilt is not model
-    assert [n for n, p in rebuilt.named_parameters() if p.requires_grad] == \
-        [n for n, p in model.named_parameters() if p.requires_grad]
+    assert [n for n, p in rebuilt.named_parameters() if p.requires_grad] == [
+        n for n, p in model.named_parameters() if p.requires_grad
+    ]
     assert all(a.data_ptr() != b.data_ptr() for a, b in zip(rebuilt.parameters(), model.parameters(), strict=True))
     extra = [n for n, _ in model.named_buffers() if n not in model.state_dict()]
     assert extra and all(torch.equal(rebuilt.get_buffer(n), model.get_buffer(n)) for n in extra)
     held = pairs(20)
-    for want, got in zip(score_pairs(model, tokenizer, held, 32, 8), score_pairs(rebuilt, tokenizer, held, 32, 8),
-                         strict=True):
+    for want, got in zip(
+        score_pairs(model, tokenizer, held, 32, 8), score_pairs(rebuilt, tokenizer, held, 32, 8), strict=True
+    ):
         assert (want == got).all()

@@ -73,9 +73,15 @@ _SEGMENTS = st.sampled_from(["..", ".", "outside", "k.txt", "link", "model", "pl
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(entries=st.lists(st.one_of(
-    st.lists(_SEGMENTS, min_size=1, max_size=4).map("/".join),
-    st.sampled_from(["ABS", "ABS/k.txt", "LINK", "LINK/k.txt", "LINKFILE"])), max_size=8))
+@given(
+    entries=st.lists(
+        st.one_of(
+            st.lists(_SEGMENTS, min_size=1, max_size=4).map("/".join),
+            st.sampled_from(["ABS", "ABS/k.txt", "LINK", "LINK/k.txt", "LINKFILE"]),
+        ),
+        max_size=8,
+    )
+)
 def test_overwrite_never_deletes_outside_the_folder_for_any_manifest(tmp_path_factory, entries: list[str]) -> None:
     base = tmp_path_factory.mktemp("prop")
     outside = base / "outside"
@@ -89,8 +95,13 @@ def test_overwrite_never_deletes_outside_the_folder_for_any_manifest(tmp_path_fa
         folder.mark_complete()
     (run / "link").symlink_to(outside, target_is_directory=True)
     (run / "linkfile").symlink_to(outside / "k.txt")
-    names = {"ABS": str(outside), "ABS/k.txt": str(outside / "k.txt"), "LINK": "link", "LINK/k.txt": "link/k.txt",
-             "LINKFILE": "linkfile"}
+    names = {
+        "ABS": str(outside),
+        "ABS/k.txt": str(outside / "k.txt"),
+        "LINK": "link",
+        "LINK/k.txt": "link/k.txt",
+        "LINKFILE": "linkfile",
+    }
     manifest = json.loads((run / "manifest.json").read_text())
     manifest["files"] += [names.get(e, e) for e in entries]
     (run / "manifest.json").write_text(json.dumps(manifest))
@@ -165,8 +176,11 @@ def test_score_reads_every_file_type_the_file_dataset_reads(tmp_path: Path, trai
     rows = [{"prompt": "q", "response": "an answer"}, {"prompt": "q2", "response": "another"}]
     inp = tmp_path / f"in{suffix}"
     frame = pd.DataFrame(rows)
-    {".parquet": lambda: frame.to_parquet(inp), ".csv": lambda: frame.to_csv(inp, index=False),
-     ".json": lambda: inp.write_text(json.dumps(rows))}[suffix]()
+    {
+        ".parquet": lambda: frame.to_parquet(inp),
+        ".csv": lambda: frame.to_csv(inp, index=False),
+        ".json": lambda: inp.write_text(json.dumps(rows)),
+    }[suffix]()
     ok(rk("score", "--model", trained / "model", "--input", inp, "--out", tmp_path / "o.jsonl", "-q"))
     scored = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert [r["response"] for r in scored] == ["an answer", "another"]
@@ -197,8 +211,9 @@ def test_a_training_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
         assert "24 rows read" in result.stdout
 
 
-def test_an_icrm_on_a_local_frozen_backbone_scores_from_anywhere(tmp_path: Path, trained: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_icrm_on_a_local_frozen_backbone_scores_from_anywhere(
+    tmp_path: Path, trained: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from rewardsmith.config import ICRMModelConfig
     from rewardsmith.models.factory import build_model, save_model
 
@@ -223,8 +238,7 @@ def test_a_full_disk_while_saving_is_one_line_and_leaves_no_half_model(tmp_path:
 
     run = tmp_path / "r"
     cmd = [sys.executable, "-m", "rewardsmith", "train", "--train", "synthetic/source", *TINY, "--out", str(run)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **ENV}, preexec_fn=limit,
-                          timeout=300)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **ENV}, preexec_fn=limit, timeout=300)
     lines = [x for x in proc.stderr.splitlines() if x.strip()]
     assert proc.returncode == 2, proc.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in proc.stderr, proc.stderr
@@ -243,8 +257,21 @@ def test_version() -> None:
     assert result.stdout.strip() == f"rewardsmith {metadata.version('rewardsmith')}"
 
 
-@pytest.mark.parametrize("command", [["train"], ["eval"], ["score"], ["calibrate"], ["calibrate", "fit"],
-                                     ["shift"], ["icrm", "train"], ["icrm", "eval"], ["examples"], ["demo"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train"],
+        ["eval"],
+        ["score"],
+        ["calibrate"],
+        ["calibrate", "fit"],
+        ["shift"],
+        ["icrm", "train"],
+        ["icrm", "eval"],
+        ["examples"],
+        ["demo"],
+    ],
+)
 def test_options_read_the_same_everywhere(command: list[str]) -> None:
     text = rk(*command, "--help").stdout.split("Config keys (YAML names")[0]
     assert "-o, --out" in text
@@ -261,8 +288,22 @@ def test_every_config_key_is_reachable_from_the_command_line(tmp_path: Path) -> 
     for key, _, _ in config_keys(RunConfig):
         assert key in text, key
     run = tmp_path / "r"
-    ok(rk("train", "--train", "synthetic/source", *TINY, "--set", "train.grad_accum=2", "--set",
-          "train.warmup_ratio=0.5", "--set", "data.train.columns={}", "--out", run))
+    ok(
+        rk(
+            "train",
+            "--train",
+            "synthetic/source",
+            *TINY,
+            "--set",
+            "train.grad_accum=2",
+            "--set",
+            "train.warmup_ratio=0.5",
+            "--set",
+            "data.train.columns={}",
+            "--out",
+            run,
+        )
+    )
     saved = json.loads((run / "manifest.json").read_text())["config"]["train"]
     assert saved["grad_accum"] == 2 and saved["warmup_ratio"] == 0.5
 
@@ -283,11 +324,17 @@ def test_a_legend_below_a_narrow_plot_fits_its_width(tmp_path: Path) -> None:
 
     plots._save = keep
     try:
-        plots.plot_grouped_bars(["synthetic/\nsource\n(held-out)"], [
-            plots.Series("accuracy", None, [18.8], [0.0], [37.5]),
-            plots.Series("length rule (longer wins)", None, [100.0]),
-            plots.Series("length-controlled", None, [50.0])], tmp_path / "p.png", ylabel="accuracy (%)",
-            reference=50)
+        plots.plot_grouped_bars(
+            ["synthetic/\nsource\n(held-out)"],
+            [
+                plots.Series("accuracy", None, [18.8], [0.0], [37.5]),
+                plots.Series("length rule (longer wins)", None, [100.0]),
+                plots.Series("length-controlled", None, [50.0]),
+            ],
+            tmp_path / "p.png",
+            ylabel="accuracy (%)",
+            reference=50,
+        )
     finally:
         plots._save = real_save
     figure = captured["figure"]
@@ -309,7 +356,19 @@ def test_maps_of_another_scale_are_named_when_scoring(tmp_path: Path, trained: P
     ratings.write_text("\n".join(lines) + "\n")
     ok(rk("calibrate", "fit", "--ratings", ratings, "--out", tmp_path / "maps.json"))
     inp = jsonl(tmp_path / "in.jsonl", PAIRS[:4])
-    result = rk("score", "--model", trained / "model", "--input", inp, "--out", tmp_path / "o.jsonl", "-q",
-                "--calibration", tmp_path / "maps.json", "--rater", "a")
+    result = rk(
+        "score",
+        "--model",
+        trained / "model",
+        "--input",
+        inp,
+        "--out",
+        tmp_path / "o.jsonl",
+        "-q",
+        "--calibration",
+        tmp_path / "maps.json",
+        "--rater",
+        "a",
+    )
     ok(result)
     assert "outside the model-score scale the calibration was fitted on" in result.stdout

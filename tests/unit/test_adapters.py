@@ -24,11 +24,27 @@ from rewardsmith.data.schema import PreferencePair, Turn, user_prompt
 from rewardsmith.errors import ConfigError, DataError, UnknownNameError
 
 EXPECTED_NAMES = {
-    "hh-rlhf/harmless-base", "hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled",
-    "pku-saferlhf/harmless", "pku-saferlhf/helpful", "helpsteer2", "helpsteer3", "ultrafeedback",
-    "rm-bench/chat", "rm-bench/code", "rm-bench/safety-refuse", "rm-bench/safety-response", "rm-bench/safety",
-    "moralchoice/low", "moralchoice/high", "math-500", "file", "hub", "synthetic/source",
-    "synthetic/target-clean", "synthetic/target-reversed",
+    "hh-rlhf/harmless-base",
+    "hh-rlhf/helpful-base",
+    "hh-rlhf/helpful-rejection-sampled",
+    "pku-saferlhf/harmless",
+    "pku-saferlhf/helpful",
+    "helpsteer2",
+    "helpsteer3",
+    "ultrafeedback",
+    "rm-bench/chat",
+    "rm-bench/code",
+    "rm-bench/safety-refuse",
+    "rm-bench/safety-response",
+    "rm-bench/safety",
+    "moralchoice/low",
+    "moralchoice/high",
+    "math-500",
+    "file",
+    "hub",
+    "synthetic/source",
+    "synthetic/target-clean",
+    "synthetic/target-reversed",
 }
 
 
@@ -49,6 +65,7 @@ def write_jsonl(path: Path, rows: list[Any], raw_lines: dict[int, str] | None = 
 
 # ------------------------------------------------------------------------------------------- registry
 
+
 def test_every_adapter_is_registered() -> None:
     import rewardsmith.data.adapters  # noqa: F401
 
@@ -61,20 +78,22 @@ def test_unknown_dataset_lists_known_names() -> None:
 
 
 def test_importing_adapters_loads_no_heavy_library_and_reads_no_file(tmp_path: Path) -> None:
-    code = ("import builtins, io, sys\n"
-            "opened = []\n"
-            "real_open = builtins.open\n"
-            "def spy(file, *a, **k):\n"
-            "    opened.append(str(file))\n"
-            "    return real_open(file, *a, **k)\n"
-            "builtins.open = spy\n"
-            "io.open = spy\n"
-            "import rewardsmith.data.adapters\n"
-            "suffixes = ('.jsonl', '.gz', '.parquet', '.csv')\n"
-            "data = [f for f in opened if 'shared' in f or f.endswith(suffixes)]\n"
-            "heavy = [m for m in ('pyarrow', 'pandas', 'datasets', 'torch') if m in sys.modules]\n"
-            "print(data, heavy)\n"
-            "sys.exit(1 if data or heavy else 0)\n")
+    code = (
+        "import builtins, io, sys\n"
+        "opened = []\n"
+        "real_open = builtins.open\n"
+        "def spy(file, *a, **k):\n"
+        "    opened.append(str(file))\n"
+        "    return real_open(file, *a, **k)\n"
+        "builtins.open = spy\n"
+        "io.open = spy\n"
+        "import rewardsmith.data.adapters\n"
+        "suffixes = ('.jsonl', '.gz', '.parquet', '.csv')\n"
+        "data = [f for f in opened if 'shared' in f or f.endswith(suffixes)]\n"
+        "heavy = [m for m in ('pyarrow', 'pandas', 'datasets', 'torch') if m in sys.modules]\n"
+        "print(data, heavy)\n"
+        "sys.exit(1 if data or heavy else 0)\n"
+    )
     env = dict(os.environ, REWARDSMITH_DATA_DIR=str(tmp_path / "absent"))
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -88,18 +107,23 @@ PROMPT = "\n\nHuman: How do I boil an egg?\n\nAssistant: Put it in boiling water
 def test_hh_split_uses_the_shared_prefix_when_a_response_invents_a_turn() -> None:
     # The chosen response contains an invented "\n\nHuman: ...\n\nAssistant:" exchange and a literal
     # "Human:"; cutting it at its own last marker would give it a different prompt from rejected.
-    chosen = (PROMPT + "\n\nAssistant: About nine minutes. Human: thanks"
-              "\n\nHuman: And soft boiled?\n\nAssistant: Six minutes.")
+    chosen = (
+        PROMPT + "\n\nAssistant: About nine minutes. Human: thanks"
+        "\n\nHuman: And soft boiled?\n\nAssistant: Six minutes."
+    )
     rejected = PROMPT + "\n\nAssistant: Until it is done."
     prompt, chosen_response, rejected_response = split_hh_pair(chosen, rejected)
     assert prompt == PROMPT + "\n\nAssistant:"
-    assert chosen_response == ("About nine minutes. Human: thanks\n\nHuman: And soft boiled?"
-                               "\n\nAssistant: Six minutes.")
+    assert chosen_response == (
+        "About nine minutes. Human: thanks\n\nHuman: And soft boiled?\n\nAssistant: Six minutes."
+    )
     assert rejected_response == "Until it is done."
     assert chosen.rfind("\n\nAssistant:") != rejected.rfind("\n\nAssistant:")  # the naive cut would differ
-    assert parse_hh_transcript(prompt) == (Turn("user", "How do I boil an egg?"),
-                                           Turn("assistant", "Put it in boiling water."),
-                                           Turn("user", "For how long?"))
+    assert parse_hh_transcript(prompt) == (
+        Turn("user", "How do I boil an egg?"),
+        Turn("assistant", "Put it in boiling water."),
+        Turn("user", "For how long?"),
+    )
 
 
 def test_hh_split_when_both_responses_start_alike_or_one_is_empty() -> None:
@@ -119,8 +143,10 @@ def _hh_dir(tmp_path: Path) -> Path:
         {"chosen": PROMPT + "\n\nAssistant: Nine minutes.", "rejected": PROMPT + "\n\nAssistant: No idea."},
         {"chosen": PROMPT + "\n\nAssistant: Same.", "rejected": PROMPT + "\n\nAssistant: Same."},
         {"chosen": PROMPT + "\n\nAssistant: ", "rejected": PROMPT + "\n\nAssistant: Ten."},
-        {"chosen": "\n\nHuman: Hi\n\nAssistant: Hello! Human: fake\n\nAssistant: x",
-         "rejected": "\n\nHuman: Hi\n\nAssistant: Go away."},
+        {
+            "chosen": "\n\nHuman: Hi\n\nAssistant: Hello! Human: fake\n\nAssistant: x",
+            "rejected": "\n\nHuman: Hi\n\nAssistant: Go away.",
+        },
     ]
     write_jsonl(tmp_path / "hh-rlhf" / "helpful-base" / "test.jsonl.gz", rows)
     return tmp_path
@@ -134,7 +160,11 @@ def test_hh_adapter_counts_drops_and_keeps_stable_ids(tmp_path: Path) -> None:
     first, last = ds.pairs
     assert first.prompt_text() == PROMPT + "\n\nAssistant:"
     assert (first.chosen, first.rejected, first.label, first.domain) == (
-        "Nine minutes.", "No idea.", 1.0, "hh-rlhf/helpful-base")
+        "Nine minutes.",
+        "No idea.",
+        1.0,
+        "hh-rlhf/helpful-base",
+    )
     assert last.prompt == (Turn("user", "Hi"),)
     assert last.chosen == "Hello! Human: fake\n\nAssistant: x"
 
@@ -150,8 +180,15 @@ def test_hh_adapter_limit_and_unknown_split(tmp_path: Path) -> None:
 
 def test_hh_adapter_bad_row_error_and_skip(tmp_path: Path) -> None:
     path = tmp_path / "hh-rlhf" / "harmless-base" / "test.jsonl.gz"
-    write_jsonl(path, [{"chosen": PROMPT + "\n\nAssistant: a", "rejected": PROMPT + "\n\nAssistant: b"},
-                       {"chosen": "no markers", "rejected": "at all"}, {}], raw_lines={2: "{not json"})
+    write_jsonl(
+        path,
+        [
+            {"chosen": PROMPT + "\n\nAssistant: a", "rejected": PROMPT + "\n\nAssistant: b"},
+            {"chosen": "no markers", "rejected": "at all"},
+            {},
+        ],
+        raw_lines={2: "{not json"},
+    )
     with pytest.raises(DataError) as err:
         load_dataset("hh-rlhf/harmless-base", data_dir=tmp_path)
     assert "test.jsonl.gz" in str(err.value) and "row 2" in str(err.value) and "\n" not in str(err.value)
@@ -160,6 +197,7 @@ def test_hh_adapter_bad_row_error_and_skip(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------- generic file
+
 
 def _file_rows() -> list[dict[str, Any]]:
     return [
@@ -176,8 +214,7 @@ MAPPING = {"prompt": "q", "chosen": "good", "rejected": "bad", "label": "p", "id
 
 
 @pytest.mark.parametrize(("row", "field", "fragment"), [(4, "p", "[0, 1]"), (5, "bad", "missing"), (6, "good", "int")])
-def test_file_adapter_names_file_row_and_field_on_one_line(tmp_path: Path, row: int, field: str,
-                                                           fragment: str) -> None:
+def test_file_adapter_names_file_row_and_field_on_one_line(tmp_path: Path, row: int, field: str, fragment: str) -> None:
     rows = _file_rows()
     rows = [*rows[:2], rows[row - 1]]  # the bad row becomes line 3
     path = write_jsonl(tmp_path / "prefs.jsonl", rows)
@@ -252,22 +289,28 @@ def test_file_adapter_missing_file_and_missing_column(tmp_path: Path) -> None:
 
 
 def test_file_adapter_limit_and_default_ids(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "prefs.jsonl", [{"prompt": f"q{i}", "chosen": "a", "rejected": "b"}
-                                                  for i in range(5)])
+    path = write_jsonl(
+        tmp_path / "prefs.jsonl", [{"prompt": f"q{i}", "chosen": "a", "rejected": "b"} for i in range(5)]
+    )
     ds = load_dataset("file", path=path, limit=3)
     assert [p.pair_id for p in ds.pairs] == ["prefs:all:0", "prefs:all:1", "prefs:all:2"]
     assert ds.n_rows == 3 and all(p.label == 1.0 for p in ds.pairs)
 
 
 def test_file_adapter_derives_prompts_from_transcripts_and_chat_lists(tmp_path: Path) -> None:
-    hh = write_jsonl(tmp_path / "hh.jsonl", [{"chosen": PROMPT + "\n\nAssistant: Nine.",
-                                              "rejected": PROMPT + "\n\nAssistant: Two."}])
+    hh = write_jsonl(
+        tmp_path / "hh.jsonl", [{"chosen": PROMPT + "\n\nAssistant: Nine.", "rejected": PROMPT + "\n\nAssistant: Two."}]
+    )
     pair = load_dataset("file", path=hh).pairs[0]
     assert pair.prompt_text() == PROMPT + "\n\nAssistant:"
     assert (pair.chosen, pair.rejected) == ("Nine.", "Two.")
     chat = [{"role": "user", "content": "Hi"}]
-    rows = [{"chosen": [*chat, {"role": "assistant", "content": "Hello"}],
-             "rejected": [*chat, {"role": "assistant", "content": "Go"}]}]
+    rows = [
+        {
+            "chosen": [*chat, {"role": "assistant", "content": "Hello"}],
+            "rejected": [*chat, {"role": "assistant", "content": "Go"}],
+        }
+    ]
     pair = load_dataset("file", path=write_jsonl(tmp_path / "chat.jsonl", rows)).pairs[0]
     assert pair.prompt == (Turn("user", "Hi"),) and (pair.chosen, pair.rejected) == ("Hello", "Go")
     plain = write_jsonl(tmp_path / "plain.jsonl", [{"chosen": "a", "rejected": "b"}])
@@ -276,15 +319,16 @@ def test_file_adapter_derives_prompts_from_transcripts_and_chat_lists(tmp_path: 
 
 
 def test_hub_adapter_offline_fails_with_one_clean_line() -> None:
-    code = ("from rewardsmith.data.registry import load_dataset\n"
-            "from rewardsmith.errors import DataError\n"
-            "try:\n"
-            "    load_dataset('hub', path='rewardsmith-tests/no-such-dataset', split='train')\n"
-            "except DataError as err:\n"
-            "    print(str(err))\n")
+    code = (
+        "from rewardsmith.data.registry import load_dataset\n"
+        "from rewardsmith.errors import DataError\n"
+        "try:\n"
+        "    load_dataset('hub', path='rewardsmith-tests/no-such-dataset', split='train')\n"
+        "except DataError as err:\n"
+        "    print(str(err))\n"
+    )
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     message = result.stdout.strip()
     assert result.returncode == 0, result.stderr[-2000:]
     assert "\n" not in message and "rewardsmith-tests/no-such-dataset" in message
@@ -293,25 +337,44 @@ def test_hub_adapter_offline_fails_with_one_clean_line() -> None:
 
 # ------------------------------------------------------------------------------------------ HelpSteer
 
+
 def test_split_extra_id_turns() -> None:
     text = "write a poem\n<extra_id_1>Assistant\nRoses are red.\n<extra_id_1>User\nshorter please"
-    assert split_extra_id_turns(text) == (Turn("user", "write a poem"), Turn("assistant", "Roses are red."),
-                                          Turn("user", "shorter please"))
+    assert split_extra_id_turns(text) == (
+        Turn("user", "write a poem"),
+        Turn("assistant", "Roses are red."),
+        Turn("user", "shorter please"),
+    )
     assert split_extra_id_turns("plain question") == (Turn("user", "plain question"),)
     odd = "a\n<extra_id_1>Assistant\nb"  # ends with the assistant: not a prompt, kept whole
     assert split_extra_id_turns(odd) == (Turn("user", odd),)
 
 
 def _helpsteer3_rows() -> list[dict[str, Any]]:
-    context = [{"role": "user", "content": "Fix my code"}, {"role": "assistant", "content": "Show it"},
-               {"role": "user", "content": "print(x"}]
+    context = [
+        {"role": "user", "content": "Fix my code"},
+        {"role": "assistant", "content": "Show it"},
+        {"role": "user", "content": "print(x"},
+    ]
     base = {"domain": "code", "language": "python", "context": context}
     return [
-        dict(base, response1="Add a ')'", response2="Looks fine", overall_preference=-2,
-             individual_preference=[{"score": -2, "reasoning": "r", "feedback1": "", "feedback2": ""},
-                                    {"score": -3, "reasoning": "r", "feedback1": "", "feedback2": ""}]),
-        dict(base, response1="Delete it", response2="Close the parenthesis", overall_preference=3,
-             individual_preference=[{"score": 3}]),
+        dict(
+            base,
+            response1="Add a ')'",
+            response2="Looks fine",
+            overall_preference=-2,
+            individual_preference=[
+                {"score": -2, "reasoning": "r", "feedback1": "", "feedback2": ""},
+                {"score": -3, "reasoning": "r", "feedback1": "", "feedback2": ""},
+            ],
+        ),
+        dict(
+            base,
+            response1="Delete it",
+            response2="Close the parenthesis",
+            overall_preference=3,
+            individual_preference=[{"score": 3}],
+        ),
         dict(base, response1="A", response2="B", overall_preference=0, individual_preference=[]),
         dict(base, response1="A", response2="B", overall_preference=5, individual_preference=[]),
     ]
@@ -349,15 +412,34 @@ def test_helpsteer3_missing_data_names_the_places_looked_at(tmp_path: Path) -> N
 
 # ------------------------------------------------------------------------- PKU, UltraFeedback, MoralChoice
 
+
 def test_pku_picks_chosen_by_label_and_keeps_both_labels(tmp_path: Path) -> None:
-    rows = [{"prompt": [{"role": "user", "content": "chat form"}], "extra_info": {"question": "How to X?"},
-             "response_0": "unsafe but useful", "response_1": "safe refusal", "is_response_0_safe": False,
-             "is_response_1_safe": True, "response_0_severity_level": 2, "response_1_severity_level": 0,
-             "better_response_id": 0, "safer_response_id": 1},
-            {"prompt": [{"role": "user", "content": "fallback question"}], "extra_info": {"index": 1},
-             "response_0": "a", "response_1": "b", "is_response_0_safe": True, "is_response_1_safe": True,
-             "response_0_severity_level": 0, "response_1_severity_level": 0,
-             "better_response_id": 1, "safer_response_id": 1}]
+    rows = [
+        {
+            "prompt": [{"role": "user", "content": "chat form"}],
+            "extra_info": {"question": "How to X?"},
+            "response_0": "unsafe but useful",
+            "response_1": "safe refusal",
+            "is_response_0_safe": False,
+            "is_response_1_safe": True,
+            "response_0_severity_level": 2,
+            "response_1_severity_level": 0,
+            "better_response_id": 0,
+            "safer_response_id": 1,
+        },
+        {
+            "prompt": [{"role": "user", "content": "fallback question"}],
+            "extra_info": {"index": 1},
+            "response_0": "a",
+            "response_1": "b",
+            "is_response_0_safe": True,
+            "is_response_1_safe": True,
+            "response_0_severity_level": 0,
+            "response_1_severity_level": 0,
+            "better_response_id": 1,
+            "safer_response_id": 1,
+        },
+    ]
     (tmp_path / "pku-saferlhf").mkdir()
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "pku-saferlhf" / "test.parquet")
     harmless = load_dataset("pku-saferlhf/harmless", data_dir=tmp_path).pairs
@@ -375,10 +457,22 @@ def test_ultrafeedback_drops_ties_by_default(tmp_path: Path) -> None:
     from rewardsmith.data.adapters.ultrafeedback import load_ultrafeedback
     from rewardsmith.data.registry import LoadOptions
 
-    rows = [{"prompt": "p", "chosen": "a", "rejected": "b", "source_index": 7,
-             "metadata": {"score_chosen": 8.0, "score_rejected": 6.5}},
-            {"prompt": "p", "chosen": "c", "rejected": "d", "source_index": 8,
-             "metadata": {"score_chosen": 7.0, "score_rejected": 7.0}}]
+    rows = [
+        {
+            "prompt": "p",
+            "chosen": "a",
+            "rejected": "b",
+            "source_index": 7,
+            "metadata": {"score_chosen": 8.0, "score_rejected": 6.5},
+        },
+        {
+            "prompt": "p",
+            "chosen": "c",
+            "rejected": "d",
+            "source_index": 8,
+            "metadata": {"score_chosen": 7.0, "score_rejected": 7.0},
+        },
+    ]
     write_jsonl(tmp_path / "ultrafeedback" / "eval_clean.jsonl", rows)
     ds = load_dataset("ultrafeedback", data_dir=tmp_path, split="eval")
     assert len(ds.pairs) == 1 and ds.dropped == {"tie": 1}
@@ -393,10 +487,12 @@ def test_moralchoice_framing_and_labels(tmp_path: Path) -> None:
     for level in ("low", "high"):
         with open(folder / f"moralchoice_{level}_ambiguity.csv", "w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
-            writer.writerow(["scenario_id", "ambiguity", "generation_rule", "context", "action1", "action2",
-                             "a1_death", "a2_death"])
-            writer.writerow([f"{level}_0", level, "Do not kill", "You are a driver.", "I brake.",
-                             "I speed up.", "No", "Yes"])
+            writer.writerow(
+                ["scenario_id", "ambiguity", "generation_rule", "context", "action1", "action2", "a1_death", "a2_death"]
+            )
+            writer.writerow(
+                [f"{level}_0", level, "Do not kill", "You are a driver.", "I brake.", "I speed up.", "No", "Yes"]
+            )
     low = load_dataset("moralchoice/low", data_dir=tmp_path).pairs[0]
     high = load_dataset("moralchoice/high", data_dir=tmp_path).pairs[0]
     assert low.prompt == user_prompt("You are a driver. What do you do?")
@@ -408,11 +504,19 @@ def test_moralchoice_framing_and_labels(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------- RM-Bench
 
+
 def _rmbench_pair() -> PreferencePair:
     chosen = ["c0", "c1 longer", "c2 **markdown**"]
     rejected = ["r0", "r1 longer", "r2 **markdown**"]
-    return PreferencePair(user_prompt("q"), chosen[0], rejected[0], 1.0, "rm-bench/chat", "rm-bench/chat:1",
-                          {"rmbench_id": 1, "chosen_variants": chosen, "rejected_variants": rejected})
+    return PreferencePair(
+        user_prompt("q"),
+        chosen[0],
+        rejected[0],
+        1.0,
+        "rm-bench/chat",
+        "rm-bench/chat:1",
+        {"rmbench_id": 1, "chosen_variants": chosen, "rejected_variants": rejected},
+    )
 
 
 def test_rmbench_difficulty_follows_the_reference_matrix_layout() -> None:
@@ -428,7 +532,10 @@ def test_rmbench_matrix_pairs_expands_each_row_into_nine() -> None:
     assert len(expanded) == 9
     cell = {(p.metadata["chosen_style"], p.metadata["rejected_style"]): p for p in expanded}
     assert (cell[0, 2].chosen, cell[0, 2].rejected, cell[0, 2].metadata["difficulty"]) == (
-        "c0", "r2 **markdown**", "hard")
+        "c0",
+        "r2 **markdown**",
+        "hard",
+    )
     assert cell[2, 1].metadata["difficulty"] == "easy" and cell[1, 1].pair_id == "rm-bench/chat:1:11"
     with pytest.raises(ValueError, match="no RM-Bench style variants"):
         rmbench_matrix_pairs([PreferencePair(user_prompt("q"), "a", "b")])
@@ -438,12 +545,17 @@ def test_rm_bench_adapter_on_written_rows(tmp_path: Path) -> None:
     folder = tmp_path / "rm-bench"
     folder.mkdir()
     for stem, ids in (("safety-refuse", (1, 2)), ("safety-response", (3,))):
-        rows = [{"id": i, "subset": stem, "prompt": f"p{i}", "chosen": ["a", "aa", "aaa"],
-                 "rejected": ["b", "bb", "bbb"]} for i in ids]
+        rows = [
+            {"id": i, "subset": stem, "prompt": f"p{i}", "chosen": ["a", "aa", "aaa"], "rejected": ["b", "bb", "bbb"]}
+            for i in ids
+        ]
         (folder / f"{stem}_filtered.json").write_text(json.dumps(rows), encoding="utf-8")
     ds = load_dataset("rm-bench/safety", data_dir=tmp_path)
-    assert [p.pair_id for p in ds.pairs] == ["rm-bench/safety-refuse:1", "rm-bench/safety-refuse:2",
-                                            "rm-bench/safety-response:3"]
+    assert [p.pair_id for p in ds.pairs] == [
+        "rm-bench/safety-refuse:1",
+        "rm-bench/safety-refuse:2",
+        "rm-bench/safety-response:3",
+    ]
     assert (ds.pairs[0].chosen, ds.pairs[0].rejected) == ("a", "b")
     assert ds.pairs[2].metadata["chosen_variants"] == ["a", "aa", "aaa"]
     assert len(load_dataset("rm-bench/safety", data_dir=tmp_path, limit=2).pairs) == 2
@@ -451,13 +563,12 @@ def test_rm_bench_adapter_on_written_rows(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------- MATH-500
 
-SOLUTION = ("We have $2 + 3 = 5$ apples.\n[asy]\ndraw((0,0)--(7,7));\n[/asy]\n"
-            "So the answer is $\\boxed{\\frac{15}{4}}$.")
+SOLUTION = "We have $2 + 3 = 5$ apples.\n[asy]\ndraw((0,0)--(7,7));\n[/asy]\nSo the answer is $\\boxed{\\frac{15}{4}}$."
 
 
 def test_math_corruptions_change_the_intended_part_only() -> None:
     span = last_boxed_span(SOLUTION)
-    assert span is not None and SOLUTION[span[0]:span[1]] == "\\frac{15}{4}"
+    assert span is not None and SOLUTION[span[0] : span[1]] == "\\frac{15}{4}"
     final = corrupt_final_answer(SOLUTION, "id-1")
     step = corrupt_wrong_step(SOLUTION, "id-1")
     assert final is not None and step is not None

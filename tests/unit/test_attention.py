@@ -16,8 +16,13 @@ from rewardsmith.models.attention import ATTENTION_NAME, FP32_CORE_MAX_HEAD_DIM,
 def _batch(tok, texts: list[str]) -> dict[str, torch.Tensor]:
     enc = tok(texts, padding=True, return_tensors="pt")
     mask = enc["attention_mask"]
-    return {"input_ids": enc["input_ids"], "attention_mask": mask, "token_type_ids": enc["token_type_ids"],
-            "response_mask": mask.bool(), "position_ids": (mask.cumsum(1) - 1).clamp(min=0)}
+    return {
+        "input_ids": enc["input_ids"],
+        "attention_mask": mask,
+        "token_type_ids": enc["token_type_ids"],
+        "response_mask": mask.bool(),
+        "position_ids": (mask.cumsum(1) - 1).clamp(min=0),
+    }
 
 
 @pytest.mark.parametrize("backbone", ["tiny-bert", "tiny-llama"])

@@ -27,9 +27,11 @@ from rewardsmith.stats import bootstrap_indices
 
 
 def test_units_statistics_and_composites() -> None:
-    measures = {"a::acc": Units(("1", "2", "3", "4"), [1.0, 0.0, 1.0, 1.0]),
-                "b::acc": Units(("5", "6"), [[1.0, 2.0], [0.0, 2.0]], statistic="ratio"),
-                "all::acc": Composite({"a::acc": 3.0, "b::acc": 1.0})}
+    measures = {
+        "a::acc": Units(("1", "2", "3", "4"), [1.0, 0.0, 1.0, 1.0]),
+        "b::acc": Units(("5", "6"), [[1.0, 2.0], [0.0, 2.0]], statistic="ratio"),
+        "all::acc": Composite({"a::acc": 3.0, "b::acc": 1.0}),
+    }
     assert measure_value(measures, "a::acc") == pytest.approx(75.0)
     assert measure_value(measures, "b::acc") == pytest.approx(25.0)
     assert measure_value(measures, "all::acc") == pytest.approx((3 * 75 + 25) / 4)
@@ -89,8 +91,10 @@ def test_paired_difference_uses_the_rows_both_have_with_the_same_draws() -> None
 
 
 def test_compare_models_on_suites(tmp_path: Path) -> None:
-    rows = [{"prompt": f"p{i}", "chosen": f"c{i}", "rejected": f"r{i}", "subset": "hep-go" if i % 2 else "hep-js",
-             "id": i} for i in range(80)]
+    rows = [
+        {"prompt": f"p{i}", "chosen": f"c{i}", "rejected": f"r{i}", "subset": "hep-go" if i % 2 else "hep-js", "id": i}
+        for i in range(80)
+    ]
     write_parquet(tmp_path / "reward-bench" / "data" / "filtered-00000-of-00001.parquet", rows)
     loaded, _ = load_suites(tmp_path, ["reward-bench"])
     rng = np.random.default_rng(1)

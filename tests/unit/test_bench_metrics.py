@@ -32,13 +32,16 @@ def test_strict_correct_counts_a_tie_as_wrong() -> None:
     assert strict_correct([0.5, 0.0, -1.0]).tolist() == [1.0, 0.0, 0.0]
 
 
-@pytest.mark.parametrize(("rewards", "credit"), [
-    ([3, 1, 2, 0], 1.0),          # the chosen completion alone at the top
-    ([2, 2, 1, 2], 1 / 3),        # tied with two rejected at the maximum: 1/k with k = 3
-    ([2, 2, 2, 2], 1 / 4),        # all four tied
-    ([1, 2, 0, 0], 0.0),          # a rejected completion scores higher
-    ([1, 1, 2, 0], 0.0),          # tied with one, but below the maximum
-])
+@pytest.mark.parametrize(
+    ("rewards", "credit"),
+    [
+        ([3, 1, 2, 0], 1.0),  # the chosen completion alone at the top
+        ([2, 2, 1, 2], 1 / 3),  # tied with two rejected at the maximum: 1/k with k = 3
+        ([2, 2, 2, 2], 1 / 4),  # all four tied
+        ([1, 2, 0, 0], 0.0),  # a rejected completion scores higher
+        ([1, 1, 2, 0], 0.0),  # tied with one, but below the maximum
+    ],
+)
 def test_best_of_n_credit_splits_ties_at_the_maximum(rewards: list[float], credit: float) -> None:
     assert best_of_n_credit(rewards) == pytest.approx(credit)
 
@@ -56,8 +59,7 @@ def test_ties_score_with_ref_and_tied_prompts_by_hand() -> None:
     ids = ["ref:1", "tied:1", "ref:2", "tied:2"]
     prompts, values = ties_units(ids, [1, 3, 1, 2], [[5, 3, 4], [10, 8, 9, 7, 2], [1, 2], [6, 5.5, 1]])
     assert prompts == ["1", "2"]
-    expected = np.array([[1.0, 1.0, 0.0, 0.0, math.tanh(1 / 2 - 1)],
-                         [0.0, 1.0, 1.0, 0.0, math.tanh(-1 / 0.5 - 1)]])
+    expected = np.array([[1.0, 1.0, 0.0, 0.0, math.tanh(1 / 2 - 1)], [0.0, 1.0, 1.0, 0.0, math.tanh(-1 / 0.5 - 1)]])
     np.testing.assert_allclose(values, expected)
     score = 0.3 * 1.0 + 0.3 * 0.5 + 0.2 * 0.5 + 0.2 * 0.0 + 0.01 * (math.tanh(-0.5) + math.tanh(-3.0)) / 2
     assert ties_statistic(values) == pytest.approx(score)
@@ -78,11 +80,18 @@ def test_ties_margin_with_equal_correct_rewards_and_prompts_lacking_a_partner() 
 
 def test_section_scores_follow_the_leaderboard_weights() -> None:
     # The README example of allenai/reward-bench "Getting Leaderboard Section Scores", computed here by hand.
-    subset = {"alpacaeval-easy": 0.5, "alpacaeval-hard": 0.7052631578947368, "alpacaeval-length": 0.5894736842105263,
-              "mt-bench-easy": 0.5714285714285714, "mt-bench-med": 0.725, "math-prm": 0.2953020134228188,
-              "hep-python": 0.5487804878048781}
-    chat = (0.5 * 100 + 0.7052631578947368 * 95 + 0.5894736842105263 * 95 + 0.5714285714285714 * 28
-            + 0.725 * 40) / (100 + 95 + 95 + 28 + 40)
+    subset = {
+        "alpacaeval-easy": 0.5,
+        "alpacaeval-hard": 0.7052631578947368,
+        "alpacaeval-length": 0.5894736842105263,
+        "mt-bench-easy": 0.5714285714285714,
+        "mt-bench-med": 0.725,
+        "math-prm": 0.2953020134228188,
+        "hep-python": 0.5487804878048781,
+    }
+    chat = (0.5 * 100 + 0.7052631578947368 * 95 + 0.5894736842105263 * 95 + 0.5714285714285714 * 28 + 0.725 * 40) / (
+        100 + 95 + 95 + 28 + 40
+    )
     reasoning = (0.2953020134228188 * 984 + 0.5487804878048781 * 164) / (984 + 164)
     sections = section_scores(subset, EXAMPLE_COUNTS, SUBSET_MAPPING)
     assert set(sections) == {"Chat", "Reasoning"}  # sections without a subset present are left out
@@ -121,10 +130,10 @@ def test_best_of_k_curve_breaks_a_tie_at_the_top_at_random() -> None:
 
 def test_conflict_pairs_orient_correct_first_and_skip_non_conflicts() -> None:
     credit, margins, oriented = conflict_pairs([4, 3, 2, 1], [0, 1, 0, 1], [(0, 1), (2, 3), (0, 2)])
-    assert oriented.tolist() == [[1, 0], [3, 2]]            # (0, 2) are both wrong: not a conflict
+    assert oriented.tolist() == [[1, 0], [3, 2]]  # (0, 2) are both wrong: not a conflict
     assert margins.tolist() == [-1.0, -1.0] and credit.tolist() == [0.0, 0.0]
     credit, _, _ = conflict_pairs([1, 1, 0, 2], [1, 0, 0, 1], [(0, 1), (2, 3)])
-    assert credit.tolist() == [0.5, 1.0]                    # a tied reward counts 1/2
+    assert credit.tolist() == [0.5, 1.0]  # a tied reward counts 1/2
     with pytest.raises(ValueError, match="outside"):
         conflict_pairs([1, 2], [0, 1], [(0, 5)])
 
@@ -147,8 +156,9 @@ def test_reward_length_correlation_pairs_and_many_responses() -> None:
     est = reward_length_correlation(list(rewards4), list(lengths4), n_boot=200, seed=0)
     assert est.value == pytest.approx(float(spearman(rewards4.ravel(), lengths4.ravel())))
     assert est.low <= est.value <= est.high and est.n == 20
-    exact = reward_length_correlation([np.array([1.0, 2, 3]), np.array([4.0, 5])], [np.array([1.0, 2, 3]),
-                                                                                     np.array([4.0, 5])], n_boot=50)
+    exact = reward_length_correlation(
+        [np.array([1.0, 2, 3]), np.array([4.0, 5])], [np.array([1.0, 2, 3]), np.array([4.0, 5])], n_boot=50
+    )
     assert exact.value == pytest.approx(1.0) and exact.low == pytest.approx(1.0)
 
 
@@ -159,6 +169,8 @@ def test_resampled_spearman_equals_ranking_each_resample() -> None:
     y = rng.normal(size=sum(sizes))
     unit = np.repeat(np.arange(len(sizes)), sizes)
     idx = bootstrap_indices(len(sizes), 40, 11)
-    expected = [spearman(np.concatenate([x[unit == i] for i in draw]), np.concatenate([y[unit == i] for i in draw]))
-                for draw in idx]
+    expected = [
+        spearman(np.concatenate([x[unit == i] for i in draw]), np.concatenate([y[unit == i] for i in draw]))
+        for draw in idx
+    ]
     np.testing.assert_allclose(resampled_spearman(x, y, unit, idx), expected)

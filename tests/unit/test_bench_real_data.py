@@ -37,6 +37,7 @@ def test_length_scorer_reproduces_the_length_rule_on_real_data(data_dir: Path) -
     rm = {(m["subset"], m["metric"]): m for m in result.suites["rm-bench"]["measures"]}
     # Detailed variants are longer than concise ones, so a length scorer loses most hard comparisons.
     assert rm[("overall", "hard")]["score"] < rm[("overall", "easy")]["score"]
-    assert rm[("overall", "hard - easy")]["score"] == pytest.approx(rm[("overall", "hard")]["score"]
-                                                                    - rm[("overall", "easy")]["score"])
+    assert rm[("overall", "hard - easy")]["score"] == pytest.approx(
+        rm[("overall", "hard")]["score"] - rm[("overall", "easy")]["score"]
+    )
     assert result.suites["local"]["summary"]["subsets"]["hh-rlhf/harmless-base"] == 40

@@ -50,8 +50,14 @@ def _run(data_dir: Path, names: list[str], rewards: dict[str, float] | None = No
 
 def test_registry_finds_every_suite_module() -> None:
     suites = discover_suites()
-    assert list(suites) == ["reward-bench", "reward-bench-2", "ppe-human-preference", "ppe-correctness", "rm-bench",
-                            "local"]
+    assert list(suites) == [
+        "reward-bench",
+        "reward-bench-2",
+        "ppe-human-preference",
+        "ppe-correctness",
+        "rm-bench",
+        "local",
+    ]
     assert all(s.name == name for name, s in suites.items())
     assert [s.name for s in get_suites(["local", "rm-bench"])] == ["local", "rm-bench"]
     with pytest.raises(UnknownNameError, match="benchmark suite 'nope'"):
@@ -91,6 +97,7 @@ def test_reward_bench_subsets_sections_and_overall_by_hand(tmp_path: Path) -> No
     assert m[("alpacaeval-easy", "accuracy")]["length_rule"] == pytest.approx(50.0)
     # corr(reward, length) of subset alpacaeval-easy over its four responses, by hand with scipy.
     from scipy.stats import spearmanr
+
     texts = ["a1 chosen, long and right", "a1 no", "a2 tie c", "a2 tie r"]
     rho = spearmanr([RB1_REWARDS[t] for t in texts], [len(t) for t in texts]).statistic
     assert m[("alpacaeval-easy", "accuracy")]["length_correlation"] == pytest.approx(rho)
@@ -123,10 +130,10 @@ def test_ppe_human_preference_excludes_ties_and_scores_categories(tmp_path: Path
     assert m[("overall", "accuracy")]["score"] == pytest.approx(100 * (1 + 0 + 0.5) / 3)
     assert m[("overall", "accuracy")]["n"] == 3
     assert result.suites["ppe-human-preference"]["summary"]["dropped"] == {"tie": 2}
-    assert m[("hard_prompt", "accuracy")]["score"] == pytest.approx(100.0)    # q1 only: all 7 criteria
+    assert m[("hard_prompt", "accuracy")]["score"] == pytest.approx(100.0)  # q1 only: all 7 criteria
     assert m[("criteria_v0.1/complexity", "accuracy")]["n"] == 1
-    assert m[("is_code", "accuracy")]["score"] == pytest.approx(0.0)          # q2
-    assert m[("if_v0.1/if", "accuracy")]["score"] == pytest.approx(50.0)      # q5: a reward tie
+    assert m[("is_code", "accuracy")]["score"] == pytest.approx(0.0)  # q2
+    assert m[("if_v0.1/if", "accuracy")]["score"] == pytest.approx(50.0)  # q5: a reward tie
 
 
 def test_ppe_correctness_conflict_pairs_best_of_k_and_auc(tmp_path: Path) -> None:
@@ -136,8 +143,9 @@ def test_ppe_correctness_conflict_pairs_best_of_k_and_auc(tmp_path: Path) -> Non
     # Conflict pairs: row A (0,1) wrong, (2,3) wrong, (0,2) not a conflict; row B (0,1) tie 1/2, (2,3) right.
     assert m[("math", "conflict accuracy")]["score"] == pytest.approx(100 * 1.5 / 4)
     curve = (np.array(PPE_CURVE_A) + np.array(PPE_CURVE_B)) / 2
-    assert m[("math", "best-of-K area")]["score"] == pytest.approx(100 * (np.mean(PPE_CURVE_A) + np.mean(PPE_CURVE_B))
-                                                                   / 2)
+    assert m[("math", "best-of-K area")]["score"] == pytest.approx(
+        100 * (np.mean(PPE_CURVE_A) + np.mean(PPE_CURVE_B)) / 2
+    )
     assert m[("math", "best-of-K end")]["score"] == pytest.approx(100 * curve[-1])
     assert m[("math", "best-of-K max")]["score"] == pytest.approx(100 * curve.max())
     assert m[("math", "ROC AUC")]["score"] == pytest.approx(8.5 / 16) and m[("math", "ROC AUC")]["unit"] == ""
@@ -166,8 +174,9 @@ def test_ppe_correctness_reads_ppe_folder_names_and_jsonl(tmp_path: Path) -> Non
 def test_one_scoring_call_and_the_reuse_counter(tmp_path: Path) -> None:
     # RewardBench 2 rows repeat a prompt and response of RewardBench: the shared text is scored once.
     write_reward_bench(tmp_path, [("mt-bench-easy", 1, "shared answer", "rb1 only")])
-    write_reward_bench_2(tmp_path, [rb2_row("x", "Focus", ["shared answer"], ["rb2 a", "rb2 b", "rb2 b"],
-                                         prompt="prompt 1")])
+    write_reward_bench_2(
+        tmp_path, [rb2_row("x", "Focus", ["shared answer"], ["rb2 a", "rb2 b", "rb2 b"], prompt="prompt 1")]
+    )
     loaded, _ = load_suites(tmp_path, ["reward-bench", "reward-bench-2"])
     score = TableScore({"shared answer": 1.0, "rb1 only": 0.0, "rb2 a": 0.5, "rb2 b": 2.0})
     result = run_suites(loaded, score, OPTIONS)
@@ -189,8 +198,10 @@ def test_non_finite_reward_is_refused_naming_the_row(tmp_path: Path) -> None:
 
 
 def test_wrong_schema_is_one_line_naming_file_and_column(tmp_path: Path) -> None:
-    path = write_parquet(tmp_path / "reward-bench" / "data" / "filtered-00000-of-00001.parquet",
-                         [{"prompt": "p", "chosen": "c", "rejected": "r", "id": 1}])
+    path = write_parquet(
+        tmp_path / "reward-bench" / "data" / "filtered-00000-of-00001.parquet",
+        [{"prompt": "p", "chosen": "c", "rejected": "r", "id": 1}],
+    )
     with pytest.raises(DataError) as err:
         load_suites(tmp_path, ["reward-bench"])
     assert str(err.value).startswith(f"{path}, field 'subset': missing column 'subset'") and "\n" not in str(err.value)
@@ -207,14 +218,17 @@ def test_wrong_schema_is_one_line_naming_file_and_column(tmp_path: Path) -> None
 
     jsonl = tmp_path / "j" / "reward-bench" / "data" / "filtered.jsonl"
     jsonl.parent.mkdir(parents=True)
-    rows = [{"prompt": "p", "chosen": "c", "rejected": "r", "subset": "s", "id": 1},
-            {"prompt": "p", "chosen": "c", "rejected": 3, "subset": "s", "id": 2}]
+    rows = [
+        {"prompt": "p", "chosen": "c", "rejected": "r", "subset": "s", "id": 1},
+        {"prompt": "p", "chosen": "c", "rejected": 3, "subset": "s", "id": 2},
+    ]
     jsonl.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     with pytest.raises(DataError, match=r"filtered.jsonl, row 2, field 'rejected': expected str, got int 3"):
         load_suites(tmp_path / "j", ["reward-bench"])
 
-    write_ppe_human(tmp_path, [{"question_id": "q", "prompt": "p", "response_1": "a", "response_2": "b",
-                                "winner": "model_c"}])
+    write_ppe_human(
+        tmp_path, [{"question_id": "q", "prompt": "p", "response_1": "a", "response_2": "b", "winner": "model_c"}]
+    )
     with pytest.raises(DataError, match="field 'winner': expected one of model_a"):
         load_suites(tmp_path, ["ppe-human-preference"])
 
@@ -242,6 +256,8 @@ def test_hub_request_offline_is_reported_missing(tmp_path: Path, monkeypatch: py
     loaded, missing = load_suites(tmp_path, ["reward-bench", "ppe-correctness"], hub=True)
     assert loaded == []
     messages = {m.suite: m.message for m in missing}
-    assert messages["reward-bench"].startswith("missing: cannot read allenai/reward-bench from the hub: "
-                                               "HF_HUB_OFFLINE is set; or put the allenai/reward-bench release")
+    assert messages["reward-bench"].startswith(
+        "missing: cannot read allenai/reward-bench from the hub: "
+        "HF_HUB_OFFLINE is set; or put the allenai/reward-bench release"
+    )
     assert "\n" not in messages["reward-bench"] and "ppe-correctness" in messages

@@ -60,9 +60,14 @@ def test_sums_of_a_hand_table(tmp_path: Path) -> None:
     """Rater a: (r, s) = (0, 1), (1, 3), (2, 5), the line s = 2r + 1; rater b: (0, 0), (1, 1), (2, 2), s = r.
     Global means r0 = 6/6 = 1, s0 = 12/6 = 2, so the centred values are a: r -1, 0, 1, s -1, 1, 3 and
     b: r -1, 0, 1, s -2, -1, 0; the sums follow by hand, then the OLS lines."""
-    pd.DataFrame({"rater_id": ["a", "a", "a", "b", "b", "b"], "item_id": list("123456"),
-                  "model_score": [0.0, 1.0, 2.0, 0.0, 1.0, 2.0], "score": [1.0, 3.0, 5.0, 0.0, 1.0, 2.0]}
-                 ).to_parquet(tmp_path / "r.parquet")
+    pd.DataFrame(
+        {
+            "rater_id": ["a", "a", "a", "b", "b", "b"],
+            "item_id": list("123456"),
+            "model_score": [0.0, 1.0, 2.0, 0.0, 1.0, 2.0],
+            "score": [1.0, 3.0, 5.0, 0.0, 1.0, 2.0],
+        }
+    ).to_parquet(tmp_path / "r.parquet")
     stats, counts = engine_rater_stats("duckdb", tmp_path / "r.parquet")
     assert counts == {"rows_read": 6, "ratings_kept": 6, "raters": 2}
     assert stats.rater_ids.tolist() == ["a", "b"]
@@ -85,7 +90,7 @@ def test_duckdb_matches_numpy_to_1e9_across_files_and_orders(tmp_path: Path, fra
     parts.mkdir()
     shuffled = frame.sample(frac=1.0, random_state=0)
     for k, start in enumerate(range(0, len(shuffled), 400)):
-        shuffled.iloc[start:start + 400].to_parquet(parts / f"part-{k}.parquet")
+        shuffled.iloc[start : start + 400].to_parquet(parts / f"part-{k}.parquet")
     want = rater_stats(frame, group_columns=["group"])
     for location in (tmp_path / "one.parquet", parts, str(parts / "*.parquet"), sorted(parts.glob("*.parquet"))):
         got, counts = engine_rater_stats("duckdb", location, group_columns=["group"])
@@ -99,11 +104,19 @@ def test_duckdb_matches_numpy_to_1e9_across_files_and_orders(tmp_path: Path, fra
 
 def test_integer_ids_and_other_column_names(tmp_path: Path) -> None:
     """Integer rater ids come back as their text, as the memory path reads them; columns may be renamed."""
-    data = pd.DataFrame({"user": [7, 7, 7, 12, 12, 12], "reward": [0.0, 1.0, 2.0, 0.0, 1.0, 3.0],
-                         "rating": [1.0, 2.0, 3.0, 0.0, 1.0, 2.0]})
+    data = pd.DataFrame(
+        {
+            "user": [7, 7, 7, 12, 12, 12],
+            "reward": [0.0, 1.0, 2.0, 0.0, 1.0, 3.0],
+            "rating": [1.0, 2.0, 3.0, 0.0, 1.0, 2.0],
+        }
+    )
     data.to_parquet(tmp_path / "r.parquet")
-    stats, _ = engine_rater_stats(DuckDBEngine(threads=1), tmp_path / "r.parquet",
-                                  columns={"rater_id": "user", "model_score": "reward", "score": "rating"})
+    stats, _ = engine_rater_stats(
+        DuckDBEngine(threads=1),
+        tmp_path / "r.parquet",
+        columns={"rater_id": "user", "model_score": "reward", "score": "rating"},
+    )
     assert stats.rater_ids.tolist() == ["12", "7"]  # sorted as text
     np.testing.assert_allclose(stats.n, [3, 3])
 
@@ -116,9 +129,15 @@ def test_bad_rows_are_counted_by_reason_or_refused(tmp_path: Path, frame: pd.Dat
     bad["model_score"] = [1.0, 1.0, 1.0, 1.0, -np.inf, 1.0]
     pd.concat([good, bad]).to_parquet(tmp_path / "r.parquet")
     result = DuckDBEngine().rater_stats(tmp_path / "r.parquet", score_range=(-1e5, 1e5))
-    assert result.counts == {"rows_read": 26, "ratings_kept": 20, "raters": good.rater_id.nunique(),
-                             "dropped_missing_rater_id": 2, "dropped_nonfinite_score": 2,
-                             "dropped_nonfinite_model_score": 1, "dropped_score_out_of_range": 1}
+    assert result.counts == {
+        "rows_read": 26,
+        "ratings_kept": 20,
+        "raters": good.rater_id.nunique(),
+        "dropped_missing_rater_id": 2,
+        "dropped_nonfinite_score": 2,
+        "dropped_nonfinite_model_score": 1,
+        "dropped_score_out_of_range": 1,
+    }
     assert_same_moments(result.stats, rater_stats(good))
     with pytest.raises(DataError, match=r"field 'rater_id': empty rater_id \(2 such rows"):
         DuckDBEngine().rater_stats(tmp_path / "r.parquet", on_bad_row="error")
@@ -149,7 +168,7 @@ def test_missing_columns_no_valid_rows_and_locations_are_one_line_errors(tmp_pat
 def test_double_literals_read_back_exactly() -> None:
     import duckdb
 
-    values = [0.1, 1 / 3, -1e-300, 1.2345678e15, 5e-324, -2.0**60 + 1]
+    values = [0.1, 1 / 3, -1e-300, 1.2345678e15, 5e-324, -(2.0**60) + 1]
     got = duckdb.connect().execute("SELECT " + ", ".join(double_literal(v) for v in values)).fetchone()
     assert got is not None and list(got) == values
 
@@ -206,8 +225,7 @@ def test_fit_from_duckdb_statistics_equals_the_memory_fit(tmp_path: Path, frame:
     engine = fit_calibration(_fit_config(str(tmp_path / "r.parquet"), "duckdb", method))
     assert engine.rater_ids.tolist() == memory.rater_ids.tolist()
     for name in ("slope", "intercept", "noise_var", "var_slope", "var_intercept"):
-        np.testing.assert_allclose(getattr(engine, name), getattr(memory, name), rtol=1e-9, atol=1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(getattr(engine, name), getattr(memory, name), rtol=1e-9, atol=1e-12, err_msg=name)
     assert engine.info["engine"] == "duckdb" and engine.info["data"]["ratings_kept"] == len(frame)
     if method == "group":
         for group, fit in memory.info["groups"].items():
@@ -228,21 +246,35 @@ def test_cli_fit_with_duckdb_engine(tmp_path: Path, frame: pd.DataFrame) -> None
     frame.to_parquet(tmp_path / "r.parquet")
     runner = CliRunner()
     for engine in ("memory", "duckdb"):
-        result = runner.invoke(app, ["calibrate", "fit", "--ratings", str(tmp_path / "r.parquet"), "--engine", engine,
-                                     "--out", str(tmp_path / f"{engine}.json")])
+        result = runner.invoke(
+            app,
+            [
+                "calibrate",
+                "fit",
+                "--ratings",
+                str(tmp_path / "r.parquet"),
+                "--engine",
+                engine,
+                "--out",
+                str(tmp_path / f"{engine}.json"),
+            ],
+        )
         assert result.exit_code == 0, result.output
     memory, duck = load_maps(tmp_path / "memory.json"), load_maps(tmp_path / "duckdb.json")
     np.testing.assert_allclose(duck.slope, memory.slope, rtol=1e-9)
     assert f"read {len(frame)} ratings from 60 raters" in result.stdout
-    bad = runner.invoke(app, ["calibrate", "fit", "--ratings", "pluriharms", "--engine", "duckdb",
-                              "--out", str(tmp_path / "x.json")])
+    bad = runner.invoke(
+        app, ["calibrate", "fit", "--ratings", "pluriharms", "--engine", "duckdb", "--out", str(tmp_path / "x.json")]
+    )
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "named ratings source" in bad.stderr
 
 
 def test_importing_rewardsmith_starts_no_engine() -> None:
     """Importing the package, the engines and the CLI imports neither pyspark nor duckdb."""
-    code = ("import sys, rewardsmith, rewardsmith.calibrate.engines, rewardsmith.calibrate.run, rewardsmith.cli; "
-            "print(sorted(m for m in ('pyspark', 'py4j', 'duckdb') if m in sys.modules))")
+    code = (
+        "import sys, rewardsmith, rewardsmith.calibrate.engines, rewardsmith.calibrate.run, rewardsmith.cli; "
+        "print(sorted(m for m in ('pyspark', 'py4j', 'duckdb') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -173,9 +173,9 @@ def test_prism_adapter_on_rows_built_here(tmp_path):
     ]
     (folder / "survey.jsonl").write_text("\n".join(json.dumps(s) for s in survey))
     scores = tmp_path / "rm_scores.csv"
-    pd.DataFrame(
-        {"item_id": [f"ut{k}" for k in [*range(12), 99]], "model_score": np.linspace(-1, 1, 13)}
-    ).to_csv(scores, index=False)
+    pd.DataFrame({"item_id": [f"ut{k}" for k in [*range(12), 99]], "model_score": np.linspace(-1, 1, 13)}).to_csv(
+        scores, index=False
+    )
     table = load_ratings(f"prism:{folder}", model_scores=scores)
     assert table.n_raters == 3 and table.n_ratings == 12
     assert table.dropped == {"score_out_of_range": 1}

@@ -48,9 +48,7 @@ def test_duckdb_and_numpy_statistics_agree(tmp_path, table):
         np.testing.assert_allclose(getattr(mdb, name), getattr(mnp, name), rtol=1e-9, atol=1e-9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        np.testing.assert_allclose(
-            PEBS().fit(from_db).maps_.slope, PEBS().fit(in_memory).maps_.slope, rtol=1e-8
-        )
+        np.testing.assert_allclose(PEBS().fit(from_db).maps_.slope, PEBS().fit(in_memory).maps_.slope, rtol=1e-8)
 
 
 def test_duckdb_missing_column_is_a_data_error(tmp_path, table):
@@ -68,9 +66,7 @@ def test_duckdb_missing_column_is_a_data_error(tmp_path, table):
 def test_affine_sse_from_statistics_equals_direct_sum(points, slope, intercept):
     r = np.array([p[0] for p in points])
     s = np.array([p[1] for p in points])
-    stats = rater_stats(
-        pd.DataFrame({"rater_id": "a", "item_id": range(len(r)), "score": s, "model_score": r})
-    )
+    stats = rater_stats(pd.DataFrame({"rater_id": "a", "item_id": range(len(r)), "score": s, "model_score": r}))
     direct = np.sum((s - slope * r - intercept) ** 2)
     got = affine_sse(stats, np.array([slope]), np.array([intercept]))[0]
     assert got == pytest.approx(direct, rel=1e-7, abs=1e-6)
@@ -125,9 +121,7 @@ def _realised_gains(n_raters: int, fit_n: int, seed: int, joint: bool) -> tuple[
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             est = create_calibrator(name, **shared_params(name, joint=joint)).fit(fit)
-        mse[name] = np.mean(
-            (est.predict(test.rater_id.to_numpy(), test.model_score.to_numpy()) - test.score) ** 2
-        )
+        mse[name] = np.mean((est.predict(test.rater_id.to_numpy(), test.model_score.to_numpy()) - test.score) ** 2)
     return 100 * (1 - np.sqrt(mse["pebs"] / mse["pooled"])), float(mse["pooled"]), fit
 
 

@@ -20,9 +20,14 @@ torch.set_num_threads(1)
 
 def _pairs(n: int = 12) -> list[PreferencePair]:
     words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"]
-    return [PreferencePair((Turn("user", f"question {i} " + " ".join(words[: i % 7 + 1])),),
-                           " ".join(words[: (i * 3) % 11 + 1]), " ".join(reversed(words[: (i * 5) % 9 + 2])))
-            for i in range(n)]
+    return [
+        PreferencePair(
+            (Turn("user", f"question {i} " + " ".join(words[: i % 7 + 1])),),
+            " ".join(words[: (i * 3) % 11 + 1]),
+            " ".join(reversed(words[: (i * 5) % 9 + 2])),
+        )
+        for i in range(n)
+    ]
 
 
 def test_bt_loss_known_value() -> None:
@@ -103,8 +108,11 @@ def test_response_mask_excludes_prompt_and_padding(tiny_bert) -> None:
 def test_scores_invariant_to_batch_size_and_padding_side(fixture, request) -> None:
     model, tok = request.getfixturevalue(fixture)
     pairs = _pairs(12)
-    results = [score_pairs(model, tok, pairs, 48, 8, batch_size=bs, padding_side=side)
-               for bs in (1, 8, 32) for side in ("right", "left")]
+    results = [
+        score_pairs(model, tok, pairs, 48, 8, batch_size=bs, padding_side=side)
+        for bs in (1, 8, 32)
+        for side in ("right", "left")
+    ]
     ref = results[0]
     for chosen, rejected in results[1:]:
         assert torch.allclose(torch.tensor(chosen), torch.tensor(ref[0]), atol=1e-4)
@@ -122,9 +130,12 @@ def test_pooling_modes_pick_expected_tokens() -> None:
 
 @pytest.mark.parametrize("backbone,lora_r", [("tiny-bert", 0), ("tiny-bert", 4), ("tiny-llama", 0), ("tiny-llama", 4)])
 def test_save_load_roundtrip_scores_equal(tmp_path, backbone, lora_r) -> None:
-    cfg = ModelConfig(backbone=backbone, max_length=48, min_prompt_tokens=8,
-                      lora=LoraSettings(r=lora_r,
-                                        target_modules=["q_proj", "v_proj"] if backbone == "tiny-llama" else []))
+    cfg = ModelConfig(
+        backbone=backbone,
+        max_length=48,
+        min_prompt_tokens=8,
+        lora=LoraSettings(r=lora_r, target_modules=["q_proj", "v_proj"] if backbone == "tiny-llama" else []),
+    )
     model, tok = build_reward_model(cfg, seed=3)
     with torch.no_grad():  # move LoRA B off zero so the adapter matters
         for name, p in model.named_parameters():
@@ -135,8 +146,9 @@ def test_save_load_roundtrip_scores_equal(tmp_path, backbone, lora_r) -> None:
     save_model(model, tok, tmp_path / "m", cfg)
     loaded, tok2, meta = load_model(tmp_path / "m")
     after = score_pairs(loaded, tok2, pairs, 48, 8)
-    assert meta["backbone_storage"] == ("lora-adapter" if lora_r else
-                                        "sequence-classification" if backbone == "tiny-llama" else "full")
+    assert meta["backbone_storage"] == (
+        "lora-adapter" if lora_r else "sequence-classification" if backbone == "tiny-llama" else "full"
+    )
     assert abs(before[0] - after[0]).max() < 1e-5 and abs(before[1] - after[1]).max() < 1e-5
 
 
@@ -193,8 +205,15 @@ def test_icrm_model_saves_and_loads_through_the_same_path(tmp_path, mode) -> Non
     from rewardsmith.models.beta import BetaRewardModel
 
     backbone = "tiny-bert" if mode == "set" else "tiny-llama"
-    cfg = ICRMModelConfig(backbone=backbone, mode=mode, max_length=48, min_prompt_tokens=8, context_dim=8,
-                          hidden_dim=16, freeze_backbone=mode == "set")
+    cfg = ICRMModelConfig(
+        backbone=backbone,
+        mode=mode,
+        max_length=48,
+        min_prompt_tokens=8,
+        context_dim=8,
+        hidden_dim=16,
+        freeze_backbone=mode == "set",
+    )
     model, tok = build_model(cfg, seed=2)
     assert isinstance(model, BetaRewardModel) and not hasattr(model, "head")
     save_model(model, tok, tmp_path / "m", cfg)

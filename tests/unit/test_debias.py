@@ -41,8 +41,9 @@ def length_only_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
     for i in range(n):
         short = rng.randint(1, 4)
         longer = " ".join(rng.choices(WORDS, k=short + rng.randint(4, 9)))
-        pairs.append(PreferencePair(user_prompt(f"question {i}"), longer, " ".join(rng.choices(WORDS, k=short)),
-                                    pair_id=str(i)))
+        pairs.append(
+            PreferencePair(user_prompt(f"question {i}"), longer, " ".join(rng.choices(WORDS, k=short)), pair_id=str(i))
+        )
     return pairs
 
 
@@ -137,8 +138,15 @@ def confounded_pairs(n: int, seed: int, chosen_longer: float) -> list[Preference
 
 
 def _train(run_dir, kind: str, seed: int = 0, pairs: list[PreferencePair] | None = None):
-    cfg = TrainConfig(epochs=3, batch_size=8, lr=1e-3, checkpoint_every=0, progress=False, seed=seed,
-                      debias=DebiasSettings(kind=kind, lr=1e-2))
+    cfg = TrainConfig(
+        epochs=3,
+        batch_size=8,
+        lr=1e-3,
+        checkpoint_every=0,
+        progress=False,
+        seed=seed,
+        debias=DebiasSettings(kind=kind, lr=1e-2),
+    )
     model, tok = build_reward_model(MODEL_CFG, seed=seed)
     pairs = pairs if pairs is not None else confounded_pairs(128, seed, chosen_longer=0.8)
     return train_pairs(model, tok, pairs, cfg, MODEL_CFG, run_dir).model, tok
@@ -157,8 +165,10 @@ def test_each_scheme_takes_length_off_the_reward(tmp_path) -> None:
     where length says nothing, the covariate and balanced schemes at least halve that correlation and are more
     accurate; ODIN's quality head is less correlated too (it overshoots to a negative correlation here, so
     only the reduction is asserted). Means over two seeds."""
-    result = {kind: np.mean([_evaluate(*_train(tmp_path / f"{kind}{s}", kind, s)) for s in (0, 1)], axis=0)
-              for kind in ("none", "length-covariate", "odin", "length-balanced")}
+    result = {
+        kind: np.mean([_evaluate(*_train(tmp_path / f"{kind}{s}", kind, s)) for s in (0, 1)], axis=0)
+        for kind in ("none", "length-covariate", "odin", "length-balanced")
+    }
     assert result["none"][0] > 0.2, result
     for kind in ("length-covariate", "length-balanced"):
         assert abs(result[kind][0]) < result["none"][0] / 2, (kind, result)
@@ -192,11 +202,18 @@ def test_resume_with_a_debias_head_matches_uninterrupted(tmp_path) -> None:
     from tests.unit.test_trainer import Stop, stop_after
 
     def run(out, stop=None):
-        cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=3, progress=False,
-                          debias=DebiasSettings(kind="length-covariate"))
+        cfg = TrainConfig(
+            epochs=2,
+            batch_size=8,
+            lr=1e-3,
+            checkpoint_every=3,
+            progress=False,
+            debias=DebiasSettings(kind="length-covariate"),
+        )
         model, tok = build_reward_model(MODEL_CFG, seed=0)
-        return train_pairs(model, tok, length_only_pairs(48), cfg, MODEL_CFG, out,
-                           on_step=[stop_after(stop)] if stop else []).model
+        return train_pairs(
+            model, tok, length_only_pairs(48), cfg, MODEL_CFG, out, on_step=[stop_after(stop)] if stop else []
+        ).model
 
     full = run(tmp_path / "full")
     with pytest.raises(Stop):

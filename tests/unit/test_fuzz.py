@@ -18,19 +18,40 @@ from rewardsmith.errors import ConfigError, DataError, RewardsmithError
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.w2s.config import ShiftConfig
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=True),
-                    st.text(max_size=12))
-values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                       st.dictionaries(st.text(max_size=8), inner, max_size=3)),
-                      max_leaves=8)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=True), st.text(max_size=12)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
+    max_leaves=8,
+)
 KEYS = {
     RunConfig: ["data", "model", "train", "eval", "save_model"],
     ShiftConfig: ["name", "source", "targets", "split", "teacher", "student", "train", "methods", "seeds", "eval"],
     ICRMRunConfig: ["model", "episodes", "train", "elbo", "eval", "embed_batch_size"],
     CalibrateRunConfig: ["source", "evaluation", "fit_sizes"],
 }
-SECTION_KEYS = ["name", "lr", "epochs", "batch_size", "train_pairs", "max_length", "backbone", "seed", "weight",
-                "objective", "holdout", "seeds", "methods", "ratings", "kl_base", "mode", "bf16", "limit"]
+SECTION_KEYS = [
+    "name",
+    "lr",
+    "epochs",
+    "batch_size",
+    "train_pairs",
+    "max_length",
+    "backbone",
+    "seed",
+    "weight",
+    "objective",
+    "holdout",
+    "seeds",
+    "methods",
+    "ratings",
+    "kl_base",
+    "mode",
+    "bf16",
+    "limit",
+]
 
 
 def _config_doc(cls: type) -> st.SearchStrategy[dict[str, Any]]:
@@ -52,10 +73,17 @@ def test_config_loader_returns_a_config_or_a_config_error(data: st.DataObject) -
     assert isinstance(cfg, cls)
 
 
-row_values = st.one_of(scalars, st.lists(st.dictionaries(st.sampled_from(["role", "content"]), scalars,
-                                                         max_size=2), max_size=3))
-rows = st.lists(st.one_of(st.dictionaries(st.sampled_from(["prompt", "chosen", "rejected", "label", "id"]),
-                                          row_values, max_size=5), scalars), min_size=1, max_size=6)
+row_values = st.one_of(
+    scalars, st.lists(st.dictionaries(st.sampled_from(["role", "content"]), scalars, max_size=2), max_size=3)
+)
+rows = st.lists(
+    st.one_of(
+        st.dictionaries(st.sampled_from(["prompt", "chosen", "rejected", "label", "id"]), row_values, max_size=5),
+        scalars,
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -109,11 +109,7 @@ def test_sampler_flip_fractions_and_determinism() -> None:
     pool = PairPool("src", _pairs(400))
     rng = np.random.default_rng(0)
     for p in (0.0, 0.25, 0.5, 1.0):
-        flips = [
-            not d.chosen_wins
-            for _ in range(40)
-            for d in draw_demos(pool, Standard("src", flip_rate=p), 64, rng)
-        ]
+        flips = [not d.chosen_wins for _ in range(40) for d in draw_demos(pool, Standard("src", flip_rate=p), 64, rng)]
         assert abs(np.mean(flips) - p) < 0.04, p
     cfg = EpisodeConfig(sources=["src"], max_demos=16, flip_prob=0.5, mixture_prob=0.0)
     sampler = EpisodeSampler({"src": pool}, cfg, seed=3)
@@ -140,16 +136,11 @@ def test_mixture_labels_and_pku_helpful_labelling() -> None:
 
 def test_split_keeps_conversations_apart() -> None:
     pairs = _pairs(200) + [
-        PreferencePair(p.prompt, p.chosen + " again", p.rejected, pair_id=p.pair_id + "b")
-        for p in _pairs(200)
+        PreferencePair(p.prompt, p.chosen + " again", p.rejected, pair_id=p.pair_id + "b") for p in _pairs(200)
     ]
     parts = split_pool("src", pairs, EpisodeConfig())
     keys = {name: {p.group_key() for p in pool.pairs} for name, pool in parts.items()}
-    assert (
-        not keys["train"] & keys["test"]
-        and not keys["train"] & keys["demo"]
-        and not keys["demo"] & keys["test"]
-    )
+    assert not keys["train"] & keys["test"] and not keys["train"] & keys["demo"] and not keys["demo"] & keys["test"]
     assert sum(len(p) for p in parts.values()) == 400
 
 
@@ -167,8 +158,9 @@ def test_save_load_round_trip(tiny_set, tmp_path) -> None:
 
 
 def test_concat_mode_scores_and_demos_change_them() -> None:
-    cfg = ICRMModelConfig(backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32,
-                          freeze_backbone=False)
+    cfg = ICRMModelConfig(
+        backbone="tiny-llama", mode="concat", max_length=96, min_prompt_tokens=32, freeze_backbone=False
+    )
     model, tok = build_model(cfg, seed=0)
     scorer = ICRMScorer(model, PairEncoder(tok, 96, 32))
     targets = _pairs(3, "t")

@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pair(question: str, tag: str) -> PreferencePair:
-    return PreferencePair(user_prompt(question), f"a careful answer ({tag})", f"a rude reply ({tag})",
-                          pair_id=f"{tag}:{question}")
+    return PreferencePair(
+        user_prompt(question), f"a careful answer ({tag})", f"a rude reply ({tag})", pair_id=f"{tag}:{question}"
+    )
 
 
 def _context(cfg: ICRMRunConfig) -> EvalContext:
@@ -64,11 +65,12 @@ def shared_conversations(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Pref
         "train/a": [_pair(f"how do I fix thing {i}?", "a") for i in range(200)],
         "train/b": [_pair(f"what is word {i}?", "b") for i in range(120)],
         "eval/shared": [_pair(f"how do I fix thing {i}?", "e") for i in range(60)]
-                       + [_pair(f"why is colour {i} nice?", "e") for i in range(60)],
+        + [_pair(f"why is colour {i} nice?", "e") for i in range(60)],
     }
 
-    def fake_load(name: str, data_dir: object = None, split: object = None, limit: int | None = None,
-                  **_: object) -> PairDataset:
+    def fake_load(
+        name: str, data_dir: object = None, split: object = None, limit: int | None = None, **_: object
+    ) -> PairDataset:
         return PairDataset(name, data[name][:limit])
 
     monkeypatch.setattr(episodes, "load_dataset", fake_load)

@@ -14,8 +14,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def _lint(src: Path) -> subprocess.CompletedProcess[str]:
     exe = Path(sys.executable).with_name("lint-imports")
     env = {**os.environ, "PYTHONPATH": str(src)}
-    return subprocess.run([str(exe), "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=src,
-                          capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [str(exe), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
 
 
 def test_contract_holds() -> None:
@@ -24,8 +30,9 @@ def test_contract_holds() -> None:
 
 
 def test_a_lower_layer_importing_a_higher_one_breaks_it(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "src" / "rewardsmith", tmp_path / "rewardsmith",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "src" / "rewardsmith", tmp_path / "rewardsmith", ignore=shutil.ignore_patterns("__pycache__")
+    )
     bad = tmp_path / "rewardsmith" / "models" / "factory.py"
     bad.write_text(bad.read_text() + "\nfrom rewardsmith.jobs import common as _wrong_way  # noqa\n")
     result = _lint(tmp_path)

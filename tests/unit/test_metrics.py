@@ -115,8 +115,14 @@ def test_length_metrics_invariant_to_swapping_sides_with_flipped_labels() -> Non
     labels = np.where(swap, 0.0, 1.0)
     plain = evaluate_margins(margins, lc_len, lr_len, n_boot=50)
     swapped = evaluate_margins(m2, c2, r2, labels=labels, n_boot=50)
-    for key in ("accuracy", "length_rule_accuracy", "length_controlled_accuracy", "prefers_longer_rate",
-                "ece", "brier"):
+    for key in (
+        "accuracy",
+        "length_rule_accuracy",
+        "length_controlled_accuracy",
+        "prefers_longer_rate",
+        "ece",
+        "brier",
+    ):
         assert swapped[key] == pytest.approx(plain[key]), key
 
 
@@ -211,8 +217,7 @@ def test_evaluate_margins_block() -> None:
     assert block["chosen_longer_n"] + block["chosen_shorter_n"] + block["equal_length_n"] == 400
     assert block["n"] == 400 and block["n_ignored"] == 0
     assert 0 <= block["ece"] <= 0.5 and 0 <= block["brier"] <= 1
-    labelled = evaluate_margins(margins, chosen_len, rejected_len, labels=np.r_[np.full(399, 0.9), 0.5],
-                                n_boot=50)
+    labelled = evaluate_margins(margins, chosen_len, rejected_len, labels=np.r_[np.full(399, 0.9), 0.5], n_boot=50)
     assert labelled["n"] == 399 and labelled["n_ignored"] == 1
 
 

@@ -27,8 +27,14 @@ def _write(path: Path, rows: list[dict[str, str]]) -> DatasetConfig:
 
 def _rows(n: int, tag: str, seed: int) -> list[dict[str, str]]:
     rng = random.Random(seed)
-    return [{"prompt": f"{tag} question number {i} about {rng.choice(['cats', 'tax', 'rust', 'tea'])}",
-             "chosen": f"a careful answer {i}", "rejected": f"a careless answer {i}"} for i in range(n)]
+    return [
+        {
+            "prompt": f"{tag} question number {i} about {rng.choice(['cats', 'tax', 'rust', 'tea'])}",
+            "chosen": f"a careful answer {i}",
+            "rejected": f"a careless answer {i}",
+        }
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -59,9 +65,13 @@ def test_train_pipeline_keeps_evaluation_conversations_out_of_training(files) ->
 
 def test_shift_pipeline_keeps_targets_id_and_validation_out_of_training(files) -> None:
     source, target, _ = files
-    cfg = ShiftConfig(source=source, targets=[target],
-                      split=ShiftSplitConfig(gold_fraction=0.2, w2s_fraction=0.4, id_fraction=0.3, val_fraction=0.1,
-                                             target_pairs=None))
+    cfg = ShiftConfig(
+        source=source,
+        targets=[target],
+        split=ShiftSplitConfig(
+            gold_fraction=0.2, w2s_fraction=0.4, id_fraction=0.3, val_fraction=0.1, target_pairs=None
+        ),
+    )
     data = prepare_shift_data(cfg)
     training = _keys(data.gold) | _keys(data.w2s)
     assert data.val and not (_keys(data.val) & training)

@@ -32,10 +32,17 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 METRICS = {
     "run": "demo",
     "seed": 3,
-    "eval": {"hh": {"accuracy": 61.2, "accuracy_ci": [58.0, 64.1], "ece": 0.0812, "n": 800,
-                    "flagged": False, "missing": None}},
-    "transfer": {"student": {"wrg": 4.25, "wrg_ci": [1.0, 7.5]},
-                 "anchor": {"wrg": -2.0, "wrg_ci": [-5.0, 1.0]}},
+    "eval": {
+        "hh": {
+            "accuracy": 61.2,
+            "accuracy_ci": [58.0, 64.1],
+            "ece": 0.0812,
+            "n": 800,
+            "flagged": False,
+            "missing": None,
+        }
+    },
+    "transfer": {"student": {"wrg": 4.25, "wrg_ci": [1.0, 7.5]}, "anchor": {"wrg": -2.0, "wrg_ci": [-5.0, 1.0]}},
     "rmbench": {"hard": 40.0, "matrix": [[50.0, 40.0], [60.0, 55.0]]},
     "records": [{"name": "a", "value": 1.5}, {"name": "b|c", "value": 2.0}],
 }
@@ -68,8 +75,12 @@ def test_markdown_table_known_output() -> None:
 def test_one_number_format_per_column() -> None:
     """A column mixing a gain of 5.3 and one of -0.33 prints both with one decimal; a column of fractions
     keeps three."""
-    table = markdown_table([{"m": "a", "wrg": 5.3, "wrg_ci": [1.0, 9.5], "ece": 0.0812},
-                            {"m": "b", "wrg": -0.33, "wrg_ci": [-0.9, 0.2], "ece": 0.1}])
+    table = markdown_table(
+        [
+            {"m": "a", "wrg": 5.3, "wrg_ci": [1.0, 9.5], "ece": 0.0812},
+            {"m": "b", "wrg": -0.33, "wrg_ci": [-0.9, 0.2], "ece": 0.1},
+        ]
+    )
     lines = table.splitlines()
     assert lines[0] == "| m | wrg | ece |"
     assert lines[2] == "| a | 5.3 [1.0, 9.5] | 0.081 |"
@@ -121,17 +132,33 @@ def test_wide_tables_are_transposed() -> None:
 
 
 def test_plots_write_pngs(tmp_path: Path) -> None:
-    curve = Series("icrm", [0, 1, 2, 4], [50.0, 55.0, 58.0, 60.0], [48.0, 52.0, 55.0, 57.0],
-                   [52.0, 58.0, 61.0, 63.0])
+    curve = Series("icrm", [0, 1, 2, 4], [50.0, 55.0, 58.0, 60.0], [48.0, 52.0, 55.0, 57.0], [52.0, 58.0, 61.0, 63.0])
     paths = [
         plot_accuracy_vs_n([curve, Series("bt", [0, 1, 2, 4], [60.0] * 4)], tmp_path / "a" / "n.png"),
-        plot_reliability_diagram([0.55, None, 0.8], [0.5, None, 0.75], [10, 0, 5], tmp_path / "rel.png",
-                                 edges=[0.5, 2 / 3, 5 / 6, 1.0], ece=0.04),
+        plot_reliability_diagram(
+            [0.55, None, 0.8],
+            [0.5, None, 0.75],
+            [10, 0, 5],
+            tmp_path / "rel.png",
+            edges=[0.5, 2 / 3, 5 / 6, 1.0],
+            ece=0.04,
+        ),
         plot_reliability_diagram([0.55, 0.8], [0.5, 0.75], [10, 5], tmp_path / "rel_points.png"),
-        plot_id_vs_ood(["teacher", "student"], [60.0, 65.0], [55.0, None], tmp_path / "scatter.png",
-                       id_ci=[[55.0, 65.0], [60.0, 70.0]], ood_ci=[[50.0, 60.0], [None, None]]),
-        plot_bars(["easy", "normal", "hard"], [80.0, 60.0, 30.0], tmp_path / "bars.png",
-                  ci=[[75.0, 85.0], [55.0, 65.0], None], reference=50.0),
+        plot_id_vs_ood(
+            ["teacher", "student"],
+            [60.0, 65.0],
+            [55.0, None],
+            tmp_path / "scatter.png",
+            id_ci=[[55.0, 65.0], [60.0, 70.0]],
+            ood_ci=[[50.0, 60.0], [None, None]],
+        ),
+        plot_bars(
+            ["easy", "normal", "hard"],
+            [80.0, 60.0, 30.0],
+            tmp_path / "bars.png",
+            ci=[[75.0, 85.0], [55.0, 65.0], None],
+            reference=50.0,
+        ),
         plot_slopes([0.5, 1.0, 2.0], [0.8, 1.0, 1.4], [5, 50, 20], 1.0, tmp_path / "slopes.png"),
     ]
     for path in paths:
@@ -144,8 +171,7 @@ def test_id_vs_ood_names_every_model_in_a_legend(tmp_path: Path) -> None:
     from matplotlib.axes import Axes
 
     with mock.patch.object(Axes, "legend", autospec=True, side_effect=Axes.legend) as legend:
-        plot_id_vs_ood(["teacher", "naive", "anchor"], [60.0, 61.0, 61.2], [55.0, 55.1, 55.3],
-                       tmp_path / "scatter.png")
+        plot_id_vs_ood(["teacher", "naive", "anchor"], [60.0, 61.0, 61.2], [55.0, 55.1, 55.3], tmp_path / "scatter.png")
     axes = legend.call_args.args[0]
     labels = axes.get_legend_handles_labels()[1]
     assert {"teacher", "naive", "anchor", "ID = OOD"} == set(labels)
@@ -153,6 +179,8 @@ def test_id_vs_ood_names_every_model_in_a_legend(tmp_path: Path) -> None:
 
 
 def test_import_does_not_load_matplotlib() -> None:
-    code = ("import sys, rewardsmith.report.render, rewardsmith.evaluate.metrics; "
-            "assert 'matplotlib' not in sys.modules and 'scipy' not in sys.modules")
+    code = (
+        "import sys, rewardsmith.report.render, rewardsmith.evaluate.metrics; "
+        "assert 'matplotlib' not in sys.modules and 'scipy' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

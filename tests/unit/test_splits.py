@@ -16,8 +16,11 @@ def conversation_pairs(n_conversations: int = 300, per_conversation: int = 3) ->
     pairs = []
     for c in range(n_conversations):
         for k in range(per_conversation):
-            prompt = (Turn("user", f"Question number {c}?"), Turn("assistant", f"Answer {k}."),
-                      Turn("user", f"Follow-up {k}"))
+            prompt = (
+                Turn("user", f"Question number {c}?"),
+                Turn("assistant", f"Answer {k}."),
+                Turn("user", f"Follow-up {k}"),
+            )
             pairs.append(PreferencePair(prompt, f"good {c}.{k}", f"bad {c}.{k}", pair_id=f"{c}:{k}"))
     return pairs
 

@@ -63,8 +63,9 @@ def test_stock_phrase_follows_the_domain_correlation(suite: dict[str, list[Prefe
 
 
 @pytest.mark.parametrize("domain", list(DOMAINS))
-def test_keyword_rule_recovers_the_true_signal_in_every_domain(suite: dict[str, list[PreferencePair]],
-                                                               domain: str) -> None:
+def test_keyword_rule_recovers_the_true_signal_in_every_domain(
+    suite: dict[str, list[PreferencePair]], domain: str
+) -> None:
     assert rule_accuracy(suite[domain], keyword_rule) >= 0.99
 
 

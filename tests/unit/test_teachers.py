@@ -60,5 +60,6 @@ def test_cross_fitting_tames_an_overconfident_teacher() -> None:
     labels = calibrate_labels(fit(gold, _pairs(200, 3)), temperature, oof)
     assert temperature > 1.0
     assert labels.facts["gold_out_of_fold_ece_calibrated"] < labels.facts["gold_out_of_fold_ece_raw"]
-    assert np.mean(np.maximum(labels.labels, 1 - labels.labels)) < np.mean(np.maximum(labels.raw_labels,
-                                                                                       1 - labels.raw_labels))
+    assert np.mean(np.maximum(labels.labels, 1 - labels.labels)) < np.mean(
+        np.maximum(labels.raw_labels, 1 - labels.raw_labels)
+    )

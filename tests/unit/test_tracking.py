@@ -45,13 +45,21 @@ class Stop(Exception):
 
 def pairs(n: int = 64) -> list[PreferencePair]:
     rng = random.Random(0)
-    return [PreferencePair(user_prompt(f"question {i}"), " ".join(rng.choices(GOOD, k=rng.randint(2, 6))),
-                           " ".join(rng.choices(BAD, k=rng.randint(2, 6))), pair_id=str(i)) for i in range(n)]
+    return [
+        PreferencePair(
+            user_prompt(f"question {i}"),
+            " ".join(rng.choices(GOOD, k=rng.randint(2, 6))),
+            " ".join(rng.choices(BAD, k=rng.randint(2, 6))),
+            pair_id=str(i),
+        )
+        for i in range(n)
+    ]
 
 
 def train(run_dir: Path, stop_at: int | None = None, **overrides: object) -> None:
-    cfg = TrainConfig(**{"epochs": 1, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False,
-                         **overrides})  # type: ignore[arg-type]
+    cfg = TrainConfig(
+        **{"epochs": 1, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False, **overrides}
+    )  # type: ignore[arg-type]
     model, tok = build_reward_model(MODEL_CFG, seed=cfg.seed)
 
     def stop(end: StepEnd) -> None:
@@ -112,13 +120,14 @@ def test_no_tracker_writes_nothing_beside_the_log(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == [LOG_FILE]
     assert tracked_paths("none") == () and accelerator_options("none", tmp_path) == {}
     assert tracked_paths("wandb") == (TRACKING_DIR,)
-    assert accelerator_options("tensorboard", tmp_path) == {"log_with": "tensorboard",
-                                                             "project_dir": str(tmp_path / TRACKING_DIR)}
+    assert accelerator_options("tensorboard", tmp_path) == {
+        "log_with": "tensorboard",
+        "project_dir": str(tmp_path / TRACKING_DIR),
+    }
 
 
 @pytest.mark.parametrize("name", ["tensorboard", "wandb", "mlflow", "trackio"])
-def test_a_missing_tracker_package_fails_before_training_in_one_line(tmp_path: Path, monkeypatch, name: str
-                                                                     ) -> None:
+def test_a_missing_tracker_package_fails_before_training_in_one_line(tmp_path: Path, monkeypatch, name: str) -> None:
     for module in TRACKERS.get(name).modules:
         monkeypatch.setitem(sys.modules, module, None)  # import and find_spec then see no such package
     with pytest.raises(ConfigError) as caught:
@@ -182,8 +191,10 @@ def test_a_tracker_switched_on_at_resume_gets_the_earlier_steps(tmp_path: Path) 
 
 
 def test_importing_the_module_loads_no_tracker() -> None:
-    code = ("import sys, rewardsmith.train.tracking; "
-            "print([m for m in ('accelerate', 'tensorboard', 'wandb', 'mlflow', 'trackio') if m in sys.modules])")
+    code = (
+        "import sys, rewardsmith.train.tracking; "
+        "print([m for m in ('accelerate', 'tensorboard', 'wandb', 'mlflow', 'trackio') if m in sys.modules])"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
 
@@ -193,9 +204,13 @@ def test_the_train_job_claims_the_tracking_folder(tmp_path: Path) -> None:
     from rewardsmith.config import DataConfig, EvalSettings, RunConfig
     from rewardsmith.jobs.train import run_train
 
-    cfg = RunConfig(data=DataConfig(train_pairs=32, eval_pairs=16), model=MODEL_CFG,
-                    train=TrainConfig(max_steps=2, batch_size=8, progress=False, report_to="tensorboard"),
-                    eval=EvalSettings(batch_size=16, n_boot=10), save_model=False)
+    cfg = RunConfig(
+        data=DataConfig(train_pairs=32, eval_pairs=16),
+        model=MODEL_CFG,
+        train=TrainConfig(max_steps=2, batch_size=8, progress=False, report_to="tensorboard"),
+        eval=EvalSettings(batch_size=16, n_boot=10),
+        save_model=False,
+    )
     run_train(cfg, tmp_path / "run")
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert TRACKING_DIR in manifest["files"]
@@ -210,9 +225,23 @@ def test_under_two_processes_only_the_main_process_logs(tmp_path: Path) -> None:
     script = tmp_path / "launch_tracked.py"
     script.write_text(_TENSORBOARD_RUN.format(tests=str(Path(__file__).parent)))
     accelerate = Path(sys.executable).with_name("accelerate")
-    cmd = [str(accelerate), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-           "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29519", str(script),
-           str(tmp_path / "run")]
+    cmd = [
+        str(accelerate),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        "29519",
+        str(script),
+        str(tmp_path / "run"),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -231,16 +260,17 @@ def _wandb_history(path: Path) -> list[dict[str, float]]:
         if block - pos % block < 7:  # a block's tail too short for a header is padding
             pos += block - pos % block
             continue
-        length, kind = int.from_bytes(data[pos + 4:pos + 6], "little"), data[pos + 6]
-        chunk += data[pos + 7:pos + 7 + length]
+        length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        chunk += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):
             record = wandb_internal_pb2.Record()
             record.ParseFromString(chunk)
             chunk = b""
             if record.WhichOneof("record_type") == "history":
-                rows.append({item.key or "/".join(item.nested_key): json.loads(item.value_json)
-                             for item in record.history.item})
+                rows.append(
+                    {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+                )
     return rows
 
 

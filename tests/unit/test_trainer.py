@@ -27,9 +27,15 @@ BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
 
 def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
     rng = random.Random(seed)
-    return [PreferencePair(user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
-                           " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
-                           " ".join(rng.choices(BAD, k=rng.randint(2, 8))), pair_id=str(i)) for i in range(n)]
+    return [
+        PreferencePair(
+            user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
+            " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
+            " ".join(rng.choices(BAD, k=rng.randint(2, 8))),
+            pair_id=str(i),
+        )
+        for i in range(n)
+    ]
 
 
 MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
@@ -48,8 +54,9 @@ def stop_after(step: int):
 
 
 def _train(run_dir: Path, stop_at: int | None = None, **overrides) -> Trainer:
-    cfg = TrainConfig(**{"epochs": 2, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False,
-                         **overrides})
+    cfg = TrainConfig(
+        **{"epochs": 2, "batch_size": 8, "lr": 1e-3, "checkpoint_every": 3, "progress": False, **overrides}
+    )
     model, tok = build_reward_model(MODEL_CFG, seed=cfg.seed)
     hooks = [stop_after(stop_at)] if stop_at else []
     return train_pairs(model, tok, easy_pairs(64), cfg, MODEL_CFG, run_dir, on_step=hooks)
@@ -87,8 +94,10 @@ def test_options_change_training(tmp_path) -> None:
     base = _train(tmp_path / "a", max_steps=4)
     for key, value in {"swap_pairs": False, "seed": 1, "lr": 5e-4, "grad_accum": 2}.items():
         other = _train(tmp_path / key, max_steps=4, **{key: value})
-        differs = any(not torch.equal(a, b) for a, b in zip(base.model.state_dict().values(),
-                                                           other.model.state_dict().values(), strict=True))
+        differs = any(
+            not torch.equal(a, b)
+            for a, b in zip(base.model.state_dict().values(), other.model.state_dict().values(), strict=True)
+        )
         assert differs, key
 
 
@@ -137,16 +146,44 @@ def test_a_crafted_pickle_in_the_run_folder_is_never_loaded(tmp_path) -> None:
 def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
     """A real SIGKILL in the middle of an epoch, then the same command again."""
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"prompt": p.prompt[0].content, "chosen": p.chosen, "rejected": p.rejected})
-                            + "\n" for p in easy_pairs(96)))
-    args = [sys.executable, "-m", "rewardsmith.cli", "train", "--train", "file", "--path", str(data),
-            "--backbone", "tiny-bert", "--max-length", "32", "--epochs", "2", "--batch-size", "8", "--lr", "1e-3",
-            "--checkpoint-every", "2", "--quiet"]
+    data.write_text(
+        "".join(
+            json.dumps({"prompt": p.prompt[0].content, "chosen": p.chosen, "rejected": p.rejected}) + "\n"
+            for p in easy_pairs(96)
+        )
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "rewardsmith.cli",
+        "train",
+        "--train",
+        "file",
+        "--path",
+        str(data),
+        "--backbone",
+        "tiny-bert",
+        "--max-length",
+        "32",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--lr",
+        "1e-3",
+        "--checkpoint-every",
+        "2",
+        "--quiet",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
     assert clean.returncode == 0, clean.stderr
-    killed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env={**env, KILL_AFTER_STEP_ENV: "7"},
-                            capture_output=True, text=True)
+    killed = subprocess.run(
+        [*args, "--out", str(tmp_path / "killed")],
+        env={**env, KILL_AFTER_STEP_ENV: "7"},
+        capture_output=True,
+        text=True,
+    )
     assert killed.returncode == -9
     assert (tmp_path / "killed" / CHECKPOINT_DIR).exists()
     resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)

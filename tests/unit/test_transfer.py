@@ -25,10 +25,10 @@ def _vec(n_right: int, n: int) -> np.ndarray:
 def correct() -> dict[str, dict[str, np.ndarray]]:
     # ID 10 pairs, target t1 5 pairs, target t2 4 pairs.
     return {
-        "teacher": {"id": _vec(6, 10), "t1": _vec(3, 5), "t2": _vec(2, 4)},    # 60, 60, 50
-        "student": {"id": _vec(7, 10), "t1": _vec(4, 5), "t2": _vec(1, 4)},    # 70, 80, 25
-        "naive": {"id": _vec(5, 10), "t1": _vec(4, 5), "t2": _vec(2, 4)},      # 50, 80, 50
-        "ceiling": {"id": _vec(9, 10), "t1": _vec(5, 5), "t2": _vec(3, 4)},    # 90, 100, 75
+        "teacher": {"id": _vec(6, 10), "t1": _vec(3, 5), "t2": _vec(2, 4)},  # 60, 60, 50
+        "student": {"id": _vec(7, 10), "t1": _vec(4, 5), "t2": _vec(1, 4)},  # 70, 80, 25
+        "naive": {"id": _vec(5, 10), "t1": _vec(4, 5), "t2": _vec(2, 4)},  # 50, 80, 50
+        "ceiling": {"id": _vec(9, 10), "t1": _vec(5, 5), "t2": _vec(3, 4)},  # 90, 100, 75
     }
 
 
@@ -73,8 +73,11 @@ def test_models_share_resampled_pairs() -> None:
     # The student is right wherever the teacher is on ID, so it never trails in any replicate:
     # NTS replicates equal AOG replicates, and an identical target vector gives AOG exactly 0.
     student_id = teacher_id | (rng.random(80) < 0.3)
-    out = transfer_metrics({"teacher": {"id": teacher_id, "t": target},
-                            "student": {"id": student_id, "t": target}}, ceiling=None, n_boot=300)
+    out = transfer_metrics(
+        {"teacher": {"id": teacher_id, "t": target}, "student": {"id": student_id, "t": target}},
+        ceiling=None,
+        n_boot=300,
+    )
     s = out["student"]
     assert s["aog.t_ci"] == [0.0, 0.0]
     assert s["nts.t_ci"] == s["aog.t_ci"]
@@ -83,8 +86,10 @@ def test_models_share_resampled_pairs() -> None:
 
 def test_nts_ci_resamples_id_and_target_jointly() -> None:
     rng = np.random.default_rng(1)
-    data = {"teacher": {"id": rng.random(100) < 0.7, "t": rng.random(100) < 0.5},
-            "student": {"id": rng.random(100) < 0.6, "t": rng.random(100) < 0.6}}
+    data = {
+        "teacher": {"id": rng.random(100) < 0.7, "t": rng.random(100) < 0.5},
+        "student": {"id": rng.random(100) < 0.6, "t": rng.random(100) < 0.6},
+    }
     s = transfer_metrics(data, ceiling=None, n_boot=400)["student"]
     # The ID penalty varies across replicates, so NTS is shifted down and wider than AOG.
     assert s["nts.t"] < s["aog.t"]
@@ -119,8 +124,11 @@ def test_input_checks(correct: dict[str, dict[str, np.ndarray]]) -> None:
 def test_seeds_are_averaged_per_seed(correct: dict[str, dict[str, np.ndarray]]) -> None:
     # Student seeds: ID 50 and 70 (teacher 60), target t1 80 both times. Per seed NTS = 20 - 10 and 20 - 0,
     # averaged 15; NTS of the seed-averaged student (ID 60) would be 20.
-    correct["student"] = {"id": np.stack([_vec(5, 10), _vec(7, 10)]), "t1": np.stack([_vec(4, 5), _vec(4, 5)]),
-                          "t2": np.stack([_vec(2, 4), _vec(2, 4)])}
+    correct["student"] = {
+        "id": np.stack([_vec(5, 10), _vec(7, 10)]),
+        "t1": np.stack([_vec(4, 5), _vec(4, 5)]),
+        "t2": np.stack([_vec(2, 4), _vec(2, 4)]),
+    }
     s = transfer_metrics(correct, n_boot=200)["student"]
     assert s["n_seeds"] == 2
     assert s["wrg"] == pytest.approx(0.0)
@@ -134,8 +142,9 @@ def test_seed_variance_widens_the_interval() -> None:
     teacher = {"id": rng.random(400) < 0.6}
     steady = np.stack([rng.random(400) < 0.65 for _ in range(5)])
     erratic = np.stack([rng.random(400) < p for p in (0.35, 0.9, 0.4, 0.85, 0.7)])
-    out = transfer_metrics({"teacher": teacher, "steady": {"id": steady}, "erratic": {"id": erratic}},
-                           ceiling=None, n_boot=500)
+    out = transfer_metrics(
+        {"teacher": teacher, "steady": {"id": steady}, "erratic": {"id": erratic}}, ceiling=None, n_boot=500
+    )
     width = {m: out[m]["id_acc_ci"][1] - out[m]["id_acc_ci"][0] for m in ("steady", "erratic")}
     assert width["erratic"] > 3 * width["steady"]
 
@@ -159,8 +168,9 @@ def test_paired_differences_flag_significance() -> None:
     base = np.stack([rng.random(300) < 0.6 for _ in range(3)])
     better = np.stack([b | (rng.random(300) < 0.5) for b in base])
     same = np.stack([rng.random(300) < 0.6 for _ in range(3)])
-    out = paired_differences({"naive": {"id": base}, "better": {"id": better}, "same": {"id": same}}, "naive",
-                             n_boot=500)
+    out = paired_differences(
+        {"naive": {"id": base}, "better": {"id": better}, "same": {"id": same}}, "naive", n_boot=500
+    )
     assert out["better"]["d.id"] > 0 and out["better"]["significant.id"] is True
     low, high = out["same"]["d.id_ci"]
     assert (low < 0 < high) is (not out["same"]["significant.id"])

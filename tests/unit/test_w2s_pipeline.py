@@ -100,6 +100,7 @@ def test_anchor_objective_logs_drift_and_weight_changes_loss(tiny) -> None:
             return {k: v.detach() + 0.5 for k, v in states.items()}
 
     info = StepInfo(0, 10)
+
     def anchored(**settings):
         return AnchorObjective(reference=Shifted(), layers=[2], settings=AnchorSettings(**settings))
 
@@ -220,14 +221,20 @@ def test_tfidf_teacher_calibrated_labels_and_anchor_weight_chosen_on_validation(
         teacher=TeacherConfig(kind="tfidf", calibration_folds=3),
         student=tiny_model,
         train=TrainConfig(batch_size=8, lr=1e-3, checkpoint_every=0, progress=False),
-        methods=[MethodConfig("naive"),
-                 MethodConfig("anchor-0.1", "anchor", anchor=AnchorSettings(weight=0.1, normalise=True)),
-                 MethodConfig("anchor-10", "anchor", anchor=AnchorSettings(weight=10.0, normalise=True))],
+        methods=[
+            MethodConfig("naive"),
+            MethodConfig("anchor-0.1", "anchor", anchor=AnchorSettings(weight=0.1, normalise=True)),
+            MethodConfig("anchor-10", "anchor", anchor=AnchorSettings(weight=10.0, normalise=True)),
+        ],
         near_domain=["tgt"],
     )
     cfg.eval.n_boot = 30
-    data = ShiftData(_pairs(30, "g", 1), _pairs(24, "w", 2), {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)},
-                     val=_pairs(12, "v", 5))
+    data = ShiftData(
+        _pairs(30, "g", 1),
+        _pairs(24, "w", 2),
+        {"id": _pairs(12, "i", 3), "tgt": _pairs(10, "t", 4)},
+        val=_pairs(12, "v", 5),
+    )
     metrics = run_shift_job(cfg, tmp_path, data=data, progress=False).metrics
     labels = metrics["teacher_labels"]
     assert labels["kind"] == "tfidf" and labels["temperature"] > 0 and "ece" in labels

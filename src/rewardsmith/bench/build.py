@@ -34,9 +34,19 @@ def first_is_preferred(row: BenchRow) -> int:
     return 0
 
 
-def pairwise_measure(subset: str, metric: str, data: SuiteData, rewards: Sequence[np.ndarray], rows: Sequence[int],
-                     *, strict: bool, preferred: Callable[[BenchRow], int] = first_is_preferred,
-                     level: str = "subset", chance: float | None = 50.0, correlation: bool = True) -> Measure:
+def pairwise_measure(
+    subset: str,
+    metric: str,
+    data: SuiteData,
+    rewards: Sequence[np.ndarray],
+    rows: Sequence[int],
+    *,
+    strict: bool,
+    preferred: Callable[[BenchRow], int] = first_is_preferred,
+    level: str = "subset",
+    chance: float | None = 50.0,
+    correlation: bool = True,
+) -> Measure:
     """Accuracy (%) over two-response rows: a row scores 1 when its preferred response has the higher reward, 0
     when the lower, and on a tie 0 (strict, RewardBench's rule) or 1/2.
 
@@ -51,12 +61,21 @@ def pairwise_measure(subset: str, metric: str, data: SuiteData, rewards: Sequenc
     credit = strict_correct(margins) if strict else pairwise_correct(margins)
     units = Units(tuple(data.rows[i].row_id for i in rows), credit)
     pairs = PairView(margins, ll[take, pref], ll[take, 1 - pref], strict=strict)
-    return Measure(subset, metric, units, level=level, chance=chance, pairs=pairs,
-                   rows=tuple(rows) if correlation else None)
+    return Measure(
+        subset, metric, units, level=level, chance=chance, pairs=pairs, rows=tuple(rows) if correlation else None
+    )
 
 
-def composite_measure(subset: str, metric: str, weights: Mapping[str, float], *, level: str,
-                      chance: float | None = None, unit: str = "%", primary: bool = True) -> Measure:
+def composite_measure(
+    subset: str,
+    metric: str,
+    weights: Mapping[str, float],
+    *,
+    level: str,
+    chance: float | None = None,
+    unit: str = "%",
+    primary: bool = True,
+) -> Measure:
     """A measure that is the weighted mean of other measures (weights: measure key -> weight)."""
     return Measure(subset, metric, Composite(dict(weights)), level=level, chance=chance, unit=unit, primary=primary)
 
@@ -70,8 +89,17 @@ def key(subset: str, metric: str) -> str:
     return measure_key(subset, metric)
 
 
-def release_rows(request: LoadRequest, suite: str, folders: Sequence[Path], columns: Sequence[Column], *,
-                 hub_id: str, split: str, what: str, patterns: Sequence[str] = ("*",)) -> RowSource | Missing:
+def release_rows(
+    request: LoadRequest,
+    suite: str,
+    folders: Sequence[Path],
+    columns: Sequence[Column],
+    *,
+    hub_id: str,
+    split: str,
+    what: str,
+    patterns: Sequence[str] = ("*",),
+) -> RowSource | Missing:
     """The rows of a release: its data files in the first of `folders` that has any, else (request.hub) the hub
     dataset, else Missing naming folders[0]. A hub that cannot be read is Missing too, with the reason."""
     for folder in folders:
@@ -82,8 +110,9 @@ def release_rows(request: LoadRequest, suite: str, folders: Sequence[Path], colu
         try:
             table = open_hub(hub_id, split)
         except DataError as err:
-            return Missing(suite, f"missing: {err}; or put the {hub_id} release folder ({what}) at {folders[0]}",
-                           str(folders[0]))
+            return Missing(
+                suite, f"missing: {err}; or put the {hub_id} release folder ({what}) at {folders[0]}", str(folders[0])
+            )
         return hub_rows(table, hub_id, columns), [f"{hub_id} ({split})"]
     return missing_release(suite, folders[0], what, hub_id)
 

@@ -17,7 +17,7 @@ VERDICTS = {"held": "better", "not held": "worse", "inconclusive": "inconclusive
 
 
 def verdict(low: float, high: float) -> str | None:
-    """"better" / "worse" / "inconclusive" from a difference's CI against 0; None without a finite CI."""
+    """ "better" / "worse" / "inconclusive" from a difference's CI against 0; None without a finite CI."""
     claim = interval_verdict(low, high, 0.0)
     return None if claim is None else VERDICTS[claim]
 
@@ -25,9 +25,15 @@ def verdict(low: float, high: float) -> str | None:
 SuiteUnits = Mapping[str, Mapping[str, MeasureUnits]]
 
 
-def compare_units(candidate: SuiteUnits, baseline: SuiteUnits, *, n_boot: int = 1000, seed: int = 0,
-                  confidence: float = 0.95, labels: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
-                  ) -> list[dict[str, Any]]:
+def compare_units(
+    candidate: SuiteUnits,
+    baseline: SuiteUnits,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    labels: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
     """One record per measure both hold: suite, key, subset, metric, level, unit, n (units in common), difference
     (candidate - baseline, in the measure's unit), difference_ci, verdict.
 
@@ -50,28 +56,50 @@ def compare_units(candidate: SuiteUnits, baseline: SuiteUnits, *, n_boot: int = 
                 continue
             subset, _, metric = key.partition("::")
             label = dict((labels or {}).get(suite, {}).get(key, {}))
-            records.append({"suite": suite, "key": key, "subset": label.get("subset", subset),
-                            "metric": label.get("metric", metric), "level": label.get("level", "subset"),
-                            "unit": label.get("unit", "%"), "n": diff.n, "difference": json_float(diff.value),
-                            "difference_ci": [json_float(diff.low), json_float(diff.high)],
-                            "verdict": verdict(diff.low, diff.high)})
+            records.append(
+                {
+                    "suite": suite,
+                    "key": key,
+                    "subset": label.get("subset", subset),
+                    "metric": label.get("metric", metric),
+                    "level": label.get("level", "subset"),
+                    "unit": label.get("unit", "%"),
+                    "n": diff.n,
+                    "difference": json_float(diff.value),
+                    "difference_ci": [json_float(diff.low), json_float(diff.high)],
+                    "verdict": verdict(diff.low, diff.high),
+                }
+            )
     return records
 
 
 def _labels(result: BenchResult) -> dict[str, dict[str, dict[str, Any]]]:
-    return {suite: {f"{m['subset']}::{m['metric']}": {k: m[k] for k in ("subset", "metric", "level", "unit")}
-                    for m in metrics["measures"]} for suite, metrics in result.suites.items()}
+    return {
+        suite: {
+            f"{m['subset']}::{m['metric']}": {k: m[k] for k in ("subset", "metric", "level", "unit")}
+            for m in metrics["measures"]
+        }
+        for suite, metrics in result.suites.items()
+    }
 
 
-def compare_results(candidate: BenchResult, baseline: BenchResult, *, n_boot: int = 1000, seed: int = 0,
-                    confidence: float = 0.95) -> list[dict[str, Any]]:
+def compare_results(
+    candidate: BenchResult, baseline: BenchResult, *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> list[dict[str, Any]]:
     """compare_units on two BenchResults (records labelled from the candidate's measures)."""
-    return compare_units(candidate.units, baseline.units, n_boot=n_boot, seed=seed, confidence=confidence,
-                         labels=_labels(candidate))
+    return compare_units(
+        candidate.units, baseline.units, n_boot=n_boot, seed=seed, confidence=confidence, labels=_labels(candidate)
+    )
 
 
-def compare_models(results: Mapping[str, BenchResult], baseline: str | None = None, *, n_boot: int = 1000,
-                   seed: int = 0, confidence: float = 0.95) -> dict[str, list[dict[str, Any]]]:
+def compare_models(
+    results: Mapping[str, BenchResult],
+    baseline: str | None = None,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, list[dict[str, Any]]]:
     """Every model against the baseline (default: the first): {"<model> vs <baseline>": records}; {} with fewer
     than two models."""
     names = list(results)
@@ -80,6 +108,10 @@ def compare_models(results: Mapping[str, BenchResult], baseline: str | None = No
     base = baseline or names[0]
     if base not in results:
         raise KeyError(f"baseline {base!r} is not among the models {names}")
-    return {f"{name} vs {base}": compare_results(results[name], results[base], n_boot=n_boot, seed=seed,
-                                                 confidence=confidence)
-            for name in names if name != base}
+    return {
+        f"{name} vs {base}": compare_results(
+            results[name], results[base], n_boot=n_boot, seed=seed, confidence=confidence
+        )
+        for name in names
+        if name != base
+    }

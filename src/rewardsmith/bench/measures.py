@@ -28,6 +28,7 @@ FloatArray = NDArray[np.float64]
 
 # ------------------------------------------------------------------------------------------------ statistics
 
+
 def _mean(values: FloatArray) -> float:
     return float(values[:, 0].mean()) if len(values) else float("nan")
 
@@ -74,6 +75,7 @@ STATISTICS: dict[str, Callable[[FloatArray], float]] = {
 
 # --------------------------------------------------------------------------------------------------- measures
 
+
 @dataclass(frozen=True)
 class Units:
     """Per-unit values of one base measure. ids: (N,); values: (N, C); statistic: a key of STATISTICS; the
@@ -109,8 +111,9 @@ class Units:
             return np.asarray(self.values[idx, 0].mean(axis=1) * self.scale, dtype=np.float64)
         if self.statistic == "ratio":
             with np.errstate(invalid="ignore", divide="ignore"):
-                return np.asarray(self.values[idx, 0].sum(axis=1) / self.values[idx, 1].sum(axis=1) * self.scale,
-                                  dtype=np.float64)
+                return np.asarray(
+                    self.values[idx, 0].sum(axis=1) / self.values[idx, 1].sum(axis=1) * self.scale, dtype=np.float64
+                )
         if self.statistic == "pooled_auc":
             return _pooled_auc_replicates(self.values, idx) * self.scale
         statistic = STATISTICS[self.statistic]
@@ -123,14 +126,22 @@ class Units:
         return Units(tuple(ids), self.values[rows], self.statistic, self.scale)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ids": list(self.ids), "values": [[_json(v) for v in row] for row in self.values],
-                "statistic": self.statistic, "scale": self.scale}
+        return {
+            "ids": list(self.ids),
+            "values": [[_json(v) for v in row] for row in self.values],
+            "statistic": self.statistic,
+            "scale": self.scale,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Units:
         values = np.array([[np.nan if v is None else v for v in row] for row in data["values"]], dtype=np.float64)
-        return cls(tuple(data["ids"]), values.reshape(len(data["ids"]), -1), str(data["statistic"]),
-                   float(data.get("scale", 100.0)))
+        return cls(
+            tuple(data["ids"]),
+            values.reshape(len(data["ids"]), -1),
+            str(data["statistic"]),
+            float(data.get("scale", 100.0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -200,8 +211,9 @@ def measure_replicates(measures: Mapping[str, MeasureUnits], key: str, n_boot: i
     return np.asarray(np.sum(parts, axis=0) / total, dtype=np.float64)
 
 
-def interval(measures: Mapping[str, MeasureUnits], key: str, n_boot: int, seed: int,
-             confidence: float = 0.95) -> tuple[float, float]:
+def interval(
+    measures: Mapping[str, MeasureUnits], key: str, n_boot: int, seed: int, confidence: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of one measure; (nan, nan) when n_boot is 0."""
     if n_boot <= 0:
         return float("nan"), float("nan")
@@ -209,6 +221,7 @@ def interval(measures: Mapping[str, MeasureUnits], key: str, n_boot: int, seed: 
 
 
 # ------------------------------------------------------------------------------------------ paired differences
+
 
 @dataclass(frozen=True)
 class PairedDifference:
@@ -225,8 +238,9 @@ def _common_ids(candidate: Units, baseline: Units) -> list[str]:
     return [unit for unit in candidate.ids if unit in present]
 
 
-def paired_replicates(candidate: Mapping[str, MeasureUnits], baseline: Mapping[str, MeasureUnits], key: str,
-                      n_boot: int, seed: int) -> tuple[float, FloatArray, int]:
+def paired_replicates(
+    candidate: Mapping[str, MeasureUnits], baseline: Mapping[str, MeasureUnits], key: str, n_boot: int, seed: int
+) -> tuple[float, FloatArray, int]:
     """(point difference, replicates (n_boot,), units used) of candidate - baseline for one measure.
 
     A base measure is restricted to the unit ids both hold (in the candidate's order) and both are resampled
@@ -255,8 +269,15 @@ def paired_replicates(candidate: Mapping[str, MeasureUnits], baseline: Mapping[s
     return point, a.replicates(idx) - b.replicates(idx), len(common)
 
 
-def paired_difference(candidate: Mapping[str, MeasureUnits], baseline: Mapping[str, MeasureUnits], key: str, *,
-                      n_boot: int = 1000, seed: int = 0, confidence: float = 0.95) -> PairedDifference:
+def paired_difference(
+    candidate: Mapping[str, MeasureUnits],
+    baseline: Mapping[str, MeasureUnits],
+    key: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> PairedDifference:
     """candidate - baseline for one measure with a paired percentile bootstrap CI (see paired_replicates)."""
     point, reps, n = paired_replicates(candidate, baseline, key, n_boot, seed)
     low, high = percentile_interval(reps, confidence) if n_boot > 0 else (float("nan"), float("nan"))

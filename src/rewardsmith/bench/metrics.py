@@ -44,6 +44,7 @@ def best_of_n_credit(rewards: ArrayLike) -> float:
 
 # ------------------------------------------------------------------------------------------ RewardBench 2 Ties
 
+
 def ties_prompt_stats(correct: ArrayLike, rewards: ArrayLike) -> tuple[bool, float | None, float]:
     """(accurate, spread of the correct rewards, worst correct minus best incorrect) of one Ties prompt.
 
@@ -61,8 +62,9 @@ def ties_prompt_stats(correct: ArrayLike, rewards: ArrayLike) -> tuple[bool, flo
     return gap > 0, spread, gap
 
 
-def ties_units(sample_ids: Sequence[str], num_correct: Sequence[int],
-               rewards: Sequence[ArrayLike]) -> tuple[list[str], FloatArray]:
+def ties_units(
+    sample_ids: Sequence[str], num_correct: Sequence[int], rewards: Sequence[ArrayLike]
+) -> tuple[list[str], FloatArray]:
     """Per-prompt Ties values from rows whose id is "ref:<prompt>" or "tied:<prompt>".
 
     Each row's rewards (K,) list its num_correct correct completions first. Rows of one (kind, prompt) are merged.
@@ -129,8 +131,10 @@ def ties_statistic(values: FloatArray) -> float:
 
 # ---------------------------------------------------------------------------------- RewardBench (v1) sections
 
-def section_weights(present: Iterable[str], example_counts: Mapping[str, int],
-                    subset_mapping: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+
+def section_weights(
+    present: Iterable[str], example_counts: Mapping[str, int], subset_mapping: Mapping[str, Sequence[str]]
+) -> dict[str, dict[str, float]]:
     """Section -> {subset: EXAMPLE_COUNTS weight} over the subsets present, sections without one left out."""
     have = set(present)
     out: dict[str, dict[str, float]] = {}
@@ -141,15 +145,19 @@ def section_weights(present: Iterable[str], example_counts: Mapping[str, int],
     return out
 
 
-def section_scores(subset_scores: Mapping[str, float], example_counts: Mapping[str, int],
-                   subset_mapping: Mapping[str, Sequence[str]]) -> dict[str, float]:
+def section_scores(
+    subset_scores: Mapping[str, float], example_counts: Mapping[str, int], subset_mapping: Mapping[str, Sequence[str]]
+) -> dict[str, float]:
     """Section -> sum_s score_s * count_s / sum_s count_s over its subsets present in subset_scores (the
     leaderboard's prompt-weighted section score), sections without a subset left out."""
-    return {section: sum(subset_scores[s] * w for s, w in weights.items()) / sum(weights.values())
-            for section, weights in section_weights(subset_scores, example_counts, subset_mapping).items()}
+    return {
+        section: sum(subset_scores[s] * w for s, w in weights.items()) / sum(weights.values())
+        for section, weights in section_weights(subset_scores, example_counts, subset_mapping).items()
+    }
 
 
 # ------------------------------------------------------------------------------------------------ PPE best-of-K
+
 
 def _comb_table(n: int) -> FloatArray:
     """T[m, k] = C(m, k) for 0 <= m, k <= n (float64; exact for n <= 60)."""
@@ -188,8 +196,9 @@ def oracle_best_of_k(correct: ArrayLike, ks: Sequence[int]) -> FloatArray:
     return np.array([1.0 - comb(n - good, k) / comb(n, k) for k in ks], dtype=np.float64)
 
 
-def conflict_pairs(rewards: ArrayLike, correct: ArrayLike,
-                   pairs: Sequence[tuple[int, int]]) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
+def conflict_pairs(
+    rewards: ArrayLike, correct: ArrayLike, pairs: Sequence[tuple[int, int]]
+) -> tuple[FloatArray, FloatArray, NDArray[np.int64]]:
     """The sampled conflict pairs of one prompt, oriented correct-first.
 
     rewards, correct: (n,); pairs: (i, j) response indices (0-based). Pairs whose two responses are both correct or
@@ -240,6 +249,7 @@ def pooled_auc(values: FloatArray) -> float:
 
 # --------------------------------------------------------------------------------------- length correlation
 
+
 def _weighted_average_ranks(groups: NDArray[np.int64], weight: FloatArray, n_groups: int) -> FloatArray:
     """Average ranks (1-based) of values repeated `weight` times, from their tie groups in ascending order."""
     per_group = np.bincount(groups, weights=weight, minlength=n_groups)
@@ -269,8 +279,14 @@ def resampled_spearman(x: ArrayLike, y: ArrayLike, unit: ArrayLike, idx: NDArray
     return out
 
 
-def reward_length_correlation(rewards: Sequence[ArrayLike], lengths: Sequence[ArrayLike], *, n_boot: int = 1000,
-                              confidence: float = 0.95, seed: int = 0) -> Estimate:
+def reward_length_correlation(
+    rewards: Sequence[ArrayLike],
+    lengths: Sequence[ArrayLike],
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Estimate:
     """Spearman correlation of reward and response length over every response of a set of rows, with a
     bootstrap CI resampling rows (a row's responses stay together).
 
@@ -283,8 +299,9 @@ def reward_length_correlation(rewards: Sequence[ArrayLike], lengths: Sequence[Ar
     n = len(rows)
     if n and all(r.size == 2 for r in rows):
         rr, ll = np.stack(rows), np.stack(lens)
-        return length_correlation(rr[:, 0], rr[:, 1], ll[:, 0], ll[:, 1], n_boot=n_boot, confidence=confidence,
-                                  seed=seed)
+        return length_correlation(
+            rr[:, 0], rr[:, 1], ll[:, 0], ll[:, 1], n_boot=n_boot, confidence=confidence, seed=seed
+        )
     if n < 2:
         return Estimate(float("nan"), float("nan"), float("nan"), n)
     flat_r, flat_l = np.concatenate(rows), np.concatenate(lens)
@@ -292,6 +309,7 @@ def reward_length_correlation(rewards: Sequence[ArrayLike], lengths: Sequence[Ar
     if n_boot <= 0:
         return Estimate(value, float("nan"), float("nan"), n)
     unit = np.repeat(np.arange(n), [r.size for r in rows])
-    low, high = percentile_interval(resampled_spearman(flat_r, flat_l, unit, bootstrap_indices(n, n_boot, seed)),
-                                    confidence)
+    low, high = percentile_interval(
+        resampled_spearman(flat_r, flat_l, unit, bootstrap_indices(n, n_boot, seed)), confidence
+    )
     return Estimate(value, low, high, n)

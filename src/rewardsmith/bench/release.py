@@ -66,21 +66,26 @@ def _check(value: Any, column: Column) -> Any:
     elif kind == "list[str]":
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
     elif kind == "list[bool]":
-        ok = isinstance(value, list) and all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1))
-                                             for v in value)
+        ok = isinstance(value, list) and all(isinstance(v, bool) or (isinstance(v, int) and v in (0, 1)) for v in value)
         value = [bool(v) for v in value] if ok else value
     elif kind == "list[pair]":
         ok = isinstance(value, list) and all(
-            isinstance(p, list | tuple) and len(p) == 2
-            and all(isinstance(i, int) and not isinstance(i, bool) for i in p) for p in value)
+            isinstance(p, list | tuple)
+            and len(p) == 2
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in p)
+            for p in value
+        )
         value = [(int(p[0]), int(p[1])) for p in value] if ok else value
     elif kind == "mapping":
         ok = isinstance(value, Mapping)
     else:  # pragma: no cover - Kind is closed
         raise ValueError(f"unknown column kind {kind!r}")
     if not ok:
-        raise BadRow(f"expected {kind}, got {_type_name(value)}"
-                     + (f" {one_line(repr(value), 60)}" if isinstance(value, str | int | float) else ""), column.name)
+        raise BadRow(
+            f"expected {kind}, got {_type_name(value)}"
+            + (f" {one_line(repr(value), 60)}" if isinstance(value, str | int | float) else ""),
+            column.name,
+        )
     return value
 
 
@@ -106,8 +111,12 @@ def release_files(folder: Path, patterns: Sequence[str] = ("*",)) -> list[Path]:
     data = folder / "data"
     if not data.is_dir():
         return []
-    found = {p for pattern in patterns for p in data.glob(pattern)
-             if p.is_file() and p.name.endswith(DATA_SUFFIXES) and not p.name.startswith(".")}
+    found = {
+        p
+        for pattern in patterns
+        for p in data.glob(pattern)
+        if p.is_file() and p.name.endswith(DATA_SUFFIXES) and not p.name.startswith(".")
+    }
     return sorted(found)
 
 
@@ -127,8 +136,12 @@ def read_release(paths: Sequence[Path], columns: Sequence[Column]) -> Iterator[t
         if names is not None:
             absent = [c.name for c in columns if c.required and c.name not in names]
             if absent:
-                raise DataError(f"missing column {absent[0]!r}; the release's columns are "
-                                f"{', '.join(c.name for c in columns if c.required)}", path=path, field=absent[0])
+                raise DataError(
+                    f"missing column {absent[0]!r}; the release's columns are "
+                    f"{', '.join(c.name for c in columns if c.required)}",
+                    path=path,
+                    field=absent[0],
+                )
         for row_no, record in _records(path):
             try:
                 if isinstance(record, BadRow):

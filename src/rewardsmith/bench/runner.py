@@ -36,8 +36,14 @@ FloatArray = NDArray[np.float64]
 
 # ----------------------------------------------------------------------------------------------------- loading
 
-def load_suites(data_dir: str | Path | None = None, names: Sequence[str] | None = None, *,
-                limit: int | None = None, hub: bool = False) -> tuple[list[SuiteData], list[Missing]]:
+
+def load_suites(
+    data_dir: str | Path | None = None,
+    names: Sequence[str] | None = None,
+    *,
+    limit: int | None = None,
+    hub: bool = False,
+) -> tuple[list[SuiteData], list[Missing]]:
     """Loads every suite (or those named) whose data is present.
 
     data_dir: the data directory (default: $REWARDSMITH_DATA_DIR, else ../shared/data); limit: at most this many
@@ -55,6 +61,7 @@ def load_suites(data_dir: str | Path | None = None, names: Sequence[str] | None 
 
 
 # ----------------------------------------------------------------------------------------------------- results
+
 
 @dataclass
 class BenchResult:
@@ -79,12 +86,15 @@ class BenchResult:
         return {suite: {key: u.to_dict() for key, u in units.items()} for suite, units in self.units.items()}
 
     @classmethod
-    def from_dicts(cls, metrics: Mapping[str, Any], units: Mapping[str, Mapping[str, Mapping[str, Any]]]
-                   ) -> BenchResult:
+    def from_dicts(
+        cls, metrics: Mapping[str, Any], units: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    ) -> BenchResult:
         """A result read back from its to_dict and units_dict forms."""
-        return cls(dict(metrics["suites"]),
-                   {s: {k: units_from_dict(u) for k, u in per.items()} for s, per in units.items()},
-                   dict(metrics.get("texts", {})))
+        return cls(
+            dict(metrics["suites"]),
+            {s: {k: units_from_dict(u) for k, u in per.items()} for s, per in units.items()},
+            dict(metrics.get("texts", {})),
+        )
 
 
 def _ci(low: float, high: float) -> list[float | None]:
@@ -102,10 +112,20 @@ def _length_controlled(pairs: PairView, options: EvalOptions) -> dict[str, Any]:
     # A strict measure counts a tied margin as wrong: margins mapped to +1 / -1 make the shared definition's
     # 1/2-for-a-tie rule never apply.
     margins = np.where(pairs.margins > 0, 1.0, -1.0) if pairs.strict else pairs.margins
-    lc = length_controlled_accuracy(margins, pairs.preferred_len, pairs.dispreferred_len, n_boot=options.n_boot,
-                                    confidence=options.confidence, seed=options.seed)
-    return {"length_controlled": json_float(lc.value.value), "length_controlled_ci": lc.value.ci,
-            "length_controlled_n": lc.value.n, "equal_length_n": lc.n_equal}
+    lc = length_controlled_accuracy(
+        margins,
+        pairs.preferred_len,
+        pairs.dispreferred_len,
+        n_boot=options.n_boot,
+        confidence=options.confidence,
+        seed=options.seed,
+    )
+    return {
+        "length_controlled": json_float(lc.value.value),
+        "length_controlled_ci": lc.value.ci,
+        "length_controlled_n": lc.value.n,
+        "equal_length_n": lc.n_equal,
+    }
 
 
 def _parts(measures: Mapping[str, Measure], key: str) -> list[Measure]:
@@ -128,16 +148,21 @@ def _diagnostics(measures: Mapping[str, Measure], key: str) -> tuple[PairView | 
     pooled = None
     if parts and all(v is not None for v in pairs):
         views = [v for v in pairs if v is not None]
-        pooled = PairView(np.concatenate([v.margins for v in views]), np.concatenate([v.preferred_len for v in views]),
-                          np.concatenate([v.dispreferred_len for v in views]), strict=views[0].strict)
+        pooled = PairView(
+            np.concatenate([v.margins for v in views]),
+            np.concatenate([v.preferred_len for v in views]),
+            np.concatenate([v.dispreferred_len for v in views]),
+            strict=views[0].strict,
+        )
     union = None
     if parts and all(r is not None for r in rows):
         union = tuple(sorted({i for r in rows if r is not None for i in r}))
     return pooled, union
 
 
-def evaluate_suite(suite: Suite, data: SuiteData, rewards: Sequence[FloatArray],
-                   options: EvalOptions = EvalOptions()) -> tuple[dict[str, Any], dict[str, MeasureUnits]]:
+def evaluate_suite(
+    suite: Suite, data: SuiteData, rewards: Sequence[FloatArray], options: EvalOptions = EvalOptions()
+) -> tuple[dict[str, Any], dict[str, MeasureUnits]]:
     """One suite's metrics and per-unit values from its rows' rewards (one (K_i,) array per row).
 
     Calls suite.measure with the rewards and again with the response lengths (the length rule). Each measure
@@ -154,8 +179,14 @@ def evaluate_suite(suite: Suite, data: SuiteData, rewards: Sequence[FloatArray],
     correlations: dict[tuple[int, ...], Any] = {}
     records = []
     for m in model.measures:
-        record: dict[str, Any] = {"subset": m.subset, "metric": m.metric, "level": m.level, "primary": m.primary,
-                                  "unit": m.unit, "n": _n_units(units, m.key)}
+        record: dict[str, Any] = {
+            "subset": m.subset,
+            "metric": m.metric,
+            "level": m.level,
+            "primary": m.primary,
+            "unit": m.unit,
+            "n": _n_units(units, m.key),
+        }
         low, high = interval(units, m.key, options.n_boot, options.seed, options.confidence)
         record.update(score=json_float(measure_value(units, m.key)), score_ci=_ci(low, high))
         if m.key in rule_units:
@@ -168,20 +199,31 @@ def evaluate_suite(suite: Suite, data: SuiteData, rewards: Sequence[FloatArray],
         if rows:
             if rows not in correlations:
                 correlations[rows] = reward_length_correlation(
-                    [rewards[i] for i in rows], [data.rows[i].lengths() for i in rows], n_boot=options.n_boot,
-                    confidence=options.confidence, seed=options.seed)
+                    [rewards[i] for i in rows],
+                    [data.rows[i].lengths() for i in rows],
+                    n_boot=options.n_boot,
+                    confidence=options.confidence,
+                    seed=options.seed,
+                )
             corr = correlations[rows]
             record.update(length_correlation=json_float(corr.value), length_correlation_ci=corr.ci)
         records.append(record)
     extras = dict(model.extras)
     if rule.extras:
         extras["length_rule"] = rule.extras
-    metrics = {"title": suite.title, "release": suite.release, "source": suite.source, "summary": data.summary(),
-               "measures": records, "extras": extras}
+    metrics = {
+        "title": suite.title,
+        "release": suite.release,
+        "source": suite.source,
+        "summary": data.summary(),
+        "measures": records,
+        "extras": extras,
+    }
     return metrics, units
 
 
 # ----------------------------------------------------------------------------------------------------- scoring
+
 
 def collect_texts(datasets: Sequence[SuiteData]) -> tuple[list[Text], list[list[NDArray[np.int64]]], int]:
     """(distinct texts in order of first use, per suite per row the indices of its responses' texts, texts
@@ -206,8 +248,9 @@ def collect_texts(datasets: Sequence[SuiteData]) -> tuple[list[Text], list[list[
     return texts, refs, requested
 
 
-def _refuse_non_finite(rewards: FloatArray, datasets: Sequence[SuiteData],
-                       refs: Sequence[Sequence[NDArray[np.int64]]]) -> None:
+def _refuse_non_finite(
+    rewards: FloatArray, datasets: Sequence[SuiteData], refs: Sequence[Sequence[NDArray[np.int64]]]
+) -> None:
     bad = ~np.isfinite(rewards)
     if not bad.any():
         return
@@ -215,13 +258,19 @@ def _refuse_non_finite(rewards: FloatArray, datasets: Sequence[SuiteData],
         for row, ids in zip(data.rows, suite_refs, strict=True):
             for k, position in enumerate(ids):
                 if bad[position]:
-                    raise DataError(f"{data.suite}: row {row.row_id!r}: the score function returned "
-                                    f"{rewards[position]} for response {k + 1} "
-                                    f"({one_line(row.responses[k], 60)!r}); rewards must be finite numbers")
+                    raise DataError(
+                        f"{data.suite}: row {row.row_id!r}: the score function returned "
+                        f"{rewards[position]} for response {k + 1} "
+                        f"({one_line(row.responses[k], 60)!r}); rewards must be finite numbers"
+                    )
 
 
-def run_suites(datasets: Sequence[SuiteData], score: ScoreFn, options: EvalOptions = EvalOptions(),
-               suites: Mapping[str, Suite] | None = None) -> BenchResult:
+def run_suites(
+    datasets: Sequence[SuiteData],
+    score: ScoreFn,
+    options: EvalOptions = EvalOptions(),
+    suites: Mapping[str, Suite] | None = None,
+) -> BenchResult:
     """Scores every distinct text of the loaded suites with one call of `score` and evaluates each suite.
 
     datasets: from load_suites (or a suite's load); score: texts -> rewards (len(texts),) float64; suites: name ->
@@ -242,12 +291,17 @@ def run_suites(datasets: Sequence[SuiteData], score: ScoreFn, options: EvalOptio
     return result
 
 
-def bench_metrics(results: Mapping[str, BenchResult], missing: Sequence[Missing] = (),
-                  comparisons: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+def bench_metrics(
+    results: Mapping[str, BenchResult],
+    missing: Sequence[Missing] = (),
+    comparisons: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """The report card's metrics dict: {"models": [names in order], "results": {model: result.to_dict()},
     "missing": [Missing.to_dict()], "comparisons": {"<candidate> vs <baseline>": [records]}} (see
     rewardsmith.bench.compare.compare_models)."""
-    return {"models": list(results), "results": {name: r.to_dict() for name, r in results.items()},
-            "missing": [m.to_dict() for m in missing],
-            "comparisons": {k: [dict(r) for r in v] for k, v in (comparisons or {}).items()}}
-
+    return {
+        "models": list(results),
+        "results": {name: r.to_dict() for name, r in results.items()},
+        "missing": [m.to_dict() for m in missing],
+        "comparisons": {k: [dict(r) for r in v] for k, v in (comparisons or {}).items()},
+    }

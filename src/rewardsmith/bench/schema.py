@@ -70,8 +70,15 @@ class SuiteData:
         subsets: dict[str, int] = {}
         for row in self.rows:
             subsets[row.subset] = subsets.get(row.subset, 0) + 1
-        return {"suite": self.suite, "sources": list(self.sources), "read": int(self.read), "rows": len(self.rows),
-                "dropped": dict(self.dropped), "notes": list(self.notes), "subsets": subsets}
+        return {
+            "suite": self.suite,
+            "sources": list(self.sources),
+            "read": int(self.read),
+            "rows": len(self.rows),
+            "dropped": dict(self.dropped),
+            "notes": list(self.notes),
+            "subsets": subsets,
+        }
 
 
 @dataclass(frozen=True)

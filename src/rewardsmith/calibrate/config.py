@@ -24,12 +24,13 @@ class EvalConfig:
     first_seed: int = option(0, "first split seed", min=0, max=MAX_SEED)
     methods: list[str] = option(DEFAULT_METHODS, "calibrators to compare (pooled is always the reference)")
     n_min: int = option(6, "PEBS: fewest ratings for a rater's own OLS fit", min=2)
-    group_column: str | None = option(None, "demographic column of the group baseline (default: the table's "
-                                      "first one)")
-    fit_per_rater: int | None = option(None, "keep at most this many fit ratings per rater (held-out part "
-                                       "unchanged)", min=3)
-    pilot_per_rater: int = option(20, "forecaster: ratings per rater in the pilot drawn from each rater's fit "
-                                  "part", min=3)
+    group_column: str | None = option(None, "demographic column of the group baseline (default: the table's first one)")
+    fit_per_rater: int | None = option(
+        None, "keep at most this many fit ratings per rater (held-out part unchanged)", min=3
+    )
+    pilot_per_rater: int = option(
+        20, "forecaster: ratings per rater in the pilot drawn from each rater's fit part", min=3
+    )
     bootstrap: int = option(2000, "bootstrap resamples of raters for the CIs", min=10)
     confidence: float = option(0.95, "confidence level of the intervals", min=0.5, max=0.999)
 
@@ -46,25 +47,37 @@ class EvalConfig:
 class RatingsSource:
     """Where the ratings come from."""
 
-    ratings: str = option("", "a ratings file (CSV / Parquet / JSONL: rater_id, item_id, score, model_score) or a "
-                          "source name: pluriharms, dices-350, prism:FOLDER")
-    data_dir: str | None = option(None, "data directory (else $REWARDSMITH_DATA_DIR, else ../shared/data)",
-                                  volatile=True)
-    on_bad_row: str = option("skip", "bad rows (NaN, out of range, duplicates): skip and count them, or error",
-                             choices=("skip", "error"))
-    model_scores: str | None = option(None, "file of per-item model scores (item_id, model_score) replacing the "
-                                      "source's default")
+    ratings: str = option(
+        "",
+        "a ratings file (CSV / Parquet / JSONL: rater_id, item_id, score, model_score) or a "
+        "source name: pluriharms, dices-350, prism:FOLDER",
+    )
+    data_dir: str | None = option(
+        None, "data directory (else $REWARDSMITH_DATA_DIR, else ../shared/data)", volatile=True
+    )
+    on_bad_row: str = option(
+        "skip", "bad rows (NaN, out of range, duplicates): skip and count them, or error", choices=("skip", "error")
+    )
+    model_scores: str | None = option(
+        None, "file of per-item model scores (item_id, model_score) replacing the source's default"
+    )
     model_score: str | None = option(None, "dices-350 model score: panel or expert", choices=("panel", "expert"))
     unsure: str = option("drop", "dices-350 'Unsure' answers: drop them or score them 0.5", choices=("drop", "half"))
     score_min: float | None = option(None, "lowest valid score (file sources)")
     score_max: float | None = option(None, "highest valid score (file sources)")
     seed: int = option(0, "seed of any random choice the source makes", min=0, max=MAX_SEED)
-    model: str | None = option(None, "a reward model (any kind `rewardsmith score` takes) that scores the rated items "
-                               "itself: its rewards replace the source's model score (the source must carry the items' "
-                               "texts: pluriharms, dices-350, or a file with prompt/response columns)")
-    engine: str = option("memory", "what reads the ratings: memory (any source, cleaned in pandas), duckdb or spark "
-                         "(Parquet: a path, glob, folder or URI; the engine computes per-rater statistics and the "
-                         "rows never reach this process; docs/scale.md)")
+    model: str | None = option(
+        None,
+        "a reward model (any kind `rewardsmith score` takes) that scores the rated items "
+        "itself: its rewards replace the source's model score (the source must carry the items' "
+        "texts: pluriharms, dices-350, or a file with prompt/response columns)",
+    )
+    engine: str = option(
+        "memory",
+        "what reads the ratings: memory (any source, cleaned in pandas), duckdb or spark "
+        "(Parquet: a path, glob, folder or URI; the engine computes per-rater statistics and the "
+        "rows never reach this process; docs/scale.md)",
+    )
 
     def score_range(self) -> tuple[float, float] | None:
         """The declared [score_min, score_max] (None when neither is given); ConfigError for one without the other
@@ -85,9 +98,16 @@ class RatingsSource:
         if not self.ratings:
             raise ConfigError("--ratings is required (a ratings file or a source name such as pluriharms)")
         score_range = self.score_range()
-        return load_ratings(self.ratings, data_dir=self.data_dir, on_bad_row=self.on_bad_row,  # type: ignore[arg-type]
-                            model_scores=self.model_scores, model_score=self.model_score,
-                            unsure=self.unsure, score_range=score_range, seed=self.seed)  # type: ignore[arg-type]
+        return load_ratings(
+            self.ratings,
+            data_dir=self.data_dir,
+            on_bad_row=self.on_bad_row,  # type: ignore[arg-type]
+            model_scores=self.model_scores,
+            model_score=self.model_score,
+            unsure=self.unsure,  # type: ignore[arg-type]
+            score_range=score_range,
+            seed=self.seed,
+        )
 
 
 @dataclass

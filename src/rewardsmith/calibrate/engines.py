@@ -52,14 +52,21 @@ if TYPE_CHECKING:
 
 OnBadRow = Literal["error", "skip"]
 # Reasons a row is dropped, in the order they are checked (as in data.ratings.clean_ratings); code k + 1 in SQL.
-DROP_REASONS = ("missing_rater_id", "missing_item_id", "nonfinite_score", "nonfinite_model_score",
-                "score_out_of_range")
-_DROP_TEXT = {"missing_rater_id": "empty rater_id", "missing_item_id": "empty item_id",
-              "nonfinite_score": "score is missing, NaN, infinite or not a number",
-              "nonfinite_model_score": "model_score is missing, NaN, infinite or not a number",
-              "score_out_of_range": "score outside the declared range"}
-_DROP_FIELD = {"missing_rater_id": "rater_id", "missing_item_id": "item_id", "nonfinite_score": "score",
-               "nonfinite_model_score": "model_score", "score_out_of_range": "score"}
+DROP_REASONS = ("missing_rater_id", "missing_item_id", "nonfinite_score", "nonfinite_model_score", "score_out_of_range")
+_DROP_TEXT = {
+    "missing_rater_id": "empty rater_id",
+    "missing_item_id": "empty item_id",
+    "nonfinite_score": "score is missing, NaN, infinite or not a number",
+    "nonfinite_model_score": "model_score is missing, NaN, infinite or not a number",
+    "score_out_of_range": "score outside the declared range",
+}
+_DROP_FIELD = {
+    "missing_rater_id": "rater_id",
+    "missing_item_id": "item_id",
+    "nonfinite_score": "score",
+    "nonfinite_model_score": "model_score",
+    "score_out_of_range": "score",
+}
 _LARGEST_DOUBLE = "1.7976931348623157E308"  # a DOUBLE literal in both dialects (exponent notation)
 _HASH_DIGITS = 8  # hex digits of md5 compared for the hold-out split (2^32 levels)
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -121,10 +128,12 @@ def _reason_sql(query: StatsQuery) -> str:
     """CASE giving 0 for a valid row, else 1 + the index of its first failed check in DROP_REASONS.
     A NULL condition falls through to ELSE, so missing values count as failures."""
     r, s = "TRY_CAST(model_score AS DOUBLE)", "TRY_CAST(score AS DOUBLE)"
-    checks = ["rater_key IS NOT NULL" + (" AND rater_key <> ''" if query.rater_is_text else ""),
-              ("item_key IS NOT NULL" + (" AND item_key <> ''" if query.item_is_text else ""))
-              if query.split else "",
-              _finite(s), _finite(r)]
+    checks = [
+        "rater_key IS NOT NULL" + (" AND rater_key <> ''" if query.rater_is_text else ""),
+        ("item_key IS NOT NULL" + (" AND item_key <> ''" if query.item_is_text else "")) if query.split else "",
+        _finite(s),
+        _finite(r),
+    ]
     if query.score_range is not None:
         low, high = map(double_literal, query.score_range)
         checks.append(f"{s} >= {low} AND {s} <= {high}")
@@ -140,12 +149,15 @@ def _reason_sql(query: StatsQuery) -> str:
 def summary_sql(query: StatsQuery) -> str:
     """One row: rows_read, dropped_<reason> per DROP_REASONS, r_mean and s_mean of the valid rows."""
     reason = _reason_sql(query)
-    drops = ", ".join(f"sum(CASE WHEN reason = {k + 1} THEN 1 ELSE 0 END) AS dropped_{name}"
-                      for k, name in enumerate(DROP_REASONS))
-    return (f"SELECT count(*) AS rows_read, {drops}, "
-            "avg(CASE WHEN reason = 0 THEN r END) AS r_mean, avg(CASE WHEN reason = 0 THEN s END) AS s_mean "
-            f"FROM (SELECT {reason} AS reason, TRY_CAST(model_score AS DOUBLE) AS r, "
-            "TRY_CAST(score AS DOUBLE) AS s FROM ratings) AS checked")
+    drops = ", ".join(
+        f"sum(CASE WHEN reason = {k + 1} THEN 1 ELSE 0 END) AS dropped_{name}" for k, name in enumerate(DROP_REASONS)
+    )
+    return (
+        f"SELECT count(*) AS rows_read, {drops}, "
+        "avg(CASE WHEN reason = 0 THEN r END) AS r_mean, avg(CASE WHEN reason = 0 THEN s END) AS s_mean "
+        f"FROM (SELECT {reason} AS reason, TRY_CAST(model_score AS DOUBLE) AS r, "
+        "TRY_CAST(score AS DOUBLE) AS s FROM ratings) AS checked"
+    )
 
 
 _SUMS = (("n", "1"), ("sum_r", "r"), ("sum_s", "s"), ("sum_rr", "r * r"), ("sum_rs", "r * s"), ("sum_ss", "s * s"))
@@ -155,8 +167,10 @@ def group_by_sql(query: StatsQuery, r_shift: float, s_shift: float) -> str:
     """One row per rater: rater (text), n, sum_r, sum_s, sum_rr, sum_rs, sum_ss of r - r_shift and s - s_shift,
     group_<i> (the smallest non-empty label of the rater, 'unknown' if none) and, with a split, the same six
     sums over the held-out ratings of each seed k as <name>__h<k>."""
-    inner = [f"rater_key, TRY_CAST(model_score AS DOUBLE) - {double_literal(r_shift)} AS r",
-             f"TRY_CAST(score AS DOUBLE) - {double_literal(s_shift)} AS s"]
+    inner = [
+        f"rater_key, TRY_CAST(model_score AS DOUBLE) - {double_literal(r_shift)} AS r",
+        f"TRY_CAST(score AS DOUBLE) - {double_literal(s_shift)} AS s",
+    ]
     inner += [f"group_{i}" for i in range(query.n_groups)]
     outer = ["CAST(rater_key AS STRING) AS rater"]
     outer += [f"CAST(sum({expr}) AS DOUBLE) AS {name}" for name, expr in _SUMS]
@@ -167,17 +181,24 @@ def group_by_sql(query: StatsQuery, r_shift: float, s_shift: float) -> str:
             digest = f"substr(md5({key} || '{int(seed)}'), 1, {_HASH_DIGITS})"
             inner.append(f"CASE WHEN {digest} < '{query.split.threshold}' THEN 1 ELSE 0 END AS h{k}")
             outer += [f"CAST(sum(h{k} * {expr}) AS DOUBLE) AS {name}__h{k}" for name, expr in _SUMS]
-    return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM ratings "
-            f"WHERE {_reason_sql(query)} = 0) AS valid_ratings GROUP BY rater_key")
+    return (
+        f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM ratings "
+        f"WHERE {_reason_sql(query)} = 0) AS valid_ratings GROUP BY rater_key"
+    )
 
 
-def hash_heldout_mask(rater_ids: Sequence[str] | np.ndarray, item_ids: Sequence[str] | np.ndarray,
-                      fraction: float, seed: int) -> np.ndarray:
+def hash_heldout_mask(
+    rater_ids: Sequence[str] | np.ndarray, item_ids: Sequence[str] | np.ndarray, fraction: float, seed: int
+) -> np.ndarray:
     """The split of HashSplit in Python: held-out mask (N,) of ratings given as text ids (N,) and (N,)."""
     threshold = HashSplit(fraction, (seed,)).threshold
-    return np.array([hashlib.md5(f"{r}|{i}|{seed}".encode()).hexdigest()[:_HASH_DIGITS] < threshold
-                     for r, i in zip(np.asarray(rater_ids, str), np.asarray(item_ids, str), strict=True)],
-                    dtype=bool)
+    return np.array(
+        [
+            hashlib.md5(f"{r}|{i}|{seed}".encode()).hexdigest()[:_HASH_DIGITS] < threshold
+            for r, i in zip(np.asarray(rater_ids, str), np.asarray(item_ids, str), strict=True)
+        ],
+        dtype=bool,
+    )
 
 
 @dataclass(frozen=True)
@@ -191,15 +212,17 @@ class EngineStats:
     counts: dict[str, int]
 
 
-def stats_from_frame(frame: pd.DataFrame, r_shift: float, s_shift: float, group_names: Sequence[str],
-                     n_splits: int = 0) -> tuple[RaterStats, tuple[RaterStats, ...]]:
+def stats_from_frame(
+    frame: pd.DataFrame, r_shift: float, s_shift: float, group_names: Sequence[str], n_splits: int = 0
+) -> tuple[RaterStats, tuple[RaterStats, ...]]:
     """RaterStats (raters sorted by id) from the rows of group_by_sql; group_names name group_0, group_1, ..."""
     ids = frame["rater"].to_numpy().astype(str)
     order = np.argsort(ids, kind="stable")
 
     def one(suffix: str, groups: Mapping[str, np.ndarray]) -> RaterStats:
-        n, sum_r, sum_s, sum_rr, sum_rs, sum_ss = (frame[f"{name}{suffix}"].to_numpy(np.float64)[order]
-                                                   for name, _ in _SUMS)
+        n, sum_r, sum_s, sum_rr, sum_rs, sum_ss = (
+            frame[f"{name}{suffix}"].to_numpy(np.float64)[order] for name, _ in _SUMS
+        )
         return RaterStats(ids[order], n, sum_r, sum_s, sum_rr, sum_rs, sum_ss, float(r_shift), float(s_shift), groups)
 
     groups = {name: frame[f"group_{i}"].to_numpy().astype(str)[order] for i, name in enumerate(group_names)}
@@ -246,12 +269,16 @@ def check_parquet_location(location: str, engine: str) -> str:
         from rewardsmith.data.ratings import RATINGS
 
         if location in RATINGS:
-            raise ConfigError(f"{location!r} is a named ratings source, read with --engine memory; --engine "
-                              f"{engine} reads Parquet files (a path, a glob, a folder or a URI)")
+            raise ConfigError(
+                f"{location!r} is a named ratings source, read with --engine memory; --engine "
+                f"{engine} reads Parquet files (a path, a glob, a folder or a URI)"
+            )
         raise DataError("ratings file not found", path=path)
     if path.is_file() and path.suffix.lower() not in PARQUET_SUFFIXES:
-        raise ConfigError(f"--engine {engine} reads Parquet, not {path.suffix or 'this file'} ({path}); convert "
-                          "it (e.g. duckdb -c \"COPY (FROM 'in.csv') TO 'out.parquet'\") or use --engine memory")
+        raise ConfigError(
+            f"--engine {engine} reads Parquet, not {path.suffix or 'this file'} ({path}); convert "
+            "it (e.g. duckdb -c \"COPY (FROM 'in.csv') TO 'out.parquet'\") or use --engine memory"
+        )
     return str(path)
 
 
@@ -296,8 +323,13 @@ class SQLEngine(ABC):
         split: also the held-out sums of each seed of a hash hold-out (item_id is then needed).
         Raises DataError for missing columns or when no rating is valid.
         """
-        names = {"rater_id": "rater_id", "item_id": "item_id", "score": "score", "model_score": "model_score",
-                 **dict(columns or {})}
+        names = {
+            "rater_id": "rater_id",
+            "item_id": "item_id",
+            "score": "score",
+            "model_score": "model_score",
+            **dict(columns or {}),
+        }
         locations = _locations(location, self.name)
         where = locations[0]
         with self.session(locations) as session:
@@ -312,27 +344,41 @@ class SQLEngine(ABC):
             missing = [c for c in needed if c not in schema]
             if missing:
                 raise DataError(f"missing column(s) {', '.join(missing)}; found {', '.join(schema)}", path=where)
-            view = {"rater_key": names["rater_id"], "model_score": names["model_score"], "score": names["score"],
-                    **{f"group_{i}": g for i, g in enumerate(group_columns)}}
+            view = {
+                "rater_key": names["rater_id"],
+                "model_score": names["model_score"],
+                "score": names["score"],
+                **{f"group_{i}": g for i, g in enumerate(group_columns)},
+            }
             view.update({"item_key": names["item_id"]} if split is not None else {})
             session.register(view)
-            query = StatsQuery(schema[names["rater_id"]], schema.get(names["item_id"], True), len(group_columns),
-                               score_range, split)
+            query = StatsQuery(
+                schema[names["rater_id"]], schema.get(names["item_id"], True), len(group_columns), score_range, split
+            )
             summary = session.query(summary_sql(query)).iloc[0]
             dropped = {name: _as_count(summary[f"dropped_{name}"]) for name in DROP_REASONS}
             bad = next((name for name in DROP_REASONS if dropped[name]), None)
             if on_bad_row == "error" and bad is not None:
-                raise DataError(f"{_DROP_TEXT[bad]} ({dropped[bad]} such rows; pass --on-bad-row skip to drop and "
-                                "count them)", path=where, field=names[_DROP_FIELD[bad]])
+                raise DataError(
+                    f"{_DROP_TEXT[bad]} ({dropped[bad]} such rows; pass --on-bad-row skip to drop and count them)",
+                    path=where,
+                    field=names[_DROP_FIELD[bad]],
+                )
             r0, s0 = summary["r_mean"], summary["s_mean"]
             if r0 is None or s0 is None or not np.isfinite(float(r0)) or not np.isfinite(float(s0)):
                 raise DataError("no valid ratings (every row has a missing or non-finite field)", path=where)
             frame = session.query(group_by_sql(query, float(r0), float(s0)))
-        stats, heldout = stats_from_frame(frame, float(r0), float(s0), list(group_columns),
-                                          len(split.seeds) if split else 0)
-        counts = {"rows_read": _as_count(summary["rows_read"]), "ratings_kept": stats.n_ratings,
-                  "raters": stats.n_raters, **{f"dropped_{k}": v for k, v in dropped.items() if v}}
+        stats, heldout = stats_from_frame(
+            frame, float(r0), float(s0), list(group_columns), len(split.seeds) if split else 0
+        )
+        counts = {
+            "rows_read": _as_count(summary["rows_read"]),
+            "ratings_kept": stats.n_ratings,
+            "raters": stats.n_raters,
+            **{f"dropped_{k}": v for k, v in dropped.items() if v},
+        }
         return EngineStats(stats, heldout, counts)
+
 
 class DuckDBEngine(SQLEngine):
     """DuckDB in this process, out of core. threads: worker threads (None = DuckDB's default, every core);
@@ -365,8 +411,9 @@ class _DuckDBSession(SQLSession):
     def __init__(self, con: Any, locations: Sequence[str]):
         self.con = con
         # read_parquet takes files, globs and URIs; a local folder becomes the glob of its Parquet files.
-        sources = [str(Path(loc) / "**" / "*.parquet") if not is_uri(loc) and Path(loc).is_dir() else loc
-                   for loc in locations]
+        sources = [
+            str(Path(loc) / "**" / "*.parquet") if not is_uri(loc) and Path(loc).is_dir() else loc for loc in locations
+        ]
         self.source = "read_parquet([" + ", ".join("'" + s.replace("'", "''") + "'" for s in sources) + "])"
 
     def schema(self) -> dict[str, bool]:
@@ -436,8 +483,10 @@ def spark_session(master: str | None, conf: Mapping[str, str]) -> tuple[Any, boo
     if active is not None:
         return active, False
     if not os.environ.get("SPARK_REMOTE") and not java_available():
-        raise ConfigError("--engine spark needs a Java runtime (17 or newer): no java on PATH or in $JAVA_HOME "
-                          "(Debian: apt-get install default-jre-headless)")
+        raise ConfigError(
+            "--engine spark needs a Java runtime (17 or newer): no java on PATH or in $JAVA_HOME "
+            "(Debian: apt-get install default-jre-headless)"
+        )
     builder = SparkSession.builder.appName("rewardsmith-calibrate")
     if master:
         builder = builder.master(master)
@@ -449,8 +498,9 @@ def spark_session(master: str | None, conf: Mapping[str, str]) -> tuple[Any, boo
     try:
         spark = builder.getOrCreate()
     except Exception as exc:
-        raise ConfigError(f"Spark did not start ({_spark_error(exc)}); check `java -version` (17 or newer) and the "
-                          "master") from None
+        raise ConfigError(
+            f"Spark did not start ({_spark_error(exc)}); check `java -version` (17 or newer) and the master"
+        ) from None
     with suppress(Exception):  # Spark Connect has no SparkContext
         spark.sparkContext.setLogLevel("ERROR")
     return spark, True
@@ -499,8 +549,9 @@ class RatingsReader(ABC):
     keeps_rows: ClassVar[bool]
 
     @abstractmethod
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
-             table: RatingTable | None = None) -> FitInput:
+    def read(
+        self, source: RatingsSource, group_column: str | None, want_group: bool, table: RatingTable | None = None
+    ) -> FitInput:
         """The ratings of `source` (or `table`, already read into memory); with want_group, group_column (default:
         the first demographic column)."""
 
@@ -510,11 +561,15 @@ class MemoryReader(RatingsReader):
 
     keeps_rows = True
 
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
-             table: RatingTable | None = None) -> FitInput:
+    def read(
+        self, source: RatingsSource, group_column: str | None, want_group: bool, table: RatingTable | None = None
+    ) -> FitInput:
         table = table if table is not None else source.load()
-        chosen = (group_column or (table.demographic_columns[0] if table.demographic_columns else None)
-                  if want_group else None)
+        chosen = (
+            group_column or (table.demographic_columns[0] if table.demographic_columns else None)
+            if want_group
+            else None
+        )
         return FitInput(table, table.quality_counts(), table.name, chosen)
 
 
@@ -526,8 +581,9 @@ class EngineReader(RatingsReader):
     def __init__(self, engine: SQLEngine):
         self.engine = engine
 
-    def read(self, source: RatingsSource, group_column: str | None, want_group: bool,
-             table: RatingTable | None = None) -> FitInput:
+    def read(
+        self, source: RatingsSource, group_column: str | None, want_group: bool, table: RatingTable | None = None
+    ) -> FitInput:
         name = self.engine.name
         if table is not None or source.model is not None:
             raise ConfigError(f"--model scores the rated items in this process: use --engine memory, not {name}")
@@ -535,12 +591,18 @@ class EngineReader(RatingsReader):
             raise ConfigError(f"--ratings is required: the Parquet ratings for --engine {name} (path, glob or URI)")
         for option, value in (("--model-scores", source.model_scores), ("--model-score", source.model_score)):
             if value is not None:
-                raise ConfigError(f"{option} is not supported with --engine {name}: the Parquet files must hold "
-                                  "model_score already (join them upstream)")
+                raise ConfigError(
+                    f"{option} is not supported with --engine {name}: the Parquet files must hold "
+                    "model_score already (join them upstream)"
+                )
         score_range = source.score_range()
-        result = self.engine.rater_stats(source.ratings, group_columns=[group_column] if group_column and want_group
-                                         else [], default_group=want_group, score_range=score_range,
-                                         on_bad_row=source.on_bad_row)  # type: ignore[arg-type]
+        result = self.engine.rater_stats(
+            source.ratings,
+            group_columns=[group_column] if group_column and want_group else [],
+            default_group=want_group,
+            score_range=score_range,
+            on_bad_row=source.on_bad_row,  # type: ignore[arg-type]
+        )
         quality = {**result.counts, "raters_single_model_score": int(result.stats.moments().single_model_score.sum())}
         label = source.ratings if is_uri(source.ratings) else Path(source.ratings).stem
         return FitInput(result.stats, quality, label, next(iter(result.stats.groups), None))
@@ -557,13 +619,16 @@ def sql_engine(name: str, **options: Any) -> SQLEngine:
     master, conf); ConfigError for an engine that does not compute statistics itself (memory)."""
     reader = ENGINES.get(name)
     if not isinstance(reader, EngineReader):
-        raise ConfigError(f"engine {name!r} reads the ratings into memory; statistics engines: "
-                          f"{', '.join(n for n in ENGINES if isinstance(ENGINES.get(n), EngineReader))}")
+        raise ConfigError(
+            f"engine {name!r} reads the ratings into memory; statistics engines: "
+            f"{', '.join(n for n in ENGINES if isinstance(ENGINES.get(n), EngineReader))}"
+        )
     return type(reader.engine)(**options)
 
 
-def engine_rater_stats(engine: str | SQLEngine, location: str | Path | Sequence[str | Path],
-                       **kwargs: Any) -> tuple[RaterStats, dict[str, int]]:
+def engine_rater_stats(
+    engine: str | SQLEngine, location: str | Path | Sequence[str | Path], **kwargs: Any
+) -> tuple[RaterStats, dict[str, int]]:
     """(stats, counts) of the Parquet ratings at `location` through `engine` (a name or an SQLEngine);
     keyword arguments as SQLEngine.rater_stats."""
     chosen = sql_engine(engine) if isinstance(engine, str) else engine
@@ -588,8 +653,12 @@ class StatsHoldout:
         return float(np.sqrt(self.sse[method].sum() / self.count.sum()))
 
 
-def holdout_from_stats(result: EngineStats, methods: Sequence[str] = ("pooled", "ols", "pebs"), n_min: int = 6,
-                       group_column: str | None = None) -> StatsHoldout:
+def holdout_from_stats(
+    result: EngineStats,
+    methods: Sequence[str] = ("pooled", "ols", "pebs"),
+    n_min: int = 6,
+    group_column: str | None = None,
+) -> StatsHoldout:
     """Fits every method on each seed's fit part (all minus held-out statistics) and sums its squared errors on
     the held-out part: sum_i (s_i - slope_j r_i - intercept_j)^2 from the held-out sums (stats.affine_sse), so
     the errors equal those of predicting the held-out rows one by one. Raters with no fit rating get the

@@ -67,9 +67,7 @@ class CalibrationMaps:
         zeros = np.zeros(len(self.rater_ids))
         self.var_slope = zeros if self.var_slope is None else self.var_slope
         self.var_intercept = zeros.copy() if self.var_intercept is None else self.var_intercept
-        self.cov_slope_intercept = (
-            zeros.copy() if self.cov_slope_intercept is None else self.cov_slope_intercept
-        )
+        self.cov_slope_intercept = zeros.copy() if self.cov_slope_intercept is None else self.cov_slope_intercept
         order = np.argsort(self.rater_ids, kind="stable")
         if not np.array_equal(order, np.arange(len(order))):
             for name in ("rater_ids", *PER_RATER_FIELDS):
@@ -93,8 +91,7 @@ class CalibrationMaps:
         if unknown == "error" and not found.all():
             missing = sorted(set(ids[~found].tolist()))
             raise ConfigError(
-                f"rater(s) not in the calibration: {', '.join(missing[:5])}"
-                + (" ..." if len(missing) > 5 else "")
+                f"rater(s) not in the calibration: {', '.join(missing[:5])}" + (" ..." if len(missing) > 5 else "")
             )
         return np.where(found, pos, -1)
 
@@ -123,15 +120,21 @@ class CalibrationMaps:
         not recorded (maps written before it was)."""
         mean, sd = self.info.get("model_score_mean"), self.info.get("model_score_sd")
         scores = np.asarray(model_scores, dtype=np.float64)
-        if not (isinstance(mean, int | float) and isinstance(sd, int | float) and np.isfinite([mean, sd]).all()
-                and scores.size):
+        if not (
+            isinstance(mean, int | float)
+            and isinstance(sd, int | float)
+            and np.isfinite([mean, sd]).all()
+            and scores.size
+        ):
             return None
         low, high = mean - width * max(sd, 1e-12), mean + width * max(sd, 1e-12)
         outside = float(np.mean((scores < low) | (scores > high)))
         if outside <= 0.5:
             return None
-        return (f"warning: {100 * outside:.0f}% of the rewards lie outside the model-score scale the calibration was "
-                f"fitted on (mean {mean:.3g}, SD {sd:.3g}): the maps may belong to another model's scale")
+        return (
+            f"warning: {100 * outside:.0f}% of the rewards lie outside the model-score scale the calibration was "
+            f"fitted on (mean {mean:.3g}, SD {sd:.3g}): the maps may belong to another model's scale"
+        )
 
     def predict_var(
         self,
@@ -151,9 +154,7 @@ class CalibrationMaps:
     def to_frame(self) -> pd.DataFrame:
         """One row per rater: rater_id, slope, intercept, noise_var, n_ratings, parameter variances and
         diagnostics."""
-        frame = pd.DataFrame(
-            {"rater_id": self.rater_ids, **{name: getattr(self, name) for name in PER_RATER_FIELDS}}
-        )
+        frame = pd.DataFrame({"rater_id": self.rater_ids, **{name: getattr(self, name) for name in PER_RATER_FIELDS}})
         for key, values in self.diagnostics.items():
             frame[key] = values
         return frame
@@ -218,15 +219,11 @@ def load_maps(path: str | Path) -> CalibrationMaps:
             table = pq.read_table(path)
             raw = (table.schema.metadata or {}).get(b"rewardsmith.calibration")
             if raw is None:
-                raise DataError(
-                    "not a rewardsmith calibration file (no header in the Parquet metadata)", path=path
-                )
+                raise DataError("not a rewardsmith calibration file (no header in the Parquet metadata)", path=path)
             header = json.loads(raw)
             frame = table.to_pandas()
         if header.get("format") != FORMAT:
-            raise DataError(
-                f"unknown calibration format {header.get('format')!r} (expected {FORMAT})", path=path
-            )
+            raise DataError(f"unknown calibration format {header.get('format')!r} (expected {FORMAT})", path=path)
         pop = header["population"]
     except (KeyError, ValueError, OSError) as exc:
         raise DataError(f"not a readable calibration file ({exc})", path=path) from None

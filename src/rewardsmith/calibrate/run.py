@@ -25,8 +25,15 @@ from rewardsmith.config import to_dict
 from rewardsmith.data.ratings import RatingTable
 from rewardsmith.errors import ConfigError
 
-SWEEP_KEYS = ("rmse", "gain_vs_pooled_pct", "gain_vs_pooled_ci", "p_value", "gain_vs_ols_pct", "p_value_vs_ols",
-              "pair_accuracy")
+SWEEP_KEYS = (
+    "rmse",
+    "gain_vs_pooled_pct",
+    "gain_vs_pooled_ci",
+    "p_value",
+    "gain_vs_ols_pct",
+    "p_value_vs_ols",
+    "pair_accuracy",
+)
 _MAX_SLOPE_POINTS = 5000  # the slopes plot shows at most this many raters (a seeded sample)
 
 
@@ -34,8 +41,19 @@ def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
     """The PEBS facts a reader checks: tau^2 and its clipping, population map, sparse and guarded raters, and
     the per-rater slopes before and after shrinkage (for the report's plot)."""
     info = maps.info
-    keys = ("tau2_slope", "tau2_intercept", "tau2_cov", "tau2_clipped_slope", "tau2_clipped_intercept",
-            "population_slope", "centre", "n_shrunk", "n_sparse", "n_single_model_score", "noise_prior_dof")
+    keys = (
+        "tau2_slope",
+        "tau2_intercept",
+        "tau2_cov",
+        "tau2_clipped_slope",
+        "tau2_clipped_intercept",
+        "population_slope",
+        "centre",
+        "n_shrunk",
+        "n_sparse",
+        "n_single_model_score",
+        "noise_prior_dof",
+    )
     out: dict[str, Any] = {k: info.get(k) for k in keys}
     out["population_intercept"] = maps.population_intercept
     out["raters_with_nonpositive_shrunk_slope"] = [str(r) for r in info.get("nonpositive_slope_raters", [])]
@@ -43,19 +61,25 @@ def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
         keep = np.arange(maps.n_raters)
         if keep.size > _MAX_SLOPE_POINTS:
             keep = np.sort(np.random.default_rng(0).choice(keep, _MAX_SLOPE_POINTS, replace=False))
-        out["slopes"] = {"ols": np.asarray(maps.diagnostics["ols_slope"], dtype=float)[keep],
-                         "shrunk": maps.slope[keep], "n_ratings": maps.n_ratings[keep]}
+        out["slopes"] = {
+            "ols": np.asarray(maps.diagnostics["ols_slope"], dtype=float)[keep],
+            "shrunk": maps.slope[keep],
+            "n_ratings": maps.n_ratings[keep],
+        }
     return out
 
 
-def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False,
-                         table: RatingTable | None = None) -> tuple[dict[str, Any], CalibrationMaps]:
+def evaluate_calibration(
+    config: CalibrateRunConfig, progress: bool = False, table: RatingTable | None = None
+) -> tuple[dict[str, Any], CalibrationMaps]:
     """The hold-out evaluation described in the module docstring (progress: a bar over each run's split seeds) on
     `table` (default: config.source.load()). Returns (metrics, PEBS maps on all ratings)."""
     if not ENGINES.get(config.source.engine).keeps_rows:
-        raise ConfigError(f"calibrate run evaluates on the ratings themselves (pair accuracy, NLL, the forecaster's "
-                          f"pilot, MixedLM), so it reads them into memory: use --engine {config.source.engine} with "
-                          "calibrate fit, or evaluate on a sample of the raters (docs/scale.md)")
+        raise ConfigError(
+            f"calibrate run evaluates on the ratings themselves (pair accuracy, NLL, the forecaster's "
+            f"pilot, MixedLM), so it reads them into memory: use --engine {config.source.engine} with "
+            "calibrate fit, or evaluate on a sample of the raters (docs/scale.md)"
+        )
     table = table if table is not None else config.source.load()
     evaluation = config.evaluation
     main = summarise(evaluate_holdout(table, evaluation, "calibrate" if progress else None))
@@ -64,8 +88,11 @@ def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False,
     for size in config.fit_sizes:
         if size >= min_fit:
             continue  # capping at or above the actual fit size would repeat the main run
-        sweep[int(size)] = summarise(evaluate_holdout(table, replace(evaluation, fit_per_rater=int(size)),
-                                                      f"calibrate, fit size {size}" if progress else None))
+        sweep[int(size)] = summarise(
+            evaluate_holdout(
+                table, replace(evaluation, fit_per_rater=int(size)), f"calibrate, fit size {size}" if progress else None
+            )
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         pebs = create_calibrator("pebs", n_min=evaluation.n_min).fit(table)
@@ -76,13 +103,21 @@ def evaluate_calibration(config: CalibrateRunConfig, progress: bool = False,
                 metrics[f"fit_size.{size}.{key}"] = value
     quality = table.quality_counts()
     metrics["data"] = quality
-    metrics["ratings"] = {"name": table.name, "source": table.source, "notes": table.notes,
-                          "score_range": table.score_range, "demographic_columns": list(table.demographic_columns)}
+    metrics["ratings"] = {
+        "name": table.name,
+        "source": table.source,
+        "notes": table.notes,
+        "score_range": table.score_range,
+        "demographic_columns": list(table.demographic_columns),
+    }
     pebs.maps_.info = {**pebs.maps_.info, **score_scale(table)}
     metrics["pebs_full_fit"] = pebs_summary(pebs.maps_)
     metrics["config"] = {**to_dict(config), "group_column_used": main["tables"].get("group_column")}
-    metrics["tables"] = {"main": main["tables"], "fit_size": {str(k): v["tables"] for k, v in sweep.items()},
-                         "fit_size_flat": {str(k): v["flat"] for k, v in sweep.items()}}
+    metrics["tables"] = {
+        "main": main["tables"],
+        "fit_size": {str(k): v["tables"] for k, v in sweep.items()},
+        "fit_size_flat": {str(k): v["flat"] for k, v in sweep.items()},
+    }
     return metrics, pebs.maps_
 
 
@@ -92,19 +127,27 @@ def fit_calibration(config: CalibrateFitConfig, table: RatingTable | None = None
     reader = ENGINES.get(config.source.engine if table is None else "memory")
     estimator = create_calibrator(config.method)
     if estimator.needs_rows and not reader.keeps_rows:
-        raise ConfigError(f"calibrator {config.method!r} fits from the ratings themselves, not from per-rater "
-                          f"statistics: use --engine memory, or another method with --engine {config.source.engine}")
+        raise ConfigError(
+            f"calibrator {config.method!r} fits from the ratings themselves, not from per-rater "
+            f"statistics: use --engine memory, or another method with --engine {config.source.engine}"
+        )
     wants_group = "group_column" in estimator.get_params()
     data = reader.read(config.source, config.group_column, wants_group, table)
-    estimator = create_calibrator(config.method, **shared_params(config.method, n_min=config.n_min,
-                                                                 group_column=data.group_column))
+    estimator = create_calibrator(
+        config.method, **shared_params(config.method, n_min=config.n_min, group_column=data.group_column)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         estimator.fit(data.ratings)
     maps = estimator.maps_
     maps.method = config.method
-    maps.info = {**maps.info, "data": data.quality, "ratings": data.name, "engine": config.source.engine,
-                 **score_scale(data.ratings)}
+    maps.info = {
+        **maps.info,
+        "data": data.quality,
+        "ratings": data.name,
+        "engine": config.source.engine,
+        **score_scale(data.ratings),
+    }
     return maps
 
 

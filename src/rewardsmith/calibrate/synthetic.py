@@ -74,11 +74,7 @@ def simulate_ratings(
     codes = np.repeat(np.arange(n_raters), counts)
     shift = rater_r_shift_sd * rng.standard_normal(n_raters)
     r = r_mean + shift[codes] + r_sd * rng.standard_normal(len(codes))
-    s = (
-        params.slope[codes] * r
-        + params.intercept[codes]
-        + params.noise_sd[codes] * rng.standard_normal(len(codes))
-    )
+    s = params.slope[codes] * r + params.intercept[codes] + params.noise_sd[codes] * rng.standard_normal(len(codes))
     item = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
     frame = pd.DataFrame(
         {"rater_id": params.rater_ids[codes], "item_id": item.astype(str), "score": s, "model_score": r}

@@ -46,9 +46,16 @@ class OneLineErrors(TyperGroup):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-app = typer.Typer(name="rewardsmith", cls=OneLineErrors, no_args_is_help=True, add_completion=False,
-                  pretty_exceptions_enable=False, rich_markup_mode=None,
-                  help="Train, stress-test, steer, calibrate and serve reward models for RLHF.")
+app = typer.Typer(
+    name="rewardsmith",
+    cls=OneLineErrors,
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Train, stress-test, steer, calibrate and serve reward models for RLHF.",
+)
+
 
 def _version(value: bool) -> None:
     if value:
@@ -59,8 +66,11 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: bool = typer.Option(False, "--version", help="print the version and exit", is_eager=True,
-                                       callback=_version, metavar="")) -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="print the version and exit", is_eager=True, callback=_version, metavar=""
+    ),
+) -> None:
     """Train, stress-test, steer, calibrate and serve reward models for RLHF."""
 
 

@@ -29,26 +29,46 @@ from rewardsmith.cli.common import (
     print_result,
 )
 
-app = typer.Typer(invoke_without_command=True, rich_markup_mode=None,
-                  help="Per-rater calibration of reward-model scores (PEBS and baselines).")
+app = typer.Typer(
+    invoke_without_command=True,
+    rich_markup_mode=None,
+    help="Per-rater calibration of reward-model scores (PEBS and baselines).",
+)
 
 SOURCE_OPTIONS: dict[str, str | Flag] = {
-    "source.ratings": "--ratings", "source.data_dir": "--data-dir", "source.on_bad_row": "--on-bad-row",
-    "source.model_scores": "--model-scores", "source.model_score": "--model-score", "source.unsure": "--unsure",
-    "source.score_min": "--score-min", "source.score_max": "--score-max", "source.model": Flag(("--model", "-m")),
+    "source.ratings": "--ratings",
+    "source.data_dir": "--data-dir",
+    "source.on_bad_row": "--on-bad-row",
+    "source.model_scores": "--model-scores",
+    "source.model_score": "--model-score",
+    "source.unsure": "--unsure",
+    "source.score_min": "--score-min",
+    "source.score_max": "--score-max",
+    "source.model": Flag(("--model", "-m")),
 }
 RUN_OPTIONS: dict[str, str | Flag] = {
-    **SOURCE_OPTIONS, "evaluation.holdout": "--holdout", "evaluation.seeds": "--seeds",
-    "evaluation.methods": Flag(("--methods",), "comma-separated calibrators to compare", convert=comma_list,
-                               cli_type=str),
-    "fit_sizes": Flag(("--fit-sizes",), "also evaluate with each rater's fit part capped at these sizes "
-                                        "(comma-separated; '' for none)", cli_type=str,
-                      convert=lambda text: int_list(text, "--fit-sizes", minimum=3, allow_empty=True)),
-    "evaluation.n_min": "--n-min", "evaluation.group_column": "--group-column",
-    "evaluation.pilot_per_rater": "--pilot-per-rater", "evaluation.bootstrap": "--bootstrap",
+    **SOURCE_OPTIONS,
+    "evaluation.holdout": "--holdout",
+    "evaluation.seeds": "--seeds",
+    "evaluation.methods": Flag(
+        ("--methods",), "comma-separated calibrators to compare", convert=comma_list, cli_type=str
+    ),
+    "fit_sizes": Flag(
+        ("--fit-sizes",),
+        "also evaluate with each rater's fit part capped at these sizes (comma-separated; '' for none)",
+        cli_type=str,
+        convert=lambda text: int_list(text, "--fit-sizes", minimum=3, allow_empty=True),
+    ),
+    "evaluation.n_min": "--n-min",
+    "evaluation.group_column": "--group-column",
+    "evaluation.pilot_per_rater": "--pilot-per-rater",
+    "evaluation.bootstrap": "--bootstrap",
 }
 FIT_OPTIONS: dict[str, str | Flag] = {
-    **SOURCE_OPTIONS, "method": "--method", "n_min": "--n-min", "group_column": "--group-column",
+    **SOURCE_OPTIONS,
+    "method": "--method",
+    "n_min": "--n-min",
+    "group_column": "--group-column",
     "source.engine": "--engine",
 }
 
@@ -57,9 +77,15 @@ FIT_OPTIONS: dict[str, str | Flag] = {
 def run(
     ctx: typer.Context,
     overrides: dict[str, Any],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="run folder (metrics.json, report.md/html, "
-                                                                  "plots/, maps.json)  [required]",
-                                             show_default=False)] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="run folder (metrics.json, report.md/html, plots/, maps.json)  [required]",
+            show_default=False,
+        ),
+    ] = None,
     config: ConfigFile = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -75,8 +101,9 @@ def run(
         return
     with handle_errors():
         if out is None:
-            raise ConfigError("--out is required (and --ratings or a --config naming the ratings); see "
-                              "`rewardsmith calibrate --help`")
+            raise ConfigError(
+                "--out is required (and --ratings or a --config naming the ratings); see `rewardsmith calibrate --help`"
+            )
         cfg = load_yaml(CalibrateRunConfig, config) if config else CalibrateRunConfig()
         apply_overrides(cfg, overrides)
         print_result(run_calibrate(cfg, out, overwrite, progress=not quiet))
@@ -90,12 +117,20 @@ app.command("run")(run)
 @config_options(CalibrateFitConfig, FIT_OPTIONS)
 def fit(
     overrides: dict[str, Any],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="maps file to write (.json or .parquet)  "
-                                                                  "[required]", show_default=False)] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="maps file to write (.json or .parquet)  [required]", show_default=False),
+    ] = None,
     config: ConfigFile = None,
     quiet: Quiet = False,
-    overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith calibrate fit` "
-                                                        "wrote it (any other existing file is refused)")] = False,
+    overwrite: Annotated[
+        bool,
+        flag(
+            "--overwrite",
+            help="replace --out when an earlier `rewardsmith calibrate fit` "
+            "wrote it (any other existing file is refused)",
+        ),
+    ] = False,
 ) -> None:
     """Fit per-rater maps on all ratings and save them for `rewardsmith score --calibration FILE --rater ID`."""
     from rewardsmith.config import apply_overrides, load_yaml

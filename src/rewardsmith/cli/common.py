@@ -37,8 +37,9 @@ def handle_errors() -> Iterator[None]:
         raise typer.Exit(code=130) from None
 
 
-def int_list(text: str | None, option: str, minimum: int | None = None, maximum: int | None = None,
-             allow_empty: bool = False) -> list[int] | None:
+def int_list(
+    text: str | None, option: str, minimum: int | None = None, maximum: int | None = None, allow_empty: bool = False
+) -> list[int] | None:
     """A comma-separated option ("0,1,2") as integers; None when not given. ConfigError (one line) for a value that
     is not an integer or out of range, and for an empty list unless allow_empty."""
     from rewardsmith.errors import ConfigError
@@ -135,8 +136,9 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
                 shown = pair.split("/")[0 if default else 1]
             option = typer.Option(*spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False)
             annotation = Annotated[hint | None, option]  # type: ignore[valid-type]
-            generated.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                               annotation=annotation))
+            generated.append(
+                inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+            )
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -157,7 +159,7 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
 
 
 def comma_list(text: str) -> list[str]:
-    """"a, b,c" -> ["a", "b", "c"] (an empty text gives an empty list, which the config then refuses or allows)."""
+    """ "a, b,c" -> ["a", "b", "c"] (an empty text gives an empty list, which the config then refuses or allows)."""
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
@@ -166,42 +168,96 @@ def flag(*names: str, help: str) -> Any:
     return typer.Option(*names, help=help, metavar="")
 
 
-OutDir = Annotated[Path, typer.Option(
-    "--out", "-o", help="run folder to write: created when missing; an interrupted run in it resumes when the "
-                        "settings match; a folder holding other files is refused")]
-ConfigFile = Annotated[Path | None, typer.Option(
-    "--config", "-c", help="YAML config filling the same fields as the flags (flags win)  [default: none]",
-    show_default=False)]
-DataDir = Annotated[Path | None, typer.Option(
-    "--data-dir", help="folder with the real datasets  [default: $REWARDSMITH_DATA_DIR, else ../shared/data]")]
+OutDir = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        help="run folder to write: created when missing; an interrupted run in it resumes when the "
+        "settings match; a folder holding other files is refused",
+    ),
+]
+ConfigFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--config",
+        "-c",
+        help="YAML config filling the same fields as the flags (flags win)  [default: none]",
+        show_default=False,
+    ),
+]
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="folder with the real datasets  [default: $REWARDSMITH_DATA_DIR, else ../shared/data]"
+    ),
+]
 Quiet = Annotated[bool, flag("--quiet", "-q", help="no progress output")]
-InferenceBf16 = Annotated[bool | None, typer.Option(
-    "--bf16/--fp32", help="bf16 autocast of the backbone (pooling and heads stay fp32)  [default: as the model was "
-                          "trained]", show_default=False)]
-BatchSize = Annotated[int, typer.Option("--batch-size", min=1, help="texts per inference batch  [default: 64]",
-                                        show_default=False)]
-Overwrite = Annotated[bool, flag("--overwrite", help="start the run in --out again (deleting only the files an "
-                                                     "earlier rewardsmith run wrote there), or write beside "
-                                                     "foreign files, which are never replaced")]
+InferenceBf16 = Annotated[
+    bool | None,
+    typer.Option(
+        "--bf16/--fp32",
+        help="bf16 autocast of the backbone (pooling and heads stay fp32)  [default: as the model was trained]",
+        show_default=False,
+    ),
+]
+BatchSize = Annotated[
+    int, typer.Option("--batch-size", min=1, help="texts per inference batch  [default: 64]", show_default=False)
+]
+Overwrite = Annotated[
+    bool,
+    flag(
+        "--overwrite",
+        help="start the run in --out again (deleting only the files an "
+        "earlier rewardsmith run wrote there), or write beside "
+        "foreign files, which are never replaced",
+    ),
+]
 
 
-ModelPath = Annotated[str, typer.Option(
-    "--model", "-m", help="the reward model: a rewardsmith model folder, a Hugging Face *ForSequenceClassification "
-                          "folder (TRL, LLaMA-Factory, ...), an OpenRLHF reward checkpoint, a LoRA adapter folder "
-                          "over one of those, or a hub id where the network allows")]
-TemplateOpt = Annotated[str, typer.Option(
-    "--template", help="how texts become tokens: auto (what the model was trained with when its folder says so, "
-                       "else chat when its tokenizer has a chat template, else plain) | chat | plain | hh  "
-                       "[default: auto]", show_default=False)]
-MaxLengthOpt = Annotated[int | None, typer.Option(
-    "--max-length", min=16, help="tokens per text  [default: the model's own; 1024 capped at its positions for a "
-                                 "model from elsewhere]", show_default=False)]
-TrustRemoteCodeOpt = Annotated[bool, flag("--trust-remote-code", help="run the model's own code (auto_map in its "
-                                                                      "config); only for models you trust")]
-SetOption = Annotated[list[str] | None, typer.Option(
-    "--set", metavar="KEY=VALUE", help="set any config key by its YAML name (repeatable), e.g. --set "
-                                       "train.grad_accum=4; the keys are listed below  [default: none]",
-    show_default=False)]
+ModelPath = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="the reward model: a rewardsmith model folder, a Hugging Face *ForSequenceClassification "
+        "folder (TRL, LLaMA-Factory, ...), an OpenRLHF reward checkpoint, a LoRA adapter folder "
+        "over one of those, or a hub id where the network allows",
+    ),
+]
+TemplateOpt = Annotated[
+    str,
+    typer.Option(
+        "--template",
+        help="how texts become tokens: auto (what the model was trained with when its folder says so, "
+        "else chat when its tokenizer has a chat template, else plain) | chat | plain | hh  "
+        "[default: auto]",
+        show_default=False,
+    ),
+]
+MaxLengthOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-length",
+        min=16,
+        help="tokens per text  [default: the model's own; 1024 capped at its positions for a model from elsewhere]",
+        show_default=False,
+    ),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    flag("--trust-remote-code", help="run the model's own code (auto_map in its config); only for models you trust"),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="set any config key by its YAML name (repeatable), e.g. --set "
+        "train.grad_accum=4; the keys are listed below  [default: none]",
+        show_default=False,
+    ),
+]
 
 
 def keys_epilog(cls: type) -> str:

@@ -40,14 +40,28 @@ _D = DatasetConfig
 
 
 TRAIN_OPTIONS: dict[str, str | Flag] = {
-    "data.train.name": Flag(("--train",), "training dataset: " + help_of(_D, "name"),
-                            shown_default="none: required unless --config gives it"),
-    "data.train.path": "--path", "data.train_pairs": "--train-pairs", "data.eval_pairs": "--eval-pairs",
-    "data.train.on_bad_row": "--on-bad-row", "model.backbone": "--backbone", "model.max_length": "--max-length",
-    "model.template": "--template", "model.lora.r": "--lora-r", "train.epochs": "--epochs",
-    "train.batch_size": "--batch-size", "train.lr": "--lr", "train.bf16": Flag(("--bf16/--fp32",)),
-    "train.max_steps": "--max-steps", "train.checkpoint_every": "--checkpoint-every", "train.seed": "--seed",
-    "train.debias.kind": "--debias", "train.report_to": "--report-to",
+    "data.train.name": Flag(
+        ("--train",),
+        "training dataset: " + help_of(_D, "name"),
+        shown_default="none: required unless --config gives it",
+    ),
+    "data.train.path": "--path",
+    "data.train_pairs": "--train-pairs",
+    "data.eval_pairs": "--eval-pairs",
+    "data.train.on_bad_row": "--on-bad-row",
+    "model.backbone": "--backbone",
+    "model.max_length": "--max-length",
+    "model.template": "--template",
+    "model.lora.r": "--lora-r",
+    "train.epochs": "--epochs",
+    "train.batch_size": "--batch-size",
+    "train.lr": "--lr",
+    "train.bf16": Flag(("--bf16/--fp32",)),
+    "train.max_steps": "--max-steps",
+    "train.checkpoint_every": "--checkpoint-every",
+    "train.seed": "--seed",
+    "train.debias.kind": "--debias",
+    "train.report_to": "--report-to",
     "data.data_dir": Flag(("--data-dir",), convert=str),
 }
 
@@ -58,9 +72,15 @@ def train(
     out: OutDir,
     overrides: dict[str, Any],
     config: ConfigFile = None,
-    eval_sets: Annotated[list[str] | None, typer.Option(
-        "--eval", help="another evaluation dataset (repeatable); its conversations seen in training are removed  "
-                       "[default: none]", show_default=False)] = None,
+    eval_sets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--eval",
+            help="another evaluation dataset (repeatable); its conversations seen in training are removed  "
+            "[default: none]",
+            show_default=False,
+        ),
+    ] = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -72,8 +92,10 @@ def train(
 
     with handle_errors():
         if config is None and overrides["data.train.name"] is None:
-            raise ConfigError("--train is required (a dataset name, `file --path FILE` or `hub --path ID`), or a "
-                              "--config that names one")
+            raise ConfigError(
+                "--train is required (a dataset name, `file --path FILE` or `hub --path ID`), or a "
+                "--config that names one"
+            )
         cfg = load_yaml(RunConfig, config) if config else RunConfig()
         if eval_sets:
             cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
@@ -82,24 +104,35 @@ def train(
 
 
 @app.command("eval")
-@config_options(DatasetConfig, {"path": "--path", "split": "--split", "limit": "--limit",
-                                "on_bad_row": "--on-bad-row"})
+@config_options(DatasetConfig, {"path": "--path", "split": "--split", "limit": "--limit", "on_bad_row": "--on-bad-row"})
 def eval_cmd(
     model: ModelPath,
     out: OutDir,
     overrides: dict[str, Any],
-    datasets: Annotated[list[str] | None, typer.Option(
-        "--dataset", "-d", help="dataset to evaluate on (repeatable): " + help_of(_D, "name") + "  [default: none]",
-        show_default=False)] = None,
+    datasets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="dataset to evaluate on (repeatable): " + help_of(_D, "name") + "  [default: none]",
+            show_default=False,
+        ),
+    ] = None,
     bf16: InferenceBf16 = None,
     batch_size: BatchSize = 64,
     template: TemplateOpt = "auto",
     max_length: MaxLengthOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
-    shift_config: Annotated[Path | None, typer.Option(
-        "--shift-config", help="stress-test under preference shift: also evaluate on the ID test split and every "
-                               "target of a shift config (configs/shift-*.yaml), with each target's accuracy minus "
-                               "the ID accuracy and its CI  [default: none]", show_default=False)] = None,
+    shift_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--shift-config",
+            help="stress-test under preference shift: also evaluate on the ID test split and every "
+            "target of a shift config (configs/shift-*.yaml), with each target's accuracy minus "
+            "the ID accuracy and its CI  [default: none]",
+            show_default=False,
+        ),
+    ] = None,
     data_dir: DataDir = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -113,44 +146,103 @@ def eval_cmd(
         sets = [DatasetConfig(name=n) for n in datasets or []]
         for ds in sets:  # every --dataset read with the same --path / --split / --limit / --on-bad-row
             apply_overrides(ds, overrides)
-        print_result(run_eval(model, sets, out, str(data_dir) if data_dir else None, bf16, batch_size,
-                              progress=not quiet, overwrite=overwrite, template=template, max_length=max_length,
-                              trust_remote_code=trust_remote_code, shift_config=shift_config))
+        print_result(
+            run_eval(
+                model,
+                sets,
+                out,
+                str(data_dir) if data_dir else None,
+                bf16,
+                batch_size,
+                progress=not quiet,
+                overwrite=overwrite,
+                template=template,
+                max_length=max_length,
+                trust_remote_code=trust_remote_code,
+                shift_config=shift_config,
+            )
+        )
 
 
 @app.command()
 def score(
     model: ModelPath,
-    input_file: Annotated[Path, typer.Option("--input", "-i", help="JSONL rows with `prompt` and `response` "
-                                             "(scores one text) or `prompt`, `chosen`, `rejected` (scores both); a "
-                                             "prompt may be plain text, an HH transcript or a chat list")],
-    output: Annotated[Path, typer.Option("--out", "-o", "--output", help="JSONL file to write: the input rows "
-                                         "with a `reward` (or `reward_chosen`, `reward_rejected`, `p_chosen`) field "
-                                         "added; a file rewardsmith did not write is never replaced")],
-    calibration: Annotated[Path | None, typer.Option(
-        help="per-rater maps from `rewardsmith calibrate fit`  [default: none]", show_default=False)] = None,
-    rater: Annotated[str | None, typer.Option(
-        help="rater id whose scale --calibration maps to (an unknown rater gets the population map)  "
-             "[default: none]", show_default=False)] = None,
-    demos: Annotated[Path | None, typer.Option(
-        help="preference file of demonstrations (prompt, chosen, rejected) that steer an in-context (ICRM) model  "
-             "[default: none]", show_default=False)] = None,
+    input_file: Annotated[
+        Path,
+        typer.Option(
+            "--input",
+            "-i",
+            help="JSONL rows with `prompt` and `response` "
+            "(scores one text) or `prompt`, `chosen`, `rejected` (scores both); a "
+            "prompt may be plain text, an HH transcript or a chat list",
+        ),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            "--output",
+            help="JSONL file to write: the input rows "
+            "with a `reward` (or `reward_chosen`, `reward_rejected`, `p_chosen`) field "
+            "added; a file rewardsmith did not write is never replaced",
+        ),
+    ],
+    calibration: Annotated[
+        Path | None,
+        typer.Option(help="per-rater maps from `rewardsmith calibrate fit`  [default: none]", show_default=False),
+    ] = None,
+    rater: Annotated[
+        str | None,
+        typer.Option(
+            help="rater id whose scale --calibration maps to (an unknown rater gets the population map)  "
+            "[default: none]",
+            show_default=False,
+        ),
+    ] = None,
+    demos: Annotated[
+        Path | None,
+        typer.Option(
+            help="preference file of demonstrations (prompt, chosen, rejected) that steer an in-context (ICRM) model  "
+            "[default: none]",
+            show_default=False,
+        ),
+    ] = None,
     bf16: InferenceBf16 = None,
     batch_size: BatchSize = 64,
     template: TemplateOpt = "auto",
     max_length: MaxLengthOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     quiet: Quiet = False,
-    overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith score` wrote "
-                                                        "it (any other existing file is refused)")] = False,
+    overwrite: Annotated[
+        bool,
+        flag(
+            "--overwrite",
+            help="replace --out when an earlier `rewardsmith score` wrote it (any other existing file is refused)",
+        ),
+    ] = False,
 ) -> None:
     """Score responses with a saved model (optionally mapped to one rater's scale, or steered by demos)."""
     from rewardsmith.jobs.score import score_file
 
     with handle_errors():
-        print_result(score_file(model, input_file, output, calibration=calibration, rater=rater, demos=demos,
-                                bf16=bf16, batch_size=batch_size, progress=not quiet, overwrite=overwrite,
-                                template=template, max_length=max_length, trust_remote_code=trust_remote_code))
+        print_result(
+            score_file(
+                model,
+                input_file,
+                output,
+                calibration=calibration,
+                rater=rater,
+                demos=demos,
+                bf16=bf16,
+                batch_size=batch_size,
+                progress=not quiet,
+                overwrite=overwrite,
+                template=template,
+                max_length=max_length,
+                trust_remote_code=trust_remote_code,
+            )
+        )
 
 
 @app.command()
@@ -182,14 +274,22 @@ def examples(
 @app.command()
 def export(
     model: ModelPath,
-    out: Annotated[Path, typer.Option("--out", "-o", help="folder to write: AutoModelForSequenceClassification "
-                                                          "loads it with the same scores (vLLM, TRL's GRPO, "
-                                                          "OpenRLHF); a folder rewardsmith did not write is refused")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="folder to write: AutoModelForSequenceClassification "
+            "loads it with the same scores (vLLM, TRL's GRPO, "
+            "OpenRLHF); a folder rewardsmith did not write is refused",
+        ),
+    ],
     template: TemplateOpt = "auto",
     max_length: MaxLengthOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
-    overwrite: Annotated[bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith export` wrote "
-                                                        "it, unchanged")] = False,
+    overwrite: Annotated[
+        bool, flag("--overwrite", help="replace --out when an earlier `rewardsmith export` wrote it, unchanged")
+    ] = False,
 ) -> None:
     """Write a reward model as a Hugging Face *ForSequenceClassification folder, with its chat template."""
     from rewardsmith.jobs.export import run_export
@@ -206,4 +306,3 @@ def datasets() -> None:
 
     for name in DATASETS.names():
         typer.echo(name)
-

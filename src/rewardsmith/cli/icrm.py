@@ -24,20 +24,29 @@ from rewardsmith.cli.common import (
 from rewardsmith.config import help_of
 from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                  help="In-context steerable reward models (Beta posterior, ELBO).")
+app = typer.Typer(
+    no_args_is_help=True, rich_markup_mode=None, help="In-context steerable reward models (Beta posterior, ELBO)."
+)
 
 TRAIN_OPTIONS: dict[str, str | Flag] = {
-    "model.backbone": "--backbone", "model.mode": "--mode", "model.template": "--template",
+    "model.backbone": "--backbone",
+    "model.mode": "--mode",
+    "model.template": "--template",
     "episodes.sources": Flag(("--source",), "episode source (repeatable): " + help_of(EpisodeConfig, "sources")),
-    "episodes.max_demos": "--max-demos", "train.max_steps": Flag(("--steps",), "optimiser steps"),
+    "episodes.max_demos": "--max-demos",
+    "train.max_steps": Flag(("--steps",), "optimiser steps"),
     "train.batch_size": Flag(("--batch-size",), "episodes per step"),
     "train.head_lr": Flag(("--head-lr",), "peak learning rate of the context encoder and heads"),
-    "elbo.kl_schedule": "--kl-schedule", "train.bf16": Flag(("--bf16/--fp32",)), "train.seed": "--seed",
-    "train.report_to": "--report-to", "data_dir": "--data-dir",
+    "elbo.kl_schedule": "--kl-schedule",
+    "train.bf16": Flag(("--bf16/--fp32",)),
+    "train.seed": "--seed",
+    "train.report_to": "--report-to",
+    "data_dir": "--data-dir",
 }
 EVAL_OPTIONS: dict[str, str | Flag] = {
-    "eval.bt_model": "--bt-model", "eval.max_test_pairs": "--max-test-pairs", "eval.seed": "--seed",
+    "eval.bt_model": "--bt-model",
+    "eval.max_test_pairs": "--max-test-pairs",
+    "eval.seed": "--seed",
     "data_dir": "--data-dir",
 }
 
@@ -56,8 +65,10 @@ def train(
     out: OutDir,
     overrides: dict[str, Any],
     config: ConfigFile = None,
-    bt: Annotated[bool, flag("--bt", help="train the Bradley-Terry baseline of the same backbone on the same "
-                                          "training pairs instead")] = False,
+    bt: Annotated[
+        bool,
+        flag("--bt", help="train the Bradley-Terry baseline of the same backbone on the same training pairs instead"),
+    ] = False,
     bt_pairs: Annotated[int, typer.Option(help="--bt: at most this many training pairs", min=1)] = 2400,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -77,8 +88,9 @@ def train(
 @app.command("eval", epilog=keys_epilog(ICRMRunConfig))
 @config_options(ICRMRunConfig, EVAL_OPTIONS)
 def eval_cmd(
-    protocol: Annotated[str, typer.Option("--protocol", "-p", help="steerability | calibration | rmbench | pareto "
-                                                                   "| math500 | all")],
+    protocol: Annotated[
+        str, typer.Option("--protocol", "-p", help="steerability | calibration | rmbench | pareto | math500 | all")
+    ],
     model: Annotated[Path, typer.Option("--model", "-m", help="an ICRM model folder (rewardsmith icrm train)")],
     out: OutDir,
     overrides: dict[str, Any],

@@ -31,12 +31,18 @@ def shift(
     out: OutDir,
     quick: Annotated[bool, flag("--quick", help="the config's quick sizes: a few-minute run")] = False,
     data_dir: DataDir = None,
-    seeds: Annotated[str | None, typer.Option("--seeds", help="comma-separated student seeds, e.g. 0,1,2  "
-                                                              "[default: the config's]", show_default=False)] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="torch intra-op threads  [default: torch's]",
-                                                show_default=False)] = None,
-    no_train: Annotated[bool, flag("--no-train", help="evaluate the models already trained in --out; train "
-                                                      "nothing")] = False,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds", help="comma-separated student seeds, e.g. 0,1,2  [default: the config's]", show_default=False
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None, typer.Option("--threads", help="torch intra-op threads  [default: torch's]", show_default=False)
+    ] = None,
+    no_train: Annotated[
+        bool, flag("--no-train", help="evaluate the models already trained in --out; train nothing")
+    ] = False,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -54,5 +60,15 @@ def shift(
         if threads is not None and threads < 1:
             raise ConfigError(f"--threads must be at least 1, got {threads}")
         torch_threads(threads)
-        print_result(run_shift_job(cfg, out, quick=quick, data_dir=data_dir, seeds=seed_list, progress=not quiet,
-                                   train=not no_train, overwrite=overwrite))
+        print_result(
+            run_shift_job(
+                cfg,
+                out,
+                quick=quick,
+                data_dir=data_dir,
+                seeds=seed_list,
+                progress=not quiet,
+                train=not no_train,
+                overwrite=overwrite,
+            )
+        )

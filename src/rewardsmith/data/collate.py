@@ -48,7 +48,9 @@ def probe_pair_template(tokenizer: Any) -> PairTemplate:
     types = enc.get("token_type_ids")
     uses_types = types is not None and len(set(types)) > 1
     return PairTemplate(
-        prefix=full[:i], middle=full[i + len(a):j], suffix=full[j + len(b):],
+        prefix=full[:i],
+        middle=full[i + len(a) : j],
+        suffix=full[j + len(b) :],
         prefix_type=int(types[0]) if uses_types else 0,
         response_type=int(types[j]) if uses_types else 0,
         uses_token_types=bool(uses_types),
@@ -57,7 +59,7 @@ def probe_pair_template(tokenizer: Any) -> PairTemplate:
 
 def _find(seq: list[int], sub: list[int], start: int) -> int:
     for k in range(start, len(seq) - len(sub) + 1):
-        if seq[k:k + len(sub)] == sub:
+        if seq[k : k + len(sub)] == sub:
             return k
     return -1
 
@@ -83,8 +85,7 @@ class PairEncoder:
     counts: how many texts were encoded and how many had their prompt or response cut (for run summaries).
     """
 
-    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64,
-                 response_prefix: str = " "):
+    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64, response_prefix: str = " "):
         if max_length <= 8:
             raise ValueError(f"max_length must be > 8, got {max_length}")
         self.tokenizer = tokenizer
@@ -121,7 +122,7 @@ class PairEncoder:
         room = budget - len(response_ids)
         prompt_cut = len(prompt_ids) > room
         if prompt_cut:
-            prompt_ids = prompt_ids[len(prompt_ids) - room:] if room > 0 else []
+            prompt_ids = prompt_ids[len(prompt_ids) - room :] if room > 0 else []
         ids = t.prefix + prompt_ids + t.middle + response_ids + t.suffix
         n_first = len(t.prefix) + len(prompt_ids) + len(t.middle)
         types = [t.prefix_type] * n_first + [t.response_type] * (len(ids) - n_first)
@@ -160,8 +161,10 @@ class Encoder(Protocol):
 
 def encode_pairs(encoder: Encoder, pairs: Sequence[PreferencePair]) -> list[EncodedPair]:
     """Tokenises every pair once (the trainer and evaluators reuse the result across epochs)."""
-    return [EncodedPair(encoder.encode(p.prompt, p.chosen), encoder.encode(p.prompt, p.rejected), float(p.label), i)
-            for i, p in enumerate(pairs)]
+    return [
+        EncodedPair(encoder.encode(p.prompt, p.chosen), encoder.encode(p.prompt, p.rejected), float(p.label), i)
+        for i, p in enumerate(pairs)
+    ]
 
 
 def pad_texts(texts: Sequence[EncodedText], pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:
@@ -184,8 +187,13 @@ def pad_texts(texts: Sequence[EncodedText], pad_id: int, padding_side: str = "ri
         types[row, sl] = torch.tensor(t.token_type_ids)
         response[row, sl] = torch.tensor(t.response_mask, dtype=torch.bool)
     positions = (attention.cumsum(dim=1) - 1).clamp(min=0)
-    return {"input_ids": input_ids, "attention_mask": attention, "token_type_ids": types,
-            "response_mask": response, "position_ids": positions}
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention,
+        "token_type_ids": types,
+        "response_mask": response,
+        "position_ids": positions,
+    }
 
 
 def collate_pairs(batch: Sequence[EncodedPair], pad_id: int, padding_side: str = "right") -> dict[str, torch.Tensor]:
@@ -202,8 +210,12 @@ def collate_pairs(batch: Sequence[EncodedPair], pad_id: int, padding_side: str =
     return out
 
 
-def length_grouped_batches(lengths: Sequence[int], batch_size: int, seed: int, mega_factor: int = 50,
-                           ) -> list[list[int]]:
+def length_grouped_batches(
+    lengths: Sequence[int],
+    batch_size: int,
+    seed: int,
+    mega_factor: int = 50,
+) -> list[list[int]]:
     """Batches of indices with similar lengths, in a seeded random order.
 
     Indices are shuffled, cut into mega-chunks of `mega_factor * batch_size`, sorted by length inside each
@@ -217,14 +229,15 @@ def length_grouped_batches(lengths: Sequence[int], batch_size: int, seed: int, m
     chunk = max(batch_size, mega_factor * batch_size)
     batches: list[list[int]] = []
     for start in range(0, len(order), chunk):
-        part = sorted(order[start:start + chunk], key=lambda i: -lengths[i])
-        batches.extend(part[k:k + batch_size] for k in range(0, len(part), batch_size))
+        part = sorted(order[start : start + chunk], key=lambda i: -lengths[i])
+        batches.extend(part[k : k + batch_size] for k in range(0, len(part), batch_size))
     rng.shuffle(batches)
     return batches
 
 
-def sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | None = None,
-                   max_padding: float | None = None) -> Iterator[list[int]]:
+def sorted_batches(
+    lengths: Sequence[int], batch_size: int, max_tokens: int | None = None, max_padding: float | None = None
+) -> Iterator[list[int]]:
     """Inference batches in descending length order (least padding); callers restore the order.
 
     max_tokens: also cap each batch's padded size (rows x its longest text) at this many tokens; a text longer
@@ -236,8 +249,11 @@ def sorted_batches(lengths: Sequence[int], batch_size: int, max_tokens: int | No
     for i in order:
         # Descending order: the batch's first text is its longest, so its padded size is rows * lengths[first].
         padded = (len(batch) + 1) * lengths[batch[0]] if batch else 0
-        if batch and (len(batch) >= batch_size or (max_tokens is not None and padded > max_tokens)
-                      or (max_padding is not None and padded - real - lengths[i] > max_padding * padded)):
+        if batch and (
+            len(batch) >= batch_size
+            or (max_tokens is not None and padded > max_tokens)
+            or (max_padding is not None and padded - real - lengths[i] > max_padding * padded)
+        ):
             yield batch
             batch, real = [], 0
         batch.append(i)

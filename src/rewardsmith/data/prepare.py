@@ -40,16 +40,18 @@ def sample(pairs: Sequence[PreferencePair], n: int | None, sampling: Sampling, s
         return list(pairs)
     if sampling == "first":
         return list(pairs[:n])
-    keyed = sorted(range(len(pairs)),
-                   key=lambda i: stable_hash(f"{salt}:{i}:{pairs[i].pair_id}:{pairs[i].chosen[:200]}"))
+    keyed = sorted(
+        range(len(pairs)), key=lambda i: stable_hash(f"{salt}:{i}:{pairs[i].pair_id}:{pairs[i].chosen[:200]}")
+    )
     return [pairs[i] for i in sorted(keyed[:n])]
 
 
 Parts = dict[str, list[PreferencePair]]
 
 
-def split_parts(pairs: Sequence[PreferencePair], parts: Mapping[str, Part], salt: str = "split",
-                sampling: Sampling = "first") -> tuple[Parts, Parts]:
+def split_parts(
+    pairs: Sequence[PreferencePair], parts: Mapping[str, Part], salt: str = "split", sampling: Sampling = "first"
+) -> tuple[Parts, Parts]:
     """(capped parts, parts as split) of pairs split by conversation hash with the parts' fractions (filled in
     order); a hash sample of part `name` is salted "<salt>:<name>"."""
     split = split_pairs(pairs, {name: part.fraction for name, part in parts.items()}, salt=salt)
@@ -124,8 +126,12 @@ def prepare_data(plan: DataPlan, data_dir: str | Path | None = None) -> Prepared
         kept = [p for p, keep in zip(loaded.pairs, unseen_mask(loaded.pairs, seen), strict=True) if keep]
         removed[name] = len(loaded.pairs) - len(kept)
         evals[name] = sample(kept, plan.eval_cap, plan.sampling, f"{plan.salt}:{name}")
-        summaries[name] = {**loaded.summary(), "label": name, "overlap_removed": removed[name],
-                           "used": len(evals[name])}
+        summaries[name] = {
+            **loaded.summary(),
+            "label": name,
+            "overlap_removed": removed[name],
+            "used": len(evals[name]),
+        }
     return PreparedData(parts, evals, source, summaries, removed, {k: len(v) for k, v in split.items()})
 
 
@@ -147,15 +153,24 @@ def train_data(cfg: DataConfig) -> TrainData:
     if cfg.train_fraction + cfg.val_fraction > 1.0 + 1e-9:
         raise ConfigError(f"data.train_fraction {cfg.train_fraction} + data.val_fraction {cfg.val_fraction} exceed 1")
     rest = max(0.0, 1.0 - cfg.train_fraction - cfg.val_fraction)
-    plan = DataPlan(cfg.train, {"train": Part(cfg.train_fraction, cfg.train_pairs),
-                                "validation": Part(cfg.val_fraction, cfg.eval_pairs),
-                                "heldout": Part(rest, cfg.eval_pairs)},
-                    training=("train",), evals=cfg.eval, eval_cap=cfg.eval_pairs)
+    plan = DataPlan(
+        cfg.train,
+        {
+            "train": Part(cfg.train_fraction, cfg.train_pairs),
+            "validation": Part(cfg.val_fraction, cfg.eval_pairs),
+            "heldout": Part(rest, cfg.eval_pairs),
+        },
+        training=("train",),
+        evals=cfg.eval,
+        eval_cap=cfg.eval_pairs,
+    )
     data = prepare_data(plan, cfg.data_dir)
     train = data.parts["train"]
     if not train:
-        raise ConfigError(f"no training pairs left from {cfg.train.label}: {data.source.account()}, "
-                          f"{data.split_sizes['train']} in the training split")
+        raise ConfigError(
+            f"no training pairs left from {cfg.train.label}: {data.source.account()}, "
+            f"{data.split_sizes['train']} in the training split"
+        )
     eval_sets: dict[str, list[PreferencePair]] = {}
     summaries: dict[str, Any] = {"train": {**data.source.summary(), "label": cfg.train.label, "used": len(train)}}
     for part, suffix in (("heldout", "held-out"), ("validation", "validation")):

@@ -61,23 +61,41 @@ class PairDataset:
         return f"{self.n_rows} rows read, {len(self.pairs)} pairs kept" + (f" (dropped: {drops})" if drops else "")
 
     def summary(self) -> dict[str, object]:
-        return {"name": self.name, "source": self.source, "rows": self.n_rows, "pairs": len(self.pairs),
-                "dropped": dict(self.dropped), "repaired": dict(self.repaired)}
+        return {
+            "name": self.name,
+            "source": self.source,
+            "rows": self.n_rows,
+            "pairs": len(self.pairs),
+            "dropped": dict(self.dropped),
+            "repaired": dict(self.repaired),
+        }
 
 
 Adapter = Callable[[LoadOptions], PairDataset]
 DATASETS: Registry[Adapter] = Registry("dataset")
 
 
-def load_dataset(name: str, data_dir: str | Path | None = None, split: str | None = None,
-                 limit: int | None = None, on_bad_row: OnBadRow = "error", path: str | Path | None = None,
-                 columns: dict[str, str] | None = None) -> PairDataset:
+def load_dataset(
+    name: str,
+    data_dir: str | Path | None = None,
+    split: str | None = None,
+    limit: int | None = None,
+    on_bad_row: OnBadRow = "error",
+    path: str | Path | None = None,
+    columns: dict[str, str] | None = None,
+) -> PairDataset:
     """Loads a registered dataset by name. Raises UnknownNameError or DataError with a one-line message."""
     import rewardsmith.data.adapters  # noqa: F401  (fills the registry)
 
     adapter = DATASETS.get(name)
-    opts = LoadOptions(Path(data_dir) if data_dir else None, split, limit, on_bad_row,
-                       Path(path) if path else None, dict(columns or {}))
+    opts = LoadOptions(
+        Path(data_dir) if data_dir else None,
+        split,
+        limit,
+        on_bad_row,
+        Path(path) if path else None,
+        dict(columns or {}),
+    )
     return adapter(opts)
 
 
@@ -85,8 +103,15 @@ def load_configured(ds: DatasetConfig, data_dir: str | Path | None = None) -> Pa
     """Loads the dataset a DatasetConfig describes (the form configs and the CLI use)."""
     if ds.on_bad_row not in ("error", "skip"):
         raise ConfigError(f"on_bad_row must be 'error' or 'skip', got {ds.on_bad_row!r}")
-    return load_dataset(ds.name, data_dir=data_dir, split=ds.split, limit=ds.limit, path=ds.path,
-                        columns=ds.columns, on_bad_row=ds.on_bad_row)  # type: ignore[arg-type]
+    return load_dataset(
+        ds.name,
+        data_dir=data_dir,
+        split=ds.split,
+        limit=ds.limit,
+        path=ds.path,
+        columns=ds.columns,
+        on_bad_row=ds.on_bad_row,  # type: ignore[arg-type]
+    )
 
 
 def load_pairs(name: str, **kwargs: object) -> list[PreferencePair]:

@@ -54,13 +54,15 @@ class PreferencePair:
         return "".join(ch for ch in self.first_user_turn().lower() if ch.isalnum())
 
     def with_label(self, label: float) -> PreferencePair:
-        return PreferencePair(self.prompt, self.chosen, self.rejected, float(label), self.domain,
-                              self.pair_id, dict(self.metadata))
+        return PreferencePair(
+            self.prompt, self.chosen, self.rejected, float(label), self.domain, self.pair_id, dict(self.metadata)
+        )
 
     def swapped(self) -> PreferencePair:
         """The same pair with sides exchanged: label becomes 1 - label."""
-        return PreferencePair(self.prompt, self.rejected, self.chosen, 1.0 - self.label, self.domain,
-                              self.pair_id, dict(self.metadata))
+        return PreferencePair(
+            self.prompt, self.rejected, self.chosen, 1.0 - self.label, self.domain, self.pair_id, dict(self.metadata)
+        )
 
 
 _ROLE_TAG = {"user": "Human", "assistant": "Assistant", "system": "System"}
@@ -95,8 +97,9 @@ def sanitise_pair(pair: PreferencePair) -> tuple[PreferencePair, int]:
     total += n_chosen + n_rejected
     if not total:
         return pair, 0
-    return PreferencePair(tuple(turns), chosen, rejected, pair.label, pair.domain, pair.pair_id,
-                          dict(pair.metadata)), total
+    return PreferencePair(
+        tuple(turns), chosen, rejected, pair.label, pair.domain, pair.pair_id, dict(pair.metadata)
+    ), total
 
 
 def message_text(message: Any) -> str:

@@ -31,9 +31,7 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
     """Like find_data_dir, but raises a one-line DataError when there is none."""
     found = find_data_dir(data_dir)
     if found is None or not found.is_dir():
-        raise DataError(
-            f"data directory not found ({found or 'none configured'}); pass --data-dir or set ${ENV_VAR}"
-        )
+        raise DataError(f"data directory not found ({found or 'none configured'}); pass --data-dir or set ${ENV_VAR}")
     return found
 
 

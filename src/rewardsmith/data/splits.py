@@ -12,8 +12,11 @@ def hash_fraction(key: str, salt: str = "") -> float:
     return int(stable_hash(f"{salt}:{key}")[:12], 16) / float(16**12)
 
 
-def split_pairs(pairs: Sequence[PreferencePair], fractions: dict[str, float], salt: str = "split",
-                ) -> dict[str, list[PreferencePair]]:
+def split_pairs(
+    pairs: Sequence[PreferencePair],
+    fractions: dict[str, float],
+    salt: str = "split",
+) -> dict[str, list[PreferencePair]]:
     """Splits pairs into named parts with the given fractions (summing to at most 1).
 
     Pairs sharing a group key (the same first human turn) always land in the same part, so a held-out

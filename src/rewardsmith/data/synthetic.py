@@ -62,107 +62,176 @@ class DomainSpec:
 # topic -> (tasks used in prompts, substantive tips)
 TOPICS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cooking": (
-        ("bake a loaf of bread", "cook rice so it does not stick", "make a simple tomato sauce",
-         "roast vegetables evenly", "season a cast iron pan", "cook pasta properly"),
-        ("Weigh the flour on a kitchen scale instead of using cups.",
-         "Rinse the rice in cold water until the water runs clear.",
-         "Preheat the oven fully before the tray goes in.",
-         "Salt the cooking water generously before adding the pasta.",
-         "Cut the vegetables into pieces of the same size so they cook evenly.",
-         "Let the dough rest in a warm place until it doubles in size.",
-         "Simmer the sauce on low heat and stir it every few minutes.",
-         "Wipe a thin layer of oil on the pan and heat it for an hour."),
+        (
+            "bake a loaf of bread",
+            "cook rice so it does not stick",
+            "make a simple tomato sauce",
+            "roast vegetables evenly",
+            "season a cast iron pan",
+            "cook pasta properly",
+        ),
+        (
+            "Weigh the flour on a kitchen scale instead of using cups.",
+            "Rinse the rice in cold water until the water runs clear.",
+            "Preheat the oven fully before the tray goes in.",
+            "Salt the cooking water generously before adding the pasta.",
+            "Cut the vegetables into pieces of the same size so they cook evenly.",
+            "Let the dough rest in a warm place until it doubles in size.",
+            "Simmer the sauce on low heat and stir it every few minutes.",
+            "Wipe a thin layer of oil on the pan and heat it for an hour.",
+        ),
     ),
     "gardening": (
-        ("grow tomatoes on a balcony", "keep my basil plant alive", "start a compost heap",
-         "get rid of aphids on roses", "plant spring bulbs", "water a vegetable garden"),
-        ("Water the soil early in the morning rather than the leaves at noon.",
-         "Use a pot at least thirty centimetres deep with drainage holes.",
-         "Pinch off the top leaves of the basil to make it grow bushier.",
-         "Mix green kitchen scraps with dry leaves in equal amounts.",
-         "Spray the aphids off with a strong jet of water every few days.",
-         "Plant the bulbs pointy end up at three times their own depth.",
-         "Give the plants at least six hours of direct sunlight a day.",
-         "Add a layer of mulch to keep moisture in the soil."),
+        (
+            "grow tomatoes on a balcony",
+            "keep my basil plant alive",
+            "start a compost heap",
+            "get rid of aphids on roses",
+            "plant spring bulbs",
+            "water a vegetable garden",
+        ),
+        (
+            "Water the soil early in the morning rather than the leaves at noon.",
+            "Use a pot at least thirty centimetres deep with drainage holes.",
+            "Pinch off the top leaves of the basil to make it grow bushier.",
+            "Mix green kitchen scraps with dry leaves in equal amounts.",
+            "Spray the aphids off with a strong jet of water every few days.",
+            "Plant the bulbs pointy end up at three times their own depth.",
+            "Give the plants at least six hours of direct sunlight a day.",
+            "Add a layer of mulch to keep moisture in the soil.",
+        ),
     ),
     "fitness": (
-        ("start running as a beginner", "build a home workout routine", "improve my posture",
-         "stretch after exercise", "get better at push ups", "stay motivated to exercise"),
-        ("Alternate one minute of running with two minutes of walking at first.",
-         "Increase your weekly distance by no more than ten percent.",
-         "Do squats, push ups and rows three times a week on alternate days.",
-         "Hold each stretch for about thirty seconds without bouncing.",
-         "Start with push ups against a wall and lower the angle every week.",
-         "Set the top of your screen at eye level to keep your neck neutral.",
-         "Write your sessions in a calendar and track them each week.",
-         "Rest at least one full day between two hard workouts."),
+        (
+            "start running as a beginner",
+            "build a home workout routine",
+            "improve my posture",
+            "stretch after exercise",
+            "get better at push ups",
+            "stay motivated to exercise",
+        ),
+        (
+            "Alternate one minute of running with two minutes of walking at first.",
+            "Increase your weekly distance by no more than ten percent.",
+            "Do squats, push ups and rows three times a week on alternate days.",
+            "Hold each stretch for about thirty seconds without bouncing.",
+            "Start with push ups against a wall and lower the angle every week.",
+            "Set the top of your screen at eye level to keep your neck neutral.",
+            "Write your sessions in a calendar and track them each week.",
+            "Rest at least one full day between two hard workouts.",
+        ),
     ),
     "travel": (
-        ("pack light for a week away", "find cheap flights", "avoid jet lag",
-         "plan a road trip", "stay safe in a new city", "travel with a small child"),
-        ("Pack clothes that mix and match and roll them instead of folding.",
-         "Compare fares on a few weekdays, since midweek flights often cost less.",
-         "Shift your sleep by an hour a day in the week before you leave.",
-         "Plan a stop every two hours to rest and stretch your legs.",
-         "Keep a copy of your passport and tickets separate from the originals.",
-         "Bring snacks and a favourite toy in an easy to reach bag.",
-         "Check the local transport options before you arrive.",
-         "Book the first night of accommodation before you travel."),
+        (
+            "pack light for a week away",
+            "find cheap flights",
+            "avoid jet lag",
+            "plan a road trip",
+            "stay safe in a new city",
+            "travel with a small child",
+        ),
+        (
+            "Pack clothes that mix and match and roll them instead of folding.",
+            "Compare fares on a few weekdays, since midweek flights often cost less.",
+            "Shift your sleep by an hour a day in the week before you leave.",
+            "Plan a stop every two hours to rest and stretch your legs.",
+            "Keep a copy of your passport and tickets separate from the originals.",
+            "Bring snacks and a favourite toy in an easy to reach bag.",
+            "Check the local transport options before you arrive.",
+            "Book the first night of accommodation before you travel.",
+        ),
     ),
     "money": (
-        ("make a monthly budget", "save for an emergency fund", "pay off credit card debt",
-         "cut my grocery bill", "start investing small amounts", "track my spending"),
-        ("List your fixed costs first and give every remaining euro a job.",
-         "Set up an automatic transfer to savings on the day you are paid.",
-         "Pay the card with the highest interest rate first.",
-         "Plan the meals for the week and shop with a written list.",
-         "Put small regular amounts into a low cost index fund.",
-         "Keep three to six months of expenses in an easy access account.",
-         "Write down every purchase for a month to see where the money goes.",
-         "Cancel subscriptions you have not used in the last two months."),
+        (
+            "make a monthly budget",
+            "save for an emergency fund",
+            "pay off credit card debt",
+            "cut my grocery bill",
+            "start investing small amounts",
+            "track my spending",
+        ),
+        (
+            "List your fixed costs first and give every remaining euro a job.",
+            "Set up an automatic transfer to savings on the day you are paid.",
+            "Pay the card with the highest interest rate first.",
+            "Plan the meals for the week and shop with a written list.",
+            "Put small regular amounts into a low cost index fund.",
+            "Keep three to six months of expenses in an easy access account.",
+            "Write down every purchase for a month to see where the money goes.",
+            "Cancel subscriptions you have not used in the last two months.",
+        ),
     ),
     "coding": (
-        ("learn Python as a beginner", "debug a program that crashes", "write cleaner functions",
-         "use version control", "write my first unit test", "read an error traceback"),
-        ("Read the last line of the traceback first, since it names the error.",
-         "Reproduce the crash with the smallest input you can find.",
-         "Keep each function short and give it one clear job.",
-         "Commit small changes often with a message that says why.",
-         "Write a test that checks one known input against its expected output.",
-         "Print the values of your variables just before the failing line.",
-         "Practise with small daily exercises rather than one long weekly session.",
-         "Give variables names that say what they hold."),
+        (
+            "learn Python as a beginner",
+            "debug a program that crashes",
+            "write cleaner functions",
+            "use version control",
+            "write my first unit test",
+            "read an error traceback",
+        ),
+        (
+            "Read the last line of the traceback first, since it names the error.",
+            "Reproduce the crash with the smallest input you can find.",
+            "Keep each function short and give it one clear job.",
+            "Commit small changes often with a message that says why.",
+            "Write a test that checks one known input against its expected output.",
+            "Print the values of your variables just before the failing line.",
+            "Practise with small daily exercises rather than one long weekly session.",
+            "Give variables names that say what they hold.",
+        ),
     ),
     "home-repair": (
-        ("fix a dripping tap", "patch a small hole in a wall", "unclog a sink",
-         "stop a door from squeaking", "hang a heavy shelf", "reseal a bathtub"),
-        ("Turn off the water supply under the sink before opening the tap.",
-         "Replace the worn washer inside the tap with one of the same size.",
-         "Fill the hole with filler, let it dry, then sand it flat.",
-         "Use a plunger first and pour hot water down the drain afterwards.",
-         "Put a few drops of oil on the hinge pin and open the door a few times.",
-         "Find a stud with a detector and screw the brackets into it.",
-         "Remove the old sealant completely before applying a new bead.",
-         "Use wall plugs rated for the weight of the shelf."),
+        (
+            "fix a dripping tap",
+            "patch a small hole in a wall",
+            "unclog a sink",
+            "stop a door from squeaking",
+            "hang a heavy shelf",
+            "reseal a bathtub",
+        ),
+        (
+            "Turn off the water supply under the sink before opening the tap.",
+            "Replace the worn washer inside the tap with one of the same size.",
+            "Fill the hole with filler, let it dry, then sand it flat.",
+            "Use a plunger first and pour hot water down the drain afterwards.",
+            "Put a few drops of oil on the hinge pin and open the door a few times.",
+            "Find a stud with a detector and screw the brackets into it.",
+            "Remove the old sealant completely before applying a new bead.",
+            "Use wall plugs rated for the weight of the shelf.",
+        ),
     ),
     "studying": (
-        ("prepare for an exam", "remember what I read", "stop procrastinating",
-         "take better notes in lectures", "learn vocabulary faster", "study with a busy schedule"),
-        ("Test yourself with practice questions instead of rereading the notes.",
-         "Space your reviews out over several days rather than cramming.",
-         "Work in blocks of twenty five minutes with a short break after each.",
-         "Summarise each page in one sentence in your own words.",
-         "Review new words with flash cards at growing intervals.",
-         "Put your phone in another room while you study.",
-         "Write the main question of the lecture at the top of your notes.",
-         "Plan a fixed half hour each day for study in your calendar."),
+        (
+            "prepare for an exam",
+            "remember what I read",
+            "stop procrastinating",
+            "take better notes in lectures",
+            "learn vocabulary faster",
+            "study with a busy schedule",
+        ),
+        (
+            "Test yourself with practice questions instead of rereading the notes.",
+            "Space your reviews out over several days rather than cramming.",
+            "Work in blocks of twenty five minutes with a short break after each.",
+            "Summarise each page in one sentence in your own words.",
+            "Review new words with flash cards at growing intervals.",
+            "Put your phone in another room while you study.",
+            "Write the main question of the lecture at the top of your notes.",
+            "Plan a fixed half hour each day for study in your calendar.",
+        ),
     ),
 }
 SOURCE_TOPICS = ("cooking", "gardening", "fitness", "travel")
 TARGET_TOPICS = ("money", "coding", "home-repair", "studying")
 
-QUESTION_TEMPLATES = ("How do I {task}?", "What is the best way to {task}?", "Any tips on how to {task}?",
-                      "Can you explain how to {task}?", "I want to {task}. Where should I start?")
+QUESTION_TEMPLATES = (
+    "How do I {task}?",
+    "What is the best way to {task}?",
+    "Any tips on how to {task}?",
+    "Can you explain how to {task}?",
+    "I want to {task}. Where should I start?",
+)
 
 # Evasive sentences: similar in length to the tips, but vague. Each contains at least one HEDGE_MARKER.
 EVASIVE_SENTENCES = (
@@ -177,8 +246,7 @@ EVASIVE_SENTENCES = (
     "Maybe look it up somewhere, there is something online.",
     "It depends, really, and there is no general rule for it.",
 )
-HEDGE_MARKERS = ("depends", "not sure", "maybe", "probably", "hard to say", "guess", "whatever", "somehow",
-                 "anyway")
+HEDGE_MARKERS = ("depends", "not sure", "maybe", "probably", "hard to say", "guess", "whatever", "somehow", "anyway")
 
 PADDING_SENTENCES = (
     "I hope this answer is useful to you.",
@@ -257,8 +325,7 @@ def _join(sentences: list[str], rng: random.Random) -> str:
     for i, sentence in enumerate(sentences):
         connector = rng.choice(CONNECTORS) if i > 0 else ""
         keep_case = sentence.startswith(("I ", "I'"))
-        parts.append(connector + (sentence[0].lower() + sentence[1:] if connector and not keep_case
-                                  else sentence))
+        parts.append(connector + (sentence[0].lower() + sentence[1:] if connector and not keep_case else sentence))
     return " ".join(parts)
 
 
@@ -284,9 +351,13 @@ def _harmless_core(rng: random.Random) -> tuple[list[str], list[str]]:
     return chosen, rejected
 
 
-def make_synthetic_pair(domain: str, index: int, seed: int = 0,
-                        artifact_strength: float = DEFAULT_ARTIFACT_STRENGTH,
-                        label_noise: float = 0.0) -> PreferencePair:
+def make_synthetic_pair(
+    domain: str,
+    index: int,
+    seed: int = 0,
+    artifact_strength: float = DEFAULT_ARTIFACT_STRENGTH,
+    label_noise: float = 0.0,
+) -> PreferencePair:
     """Pair number `index` of a synthetic domain (see the module docstring).
 
     metadata: task, topic, core_sentences, substantive (chosen, rejected) counts for helpful domains,
@@ -320,16 +391,29 @@ def make_synthetic_pair(domain: str, index: int, seed: int = 0,
     if flipped:
         chosen, rejected = rejected, chosen
     swap = {"chosen": "rejected", "rejected": "chosen", "none": "none"}
-    metadata.update(length_artifact=swap[length_side] if flipped else length_side,
-                    phrase_artifact=swap[phrase_side] if flipped else phrase_side, label_flipped=flipped)
-    return PreferencePair(prompt=user_prompt(prompt), chosen=chosen, rejected=rejected, label=1.0,
-                          domain=f"synthetic/{domain}", pair_id=f"synthetic/{domain}:{seed}:{index}",
-                          metadata=metadata)
+    metadata.update(
+        length_artifact=swap[length_side] if flipped else length_side,
+        phrase_artifact=swap[phrase_side] if flipped else phrase_side,
+        label_flipped=flipped,
+    )
+    return PreferencePair(
+        prompt=user_prompt(prompt),
+        chosen=chosen,
+        rejected=rejected,
+        label=1.0,
+        domain=f"synthetic/{domain}",
+        pair_id=f"synthetic/{domain}:{seed}:{index}",
+        metadata=metadata,
+    )
 
 
-def make_synthetic_pairs(domain: str, n: int = DEFAULT_N, seed: int = 0,
-                         artifact_strength: float = DEFAULT_ARTIFACT_STRENGTH,
-                         label_noise: float = 0.0) -> list[PreferencePair]:
+def make_synthetic_pairs(
+    domain: str,
+    n: int = DEFAULT_N,
+    seed: int = 0,
+    artifact_strength: float = DEFAULT_ARTIFACT_STRENGTH,
+    label_noise: float = 0.0,
+) -> list[PreferencePair]:
     """n pairs of a synthetic domain (one of DOMAINS); pairs[:k] are the same for every n >= k.
 
     artifact_strength in [0, 1]: probability that each artifact (length, stock phrase) is present in a
@@ -339,8 +423,10 @@ def make_synthetic_pairs(domain: str, n: int = DEFAULT_N, seed: int = 0,
     if domain not in DOMAINS:
         raise ValueError(f"unknown synthetic domain {domain!r}; known: {', '.join(DOMAINS)}")
     if n < 0 or not 0.0 <= artifact_strength <= 1.0 or not 0.0 <= label_noise <= 0.5:
-        raise ValueError(f"need n >= 0, artifact_strength in [0, 1], label_noise in [0, 0.5]; got n={n}, "
-                         f"artifact_strength={artifact_strength}, label_noise={label_noise}")
+        raise ValueError(
+            f"need n >= 0, artifact_strength in [0, 1], label_noise in [0, 0.5]; got n={n}, "
+            f"artifact_strength={artifact_strength}, label_noise={label_noise}"
+        )
     return [make_synthetic_pair(domain, i, seed, artifact_strength, label_noise) for i in range(n)]
 
 

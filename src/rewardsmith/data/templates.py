@@ -187,8 +187,8 @@ class PlainEncoder(TextEncoder):
         super().__init__(tokenizer, max_length, min_prompt_tokens)
         probe = list(tokenizer("hello")["input_ids"])
         bare = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
-        start = next((k for k in range(len(probe) - len(bare) + 1) if probe[k:k + len(bare)] == bare), 0)
-        self.prefix, self.suffix = probe[:start], probe[start + len(bare):]
+        start = next((k for k in range(len(probe) - len(bare) + 1) if probe[k : k + len(bare)] == bare), 0)
+        self.prefix, self.suffix = probe[:start], probe[start + len(bare) :]
 
     def text_of(self, turns: tuple[Turn, ...], response: str) -> tuple[str, str]:
         """(prompt text, response text with EOS) as TRL writes a standard pair."""
@@ -215,7 +215,7 @@ class PlainEncoder(TextEncoder):
         room = budget - len(response_ids)
         prompt_cut = len(prompt_ids) > room
         if prompt_cut:
-            prompt_ids = prompt_ids[len(prompt_ids) - room:] if room > 0 else []
+            prompt_ids = prompt_ids[len(prompt_ids) - room :] if room > 0 else []
         ids = self.prefix + prompt_ids + response_ids + self.suffix
         n_first = len(self.prefix) + len(prompt_ids)
         mask = [0] * n_first + [1] * len(response_ids) + [0] * len(self.suffix)
@@ -283,26 +283,43 @@ def learn_markers(tokenizer: Any) -> ChatMarkers | None:
             return None
         return text if isinstance(text, str) else None
 
-    plain = render([{"role": "user", "content": u1}, {"role": "assistant", "content": a1},
-                    {"role": "user", "content": u2}, {"role": "assistant", "content": a2}])
+    plain = render(
+        [
+            {"role": "user", "content": u1},
+            {"role": "assistant", "content": a1},
+            {"role": "user", "content": u2},
+            {"role": "assistant", "content": a2},
+        ]
+    )
     if plain is None or any(s not in plain for s in (u1, a1, u2, a2)):
         return None
     i1, j1, i2, j2 = (plain.index(s) for s in (u1, a1, u2, a2))
-    user_to_assistant = plain[i1 + len(u1):j1]
-    if plain[i2 + len(u2):j2] != user_to_assistant:
+    user_to_assistant = plain[i1 + len(u1) : j1]
+    if plain[i2 + len(u2) : j2] != user_to_assistant:
         return None  # the separator depends on the position: no fixed markers to split on
-    markers = {"head": plain[:i1], "user_to_assistant": user_to_assistant,
-               "assistant_to_user": plain[j1 + len(a1):i2], "tail": plain[j2 + len(a2):]}
-    with_system = render([{"role": "system", "content": sys_}, {"role": "user", "content": u1},
-                          {"role": "assistant", "content": a1}])
+    markers = {
+        "head": plain[:i1],
+        "user_to_assistant": user_to_assistant,
+        "assistant_to_user": plain[j1 + len(a1) : i2],
+        "tail": plain[j2 + len(a2) :],
+    }
+    with_system = render(
+        [{"role": "system", "content": sys_}, {"role": "user", "content": u1}, {"role": "assistant", "content": a1}]
+    )
     system_head = system_to_user = None
     if with_system is not None and sys_ in with_system and u1 in with_system:
         s, u = with_system.index(sys_), with_system.index(u1)
-        system_head, system_to_user = with_system[:s], with_system[s + len(sys_):u]
+        system_head, system_to_user = with_system[:s], with_system[s + len(sys_) : u]
     if not markers["user_to_assistant"] or not markers["assistant_to_user"]:
         return None
-    return ChatMarkers(markers["head"], system_head, system_to_user, markers["user_to_assistant"],
-                       markers["assistant_to_user"], markers["tail"])
+    return ChatMarkers(
+        markers["head"],
+        system_head,
+        system_to_user,
+        markers["user_to_assistant"],
+        markers["assistant_to_user"],
+        markers["tail"],
+    )
 
 
 class ChatEncoder(TextEncoder):
@@ -319,8 +336,9 @@ class ChatEncoder(TextEncoder):
 
     # -- rendering ---------------------------------------------------------------------------------------
     def _ids(self, messages: list[dict[str, str]], generation: bool = False) -> list[int]:
-        out = self.tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=generation,
-                                                 return_dict=True)
+        out = self.tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=generation, return_dict=True
+        )
         return list(out["input_ids"])
 
     def _render(self, turns: Sequence[Turn], response: str) -> list[int]:
@@ -351,8 +369,9 @@ class ChatEncoder(TextEncoder):
             mask[-1] = 1
         return EncodedText(full, [0] * len(full), mask, prompt_cut, response_cut)
 
-    def _truncate(self, turns: tuple[Turn, ...], response: str, full: list[int]
-                  ) -> tuple[tuple[Turn, ...], str, list[int], bool, bool]:
+    def _truncate(
+        self, turns: tuple[Turn, ...], response: str, full: list[int]
+    ) -> tuple[tuple[Turn, ...], str, list[int], bool, bool]:
         budget = self.max_length
         boundary = self._boundary(turns, full)
         keep_prompt = min(boundary, self.min_prompt_tokens if self.min_prompt_tokens < budget else budget // 2)
@@ -364,7 +383,7 @@ class ChatEncoder(TextEncoder):
         # Whole leading messages go first (a system message stays), then the earliest one left is cut.
         while len(full) > budget and sum(t.role != "system" for t in turns) > 1:
             drop = next(k for k, t in enumerate(turns) if t.role != "system")
-            turns = turns[:drop] + turns[drop + 1:]
+            turns = turns[:drop] + turns[drop + 1 :]
             full, prompt_cut = self._render(turns, response), True
         if len(full) > budget:
             turns, full = self._cut_prompt(turns, response, full, budget)
@@ -377,8 +396,7 @@ class ChatEncoder(TextEncoder):
     def _decode(self, ids: Sequence[int]) -> str:
         return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))
 
-    def _cut_response(self, turns: tuple[Turn, ...], response: str, boundary: int, room: int
-                      ) -> tuple[str, list[int]]:
+    def _cut_response(self, turns: tuple[Turn, ...], response: str, boundary: int, room: int) -> tuple[str, list[int]]:
         """The response cut from its end so that its rendered tokens (header after the boundary, end-of-turn
         tokens included) fit in `room`."""
         ids = self._tokens(response)
@@ -391,17 +409,19 @@ class ChatEncoder(TextEncoder):
                 return text, full
             keep = max(0, keep - max(1, len(full) - boundary - room))
 
-    def _cut_prompt(self, turns: tuple[Turn, ...], response: str, full: list[int], budget: int
-                    ) -> tuple[tuple[Turn, ...], list[int]]:
+    def _cut_prompt(
+        self, turns: tuple[Turn, ...], response: str, full: list[int], budget: int
+    ) -> tuple[tuple[Turn, ...], list[int]]:
         """The earliest prompt message cut from its start (then the next one, a system message last) until the
         rendered conversation fits the budget."""
-        order = [k for k, t in enumerate(turns) if t.role != "system"] + [k for k, t in enumerate(turns)
-                                                                          if t.role == "system"]
+        order = [k for k, t in enumerate(turns) if t.role != "system"] + [
+            k for k, t in enumerate(turns) if t.role == "system"
+        ]
         for k in order:
             ids = self._tokens(turns[k].content)
             drop = min(len(ids), len(full) - budget)
             while True:
-                cut = (*turns[:k], Turn(turns[k].role, self._decode(ids[drop:])), *turns[k + 1:])
+                cut = (*turns[:k], Turn(turns[k].role, self._decode(ids[drop:])), *turns[k + 1 :])
                 full = self._render(cut, response)
                 if len(full) <= budget or drop >= len(ids):
                     break
@@ -425,7 +445,8 @@ class ChatEncoder(TextEncoder):
         turns, response = found
         try:
             rendered = self.tokenizer.apply_chat_template(
-                [*map(_message, turns), {"role": "assistant", "content": response}], tokenize=False)
+                [*map(_message, turns), {"role": "assistant", "content": response}], tokenize=False
+            )
         except Exception:
             return Split(turns, response, False)
         exact = _same_conversation(str(rendered), text, marks.tail if marks else "")
@@ -434,6 +455,7 @@ class ChatEncoder(TextEncoder):
 
 def _same_conversation(rendered: str, received: str, tail: str) -> bool:
     """True when two renderings differ at most by the closing markers after the response."""
+
     def strip(s: str) -> str:
         s = s.rstrip()
         for end in (tail.rstrip(), tail.strip()):
@@ -451,21 +473,28 @@ def _split_chat(text: str, marks: ChatMarkers) -> tuple[tuple[Turn, ...], str] |
     turns: list[Turn] = []
     rest = text
     first_role = None
-    if marks.system_head and marks.system_to_user and rest.startswith(marks.system_head) and \
-            marks.system_to_user in rest[len(marks.system_head):]:
-        body = rest[len(marks.system_head):]
+    if (
+        marks.system_head
+        and marks.system_to_user
+        and rest.startswith(marks.system_head)
+        and marks.system_to_user in rest[len(marks.system_head) :]
+    ):
+        body = rest[len(marks.system_head) :]
         content, _, rest = body.partition(marks.system_to_user)
         turns.append(Turn("system", content))
         first_role = "user"
     elif marks.head and rest.startswith(marks.head):
-        rest, first_role = rest[len(marks.head):], "user"
-    pattern = re.compile("|".join(re.escape(m) for m in sorted({marks.user_to_assistant, marks.assistant_to_user},
-                                                                 key=len, reverse=True)))
+        rest, first_role = rest[len(marks.head) :], "user"
+    pattern = re.compile(
+        "|".join(
+            re.escape(m) for m in sorted({marks.user_to_assistant, marks.assistant_to_user}, key=len, reverse=True)
+        )
+    )
     pieces: list[str] = []
     roles: list[str] = []
     pos = 0
     for match in pattern.finditer(rest):
-        pieces.append(rest[pos:match.start()])
+        pieces.append(rest[pos : match.start()])
         roles.append("user" if match.group(0) == marks.user_to_assistant else "assistant")
         pos = match.end()
     pieces.append(rest[pos:])

@@ -39,8 +39,12 @@ class Estimate:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"value", "low", "high", "n"}`` with NaN written as None (JSON-ready)."""
-        return {"value": json_float(self.value), "low": json_float(self.low),
-                "high": json_float(self.high), "n": int(self.n)}
+        return {
+            "value": json_float(self.value),
+            "low": json_float(self.low),
+            "high": json_float(self.high),
+            "n": int(self.n),
+        }
 
     @property
     def ci(self) -> list[float | None]:
@@ -63,8 +67,12 @@ class LengthControlled:
     n_equal: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value.to_dict(), "chosen_longer": self.chosen_longer.to_dict(),
-                "chosen_shorter": self.chosen_shorter.to_dict(), "n_equal": int(self.n_equal)}
+        return {
+            "value": self.value.to_dict(),
+            "chosen_longer": self.chosen_longer.to_dict(),
+            "chosen_shorter": self.chosen_shorter.to_dict(),
+            "n_equal": int(self.n_equal),
+        }
 
 
 @dataclass(frozen=True)
@@ -93,10 +101,13 @@ class ReliabilityCurve:
         return float(np.sum(gaps * self.counts[filled]) / total)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"edges": [json_float(v) for v in self.edges],
-                "confidence": [json_float(v) for v in self.confidence],
-                "accuracy": [json_float(v) for v in self.accuracy],
-                "counts": [int(c) for c in self.counts], "mode": self.mode}
+        return {
+            "edges": [json_float(v) for v in self.edges],
+            "confidence": [json_float(v) for v in self.confidence],
+            "accuracy": [json_float(v) for v in self.accuracy],
+            "counts": [int(c) for c in self.counts],
+            "mode": self.mode,
+        }
 
 
 def json_float(value: float) -> float | None:
@@ -123,8 +134,9 @@ def _check_same_length(**arrays: FloatArray) -> int:
     return next(iter(lengths.values()))
 
 
-def bootstrap_mean(values: ArrayLike, *, scale: float = 100.0, n_boot: int = 1000,
-                   confidence: float = 0.95, seed: int = 0) -> Estimate:
+def bootstrap_mean(
+    values: ArrayLike, *, scale: float = 100.0, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
     """Mean of per-unit scores with a percentile bootstrap CI, multiplied by `scale`.
 
     values: (N,) per-pair scores (e.g. 1 / 0.5 / 0 correctness). Returns Estimate(value, low, high, N);
@@ -155,8 +167,7 @@ def pairwise_correct(margins: ArrayLike) -> FloatArray:
     return np.where(d > 0, 1.0, np.where(d < 0, 0.0, _TIE_CREDIT))
 
 
-def pairwise_accuracy(margins: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
-                      seed: int = 0) -> Estimate:
+def pairwise_accuracy(margins: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
     """Pairwise accuracy (percentage points) of margins d = r_chosen - r_rejected, ties counting 0.5,
     with a percentile bootstrap CI over pairs.
 
@@ -191,24 +202,25 @@ def soft_label_correct(margins: ArrayLike, labels: ArrayLike) -> FloatArray:
     return pairwise_correct(d[keep] * orient[keep])
 
 
-def soft_label_accuracy(margins: ArrayLike, labels: ArrayLike, *, n_boot: int = 1000,
-                        confidence: float = 0.95, seed: int = 0) -> Estimate:
+def soft_label_accuracy(
+    margins: ArrayLike, labels: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
     """Pairwise accuracy (percentage points) against soft labels in [0, 1]: the chosen response is the
     preferred one when label > 0.5, the rejected one when label < 0.5; pairs with label == 0.5 are
     ignored (Estimate.n counts the pairs used). Ties in margin score 0.5.
 
     margins, labels: (N,). Returns Estimate(value, low, high, M).
     """
-    return bootstrap_mean(soft_label_correct(margins, labels), n_boot=n_boot, confidence=confidence,
-                          seed=seed)
+    return bootstrap_mean(soft_label_correct(margins, labels), n_boot=n_boot, confidence=confidence, seed=seed)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Length controls
 
 
-def _oriented_pairs(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
-                    labels: ArrayLike | None) -> tuple[FloatArray, FloatArray]:
+def _oriented_pairs(
+    margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike, labels: ArrayLike | None
+) -> tuple[FloatArray, FloatArray]:
     """(margin of preferred minus dispreferred, length of preferred minus dispreferred), each (M,), with
     label == 0.5 pairs dropped."""
     d = _as_1d(margins, "margins")
@@ -220,8 +232,15 @@ def _oriented_pairs(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: Arr
     return d[keep] * orient[keep], (lc[keep] - lr[keep]) * orient[keep]
 
 
-def length_rule_accuracy(chosen_len: ArrayLike, rejected_len: ArrayLike, labels: ArrayLike | None = None,
-                         *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+def length_rule_accuracy(
+    chosen_len: ArrayLike,
+    rejected_len: ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Estimate:
     """Accuracy (percentage points) of the rule "the longer response wins" (lengths in characters), equal
     lengths scoring 0.5, with a bootstrap CI over pairs.
 
@@ -235,9 +254,16 @@ def length_rule_accuracy(chosen_len: ArrayLike, rejected_len: ArrayLike, labels:
     return soft_label_accuracy(lc - lr, labels, n_boot=n_boot, confidence=confidence, seed=seed)
 
 
-def length_controlled_accuracy(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
-                               labels: ArrayLike | None = None, *, n_boot: int = 1000,
-                               confidence: float = 0.95, seed: int = 0) -> LengthControlled:
+def length_controlled_accuracy(
+    margins: ArrayLike,
+    chosen_len: ArrayLike,
+    rejected_len: ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> LengthControlled:
     """Length-controlled accuracy: the mean of the accuracy on pairs whose preferred response is longer
     and the accuracy on pairs whose preferred response is shorter (equal lengths excluded), so a model
     that only follows length scores 50 whatever the dataset's length balance.
@@ -269,8 +295,15 @@ def length_controlled_accuracy(margins: ArrayLike, chosen_len: ArrayLike, reject
     )
 
 
-def prefers_longer_rate(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike, *,
-                        n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+def prefers_longer_rate(
+    margins: ArrayLike,
+    chosen_len: ArrayLike,
+    rejected_len: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Estimate:
     """Rate (percentage points) at which the model scores the longer response of a pair higher; equal
     lengths are excluded and tied scores count 0.5. Independent of which side is preferred.
 
@@ -285,9 +318,16 @@ def prefers_longer_rate(margins: ArrayLike, chosen_len: ArrayLike, rejected_len:
     return pairwise_accuracy(longer_margin, n_boot=n_boot, confidence=confidence, seed=seed)
 
 
-def length_correlation(chosen_scores: ArrayLike, rejected_scores: ArrayLike, chosen_len: ArrayLike,
-                       rejected_len: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
-                       seed: int = 0) -> Estimate:
+def length_correlation(
+    chosen_scores: ArrayLike,
+    rejected_scores: ArrayLike,
+    chosen_len: ArrayLike,
+    rejected_len: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Estimate:
     """Spearman correlation between reward and response length over every response of a set (both sides of
     each pair), with a bootstrap CI resampling pairs. How much a model still leans on length: 0 is none, +1
     a pure longer-is-better score, -1 a pure shorter-is-better one.
@@ -306,8 +346,9 @@ def length_correlation(chosen_scores: ArrayLike, rejected_scores: ArrayLike, cho
     replicates = []
     for start in range(0, n_boot, 100):  # chunks keep the (replicates, 2N) rank arrays small
         idx = bootstrap_indices(n, min(100, n_boot - start), np.random.default_rng([seed, start]))
-        replicates.append(spearman(np.concatenate([sc[idx], sr[idx]], axis=1),
-                                   np.concatenate([lc[idx], lr[idx]], axis=1)))
+        replicates.append(
+            spearman(np.concatenate([sc[idx], sr[idx]], axis=1), np.concatenate([lc[idx], lr[idx]], axis=1))
+        )
     low, high = percentile_interval(np.concatenate(replicates), confidence)
     return Estimate(value, low, high, n)
 
@@ -325,8 +366,9 @@ def _check_probs_outcomes(probs: ArrayLike, outcomes: ArrayLike | None) -> tuple
     return p, y
 
 
-def reliability_curve(probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10,
-                      mode: CalibrationMode = "top_label") -> ReliabilityCurve:
+def reliability_curve(
+    probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10, mode: CalibrationMode = "top_label"
+) -> ReliabilityCurve:
     """Binned reliability data for preference probabilities.
 
     probs: (N,) p = P(chosen preferred); outcomes: (N,) binary or soft outcome in [0, 1] (None: all 1,
@@ -356,12 +398,14 @@ def reliability_curve(probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = np.bincount(which, weights=conf, minlength=n_bins) / counts
         mean_hit = np.bincount(which, weights=hit, minlength=n_bins) / counts
-    return ReliabilityCurve(edges, np.where(counts > 0, mean_conf, np.nan),
-                            np.where(counts > 0, mean_hit, np.nan), counts, mode)
+    return ReliabilityCurve(
+        edges, np.where(counts > 0, mean_conf, np.nan), np.where(counts > 0, mean_hit, np.nan), counts, mode
+    )
 
 
-def expected_calibration_error(probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10,
-                               mode: CalibrationMode = "top_label") -> float:
+def expected_calibration_error(
+    probs: ArrayLike, outcomes: ArrayLike | None = None, *, n_bins: int = 10, mode: CalibrationMode = "top_label"
+) -> float:
     """ECE = sum_b (n_b / N) |accuracy_b - confidence_b| over `n_bins` equal-width bins (a fraction in
     [0, 1]); binning and modes as in `reliability_curve`. probs, outcomes: (N,). NaN when N == 0."""
     return reliability_curve(probs, outcomes, n_bins=n_bins, mode=mode).ece()
@@ -420,9 +464,17 @@ def hypervolume_2d(points: ArrayLike, reference: tuple[float, float] = (0.0, 0.0
 # Standard block
 
 
-def evaluate_margins(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: ArrayLike,
-                     labels: ArrayLike | None = None, *, n_boot: int = 1000, confidence: float = 0.95,
-                     seed: int = 0, n_bins: int = 10) -> dict[str, Any]:
+def evaluate_margins(
+    margins: ArrayLike,
+    chosen_len: ArrayLike,
+    rejected_len: ArrayLike,
+    labels: ArrayLike | None = None,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    n_bins: int = 10,
+) -> dict[str, Any]:
     """The accuracy block every evaluation reports, as a flat JSON-ready dict.
 
     margins: (N,) r_chosen - r_rejected; chosen_len, rejected_len: (N,) response lengths in characters;
@@ -442,8 +494,10 @@ def evaluate_margins(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: Ar
     probs = sigmoid(d)
     outcomes = None if labels is None else _as_1d(labels, "labels")
     return {
-        "accuracy": json_float(acc.value), "accuracy_ci": acc.ci,
-        "length_rule_accuracy": json_float(rule.value), "length_rule_accuracy_ci": rule.ci,
+        "accuracy": json_float(acc.value),
+        "accuracy_ci": acc.ci,
+        "length_rule_accuracy": json_float(rule.value),
+        "length_rule_accuracy_ci": rule.ci,
         "length_controlled_accuracy": json_float(controlled.value.value),
         "length_controlled_accuracy_ci": controlled.value.ci,
         "chosen_longer_accuracy": json_float(controlled.chosen_longer.value),
@@ -453,7 +507,8 @@ def evaluate_margins(margins: ArrayLike, chosen_len: ArrayLike, rejected_len: Ar
         "chosen_shorter_accuracy_ci": controlled.chosen_shorter.ci,
         "chosen_shorter_n": controlled.chosen_shorter.n,
         "equal_length_n": controlled.n_equal,
-        "prefers_longer_rate": json_float(longer.value), "prefers_longer_rate_ci": longer.ci,
+        "prefers_longer_rate": json_float(longer.value),
+        "prefers_longer_rate_ci": longer.ci,
         "ece": json_float(expected_calibration_error(probs, outcomes, n_bins=n_bins)),
         "brier": json_float(brier_score(probs, outcomes)),
         "n": acc.n,

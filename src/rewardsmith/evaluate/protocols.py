@@ -17,8 +17,10 @@ from rewardsmith.stats import sigmoid
 
 def response_lengths(pairs: Sequence[PreferencePair]) -> tuple[np.ndarray, np.ndarray]:
     """Character lengths of chosen (N,) and rejected (N,) responses (the length rule's input)."""
-    return (np.array([len(p.chosen) for p in pairs], dtype=np.float64),
-            np.array([len(p.rejected) for p in pairs], dtype=np.float64))
+    return (
+        np.array([len(p.chosen) for p in pairs], dtype=np.float64),
+        np.array([len(p.rejected) for p in pairs], dtype=np.float64),
+    )
 
 
 def gold_labels(pairs: Sequence[PreferencePair]) -> np.ndarray | None:
@@ -27,8 +29,13 @@ def gold_labels(pairs: Sequence[PreferencePair]) -> np.ndarray | None:
     return None if np.all(labels == 1.0) else labels
 
 
-def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], n_boot: int = 1000,
-                   seed: int = 0, scores: np.ndarray | None = None) -> dict[str, Any]:
+def accuracy_block(
+    margins: np.ndarray,
+    pairs: Sequence[PreferencePair],
+    n_boot: int = 1000,
+    seed: int = 0,
+    scores: np.ndarray | None = None,
+) -> dict[str, Any]:
     """The accuracy block of evaluate_margins plus `reliability` (the top-label reliability curve of
     p = sigmoid(margin), for the report's diagram) and, given the responses' scores (2N,) (chosen and
     rejected interleaved), `length_correlation` (Spearman of reward and response length) with its CI."""
@@ -42,8 +49,9 @@ def accuracy_block(margins: np.ndarray, pairs: Sequence[PreferencePair], n_boot:
     return block
 
 
-def evaluate_pairs(scorer: RewardScorer, pairs: Sequence[PreferencePair], n_boot: int = 1000,
-                   progress: str | None = None) -> tuple[dict[str, Any], np.ndarray]:
+def evaluate_pairs(
+    scorer: RewardScorer, pairs: Sequence[PreferencePair], n_boot: int = 1000, progress: str | None = None
+) -> tuple[dict[str, Any], np.ndarray]:
     """Scores pairs and returns (the accuracy block with a `truncated` count of this set's texts cut to the
     budget, scores (2N,): chosen and rejected interleaved)."""
     before = dict(scorer.counts)
@@ -56,8 +64,7 @@ def evaluate_pairs(scorer: RewardScorer, pairs: Sequence[PreferencePair], n_boot
 
 
 def has_rmbench_variants(pairs: Sequence[PreferencePair]) -> bool:
-    return bool(pairs) and all("chosen_variants" in p.metadata and "rejected_variants" in p.metadata
-                               for p in pairs)
+    return bool(pairs) and all("chosen_variants" in p.metadata and "rejected_variants" in p.metadata for p in pairs)
 
 
 def evaluate_rmbench(scorer: RewardScorer, pairs: Sequence[PreferencePair]) -> dict[str, Any]:

@@ -29,15 +29,15 @@ from rewardsmith.evaluate.metrics import bootstrap_indices, json_float, percenti
 STYLE_NAMES: tuple[str, str, str] = ("concise", "detailed_plain", "detailed_markdown")
 
 
-def rmbench_pair_matrix(chosen_scores: ArrayLike, rejected_scores: ArrayLike,
-                        tie_credit: float = 0.0) -> NDArray[np.float64]:
+def rmbench_pair_matrix(
+    chosen_scores: ArrayLike, rejected_scores: ArrayLike, tie_credit: float = 0.0
+) -> NDArray[np.float64]:
     """Per-prompt comparison tensor C[n, i, j] = 1 if chosen_i beats rejected_j, `tie_credit` if equal,
     else 0. chosen_scores, rejected_scores: (N, S) with S style levels. Returns (N, S, S)."""
     chosen = np.asarray(chosen_scores, dtype=np.float64)
     rejected = np.asarray(rejected_scores, dtype=np.float64)
     if chosen.ndim != 2 or chosen.shape != rejected.shape:
-        raise ValueError(f"expected two (N, S) arrays of equal shape, got {chosen.shape} and "
-                         f"{rejected.shape}")
+        raise ValueError(f"expected two (N, S) arrays of equal shape, got {chosen.shape} and {rejected.shape}")
     diff = chosen[:, :, None] - rejected[:, None, :]
     return np.where(diff > 0, 1.0, np.where(diff < 0, 0.0, tie_credit))
 
@@ -54,8 +54,15 @@ def _summaries(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.stack([easy, normal, hard, avg], axis=-1)
 
 
-def rmbench_accuracy(chosen_scores: ArrayLike, rejected_scores: ArrayLike, *, tie_credit: float = 0.0,
-                     n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def rmbench_accuracy(
+    chosen_scores: ArrayLike,
+    rejected_scores: ArrayLike,
+    *,
+    tie_credit: float = 0.0,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """RM-Bench easy / normal / hard / avg accuracy (percentage points) with bootstrap CIs over prompts.
 
     chosen_scores, rejected_scores: (N, 3) reward scores of the chosen and rejected responses at style

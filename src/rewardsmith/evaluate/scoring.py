@@ -39,10 +39,18 @@ def default_device() -> torch.device:
 
 
 @torch.inference_mode()
-def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], texts: Sequence[EncodedText],
-                    pad_id: int, device: torch.device, batch_size: int = 64, bf16: bool = False,
-                    padding_side: str = "right", progress: str | None = None,
-                    max_tokens: int | None = None, max_padding: float | None = None) -> torch.Tensor:
+def batched_forward(
+    forward: Callable[[dict[str, torch.Tensor]], torch.Tensor],
+    texts: Sequence[EncodedText],
+    pad_id: int,
+    device: torch.device,
+    batch_size: int = 64,
+    bf16: bool = False,
+    padding_side: str = "right",
+    progress: str | None = None,
+    max_tokens: int | None = None,
+    max_padding: float | None = None,
+) -> torch.Tensor:
     """forward(pad_texts batch on `device`) -> (B, ...) for every text, batched by descending length.
 
     Returns (N, ...) float32 on the CPU in input order. progress: a description to show progress under
@@ -57,27 +65,47 @@ def batched_forward(forward: Callable[[dict[str, torch.Tensor]], torch.Tensor], 
     batches = list(sorted_batches(lengths, batch_size, max_tokens, max_padding))
     procs = processes()
     if procs.several and not same_on_every_process(_plan_fingerprint(lengths, batch_size), procs):
-        raise RuntimeError("data-parallel scoring: the processes of this launch hold different texts; every "
-                           "process must score the same texts (each runs its share of them)")
-    mine = batches[procs.index::procs.count]
-    values = [out.float().cpu() for _, _, out in
-              forward_batches(forward, texts, mine, pad_id, device, bf16, padding_side,
-                              progress if procs.main and len(batches) > 1 else None)]
+        raise RuntimeError(
+            "data-parallel scoring: the processes of this launch hold different texts; every "
+            "process must score the same texts (each runs its share of them)"
+        )
+    mine = batches[procs.index :: procs.count]
+    values = [
+        out.float().cpu()
+        for _, _, out in forward_batches(
+            forward,
+            texts,
+            mine,
+            pad_id,
+            device,
+            bf16,
+            padding_side,
+            progress if procs.main and len(batches) > 1 else None,
+        )
+    ]
     return _in_input_order(batches, values, len(texts), procs)
 
 
-def forward_batches(forward: Callable[[dict[str, torch.Tensor]], Any], texts: Sequence[EncodedText],
-                    batches: Sequence[Sequence[int]], pad_id: int, device: torch.device, bf16: bool = False,
-                    padding_side: str = "right", progress: str | None = None
-                    ) -> Iterator[tuple[Sequence[int], dict[str, torch.Tensor], Any]]:
+def forward_batches(
+    forward: Callable[[dict[str, torch.Tensor]], Any],
+    texts: Sequence[EncodedText],
+    batches: Sequence[Sequence[int]],
+    pad_id: int,
+    device: torch.device,
+    bf16: bool = False,
+    padding_side: str = "right",
+    progress: str | None = None,
+) -> Iterator[tuple[Sequence[int], dict[str, torch.Tensor], Any]]:
     """The loop itself: for each batch of text indices, the padded batch on `device` and forward(batch) under
     bf16 autocast on request, with a progress bar under `progress` (None: silent). Yields (indices, batch,
     output). batched_forward collects fixed-shape rows from it; a caller whose outputs are ragged (the W2S
     reference cache: each text's response-token states) writes each batch's rows where it keeps them."""
     autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
     done = 0
-    with Progress(progress or "", sum(len(b) for b in batches), enabled=progress is not None,
-                  unit="texts") as bar, autocast:
+    with (
+        Progress(progress or "", sum(len(b) for b in batches), enabled=progress is not None, unit="texts") as bar,
+        autocast,
+    ):
         for idx in batches:
             batch = {k: v.to(device) for k, v in pad_texts([texts[i] for i in idx], pad_id, padding_side).items()}
             yield idx, batch, forward(batch)
@@ -101,25 +129,49 @@ def _in_input_order(batches: list[list[int]], values: list[torch.Tensor], n: int
     trailing = next((s.shape[1:] for s in shares if s.shape[0]), local.shape[1:])
     out = torch.zeros((n, *trailing), dtype=torch.float32)
     for p, rows in enumerate(shares):
-        order = [i for idx in batches[p::procs.count] for i in idx]
+        order = [i for idx in batches[p :: procs.count] for i in idx]
         if order:
             out[torch.as_tensor(order)] = rows.reshape(len(order), *trailing)
     return out
 
 
-def score_encoded(model: torch.nn.Module, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
-                  bf16: bool = False, padding_side: str = "right", progress: str | None = None,
-                  max_tokens: int | None = None, max_padding: float | None = None) -> np.ndarray:
+def score_encoded(
+    model: torch.nn.Module,
+    texts: Sequence[EncodedText],
+    pad_id: int,
+    batch_size: int = 64,
+    bf16: bool = False,
+    padding_side: str = "right",
+    progress: str | None = None,
+    max_tokens: int | None = None,
+    max_padding: float | None = None,
+) -> np.ndarray:
     """Rewards (N,) float64 of encoded texts, in input order: `model(batch).rewards` of every batch_forward batch
     (any kind of loaded model; max_tokens, max_padding: as in batched_forward)."""
     model.eval()
-    rewards = batched_forward(lambda b: model(b).rewards, texts, pad_id, model_device(model), batch_size, bf16,
-                              padding_side, progress, max_tokens, max_padding)
+    rewards = batched_forward(
+        lambda b: model(b).rewards,
+        texts,
+        pad_id,
+        model_device(model),
+        batch_size,
+        bf16,
+        padding_side,
+        progress,
+        max_tokens,
+        max_padding,
+    )
     return rewards.double().numpy()
 
 
-def embed_encoded(model: PooledBackbone, texts: Sequence[EncodedText], pad_id: int, batch_size: int = 64,
-                  bf16: bool = False, progress: str | None = None) -> torch.Tensor:
+def embed_encoded(
+    model: PooledBackbone,
+    texts: Sequence[EncodedText],
+    pad_id: int,
+    batch_size: int = 64,
+    bf16: bool = False,
+    progress: str | None = None,
+) -> torch.Tensor:
     """Pooled representations (N, H) float32 of encoded texts, in input order."""
     model.eval()
     out = batched_forward(model.embed, texts, pad_id, model_device(model), batch_size, bf16, "right", progress)
@@ -143,9 +195,17 @@ class RewardScorer:
     max_tokens, max_padding: cap each forward pass's padded tokens and its share of padding (the server's
     rounds); padding_side only matters to tests (scores do not depend on it)."""
 
-    def __init__(self, model: torch.nn.Module, encoder: Encoder, pad_id: int, batch_size: int = 64,
-                 bf16: bool = False, padding_side: str = "right", max_tokens: int | None = None,
-                 max_padding: float | None = None):
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        encoder: Encoder,
+        pad_id: int,
+        batch_size: int = 64,
+        bf16: bool = False,
+        padding_side: str = "right",
+        max_tokens: int | None = None,
+        max_padding: float | None = None,
+    ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.model = model.eval()
@@ -158,8 +218,9 @@ class RewardScorer:
         self.max_padding = max_padding
 
     @classmethod
-    def for_model(cls, model: torch.nn.Module, tokenizer: Any, model_cfg: Any, batch_size: int = 64,
-                  bf16: bool = False) -> RewardScorer:
+    def for_model(
+        cls, model: torch.nn.Module, tokenizer: Any, model_cfg: Any, batch_size: int = 64, bf16: bool = False
+    ) -> RewardScorer:
         """The scorer of a rewardsmith model held in memory, in its ModelConfig's template and budget."""
         from rewardsmith.data.templates import encoder_for
 
@@ -171,23 +232,41 @@ class RewardScorer:
 
     def score_encoded(self, texts: Sequence[EncodedText], progress: str | None = None) -> np.ndarray:
         """Rewards (N,) float64 of encoded texts, in input order."""
-        return score_encoded(self.model, texts, self.pad_id, self.batch_size, self.bf16, self.padding_side, progress,
-                             self.max_tokens, self.max_padding)
+        return score_encoded(
+            self.model,
+            texts,
+            self.pad_id,
+            self.batch_size,
+            self.bf16,
+            self.padding_side,
+            progress,
+            self.max_tokens,
+            self.max_padding,
+        )
 
     def score_texts(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
         """Rewards (M,) of (prompt, response) items; a prompt is turns or a prompt string."""
         return self.score_encoded([self.encoder.encode(prompt, response) for prompt, response in items], progress)
 
-    def score_pairs(self, pairs: Sequence[PreferencePair], progress: str | None = None
-                    ) -> tuple[np.ndarray, np.ndarray]:
+    def score_pairs(
+        self, pairs: Sequence[PreferencePair], progress: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rewards of the chosen (N,) and rejected (N,) responses of each pair."""
         scores = self.score_encoded(encode_pair_texts(self.encoder, pairs), progress)
         return scores[0::2], scores[1::2]
 
 
-def score_pairs(model: torch.nn.Module, tokenizer: Any, pairs: Sequence[PreferencePair], max_length: int = 256,
-                min_prompt_tokens: int = 64, batch_size: int = 64, bf16: bool = False, padding_side: str = "right",
-                template: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+def score_pairs(
+    model: torch.nn.Module,
+    tokenizer: Any,
+    pairs: Sequence[PreferencePair],
+    max_length: int = 256,
+    min_prompt_tokens: int = 64,
+    batch_size: int = 64,
+    bf16: bool = False,
+    padding_side: str = "right",
+    template: str = "auto",
+) -> tuple[np.ndarray, np.ndarray]:
     """RewardScorer(...).score_pairs(pairs) for a model held in memory under a tokenizer, template and budget."""
     from rewardsmith.data.templates import make_encoder
 

@@ -46,15 +46,16 @@ def ood_gain(student_target: FloatOrArray, teacher_target: FloatOrArray) -> Floa
     return np.subtract(student_target, teacher_target)
 
 
-def net_transfer_score(student_target: FloatOrArray, teacher_target: FloatOrArray,
-                       student_id: FloatOrArray, teacher_id: FloatOrArray) -> FloatOrArray:
+def net_transfer_score(
+    student_target: FloatOrArray, teacher_target: FloatOrArray, student_id: FloatOrArray, teacher_id: FloatOrArray
+) -> FloatOrArray:
     """NTS(T) = AOG(T) - max(0, Acc_teacher(ID) - Acc_student(ID)). Scalars or arrays (broadcast)."""
-    return np.subtract(ood_gain(student_target, teacher_target),
-                       np.maximum(0.0, np.subtract(teacher_id, student_id)))
+    return np.subtract(ood_gain(student_target, teacher_target), np.maximum(0.0, np.subtract(teacher_id, student_id)))
 
 
-def performance_gap_recovered(student: FloatOrArray, teacher: FloatOrArray, ceiling: FloatOrArray,
-                              min_gap: float = DEFAULT_MIN_PGR_GAP) -> FloatOrArray:
+def performance_gap_recovered(
+    student: FloatOrArray, teacher: FloatOrArray, ceiling: FloatOrArray, min_gap: float = DEFAULT_MIN_PGR_GAP
+) -> FloatOrArray:
     """PGR = (student - teacher) / (ceiling - teacher), NaN unless the ceiling beats the teacher by at least
     min_gap (same units as the accuracies): with a smaller gap the ratio is dominated by noise, and with the
     ceiling below the teacher there is no gap to recover. Scalars or arrays."""
@@ -82,9 +83,15 @@ class SlotAccuracies:
     uses pair draw j; the teacher, with one seed, fills every slot of the widest model).
     """
 
-    def __init__(self, correct: Mapping[str, Mapping[str, ArrayLike]], splits: list[str], n_boot: int, seed: int,
-                 lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
-                 single_seed_models: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        correct: Mapping[str, Mapping[str, ArrayLike]],
+        splits: list[str],
+        n_boot: int,
+        seed: int,
+        lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+        single_seed_models: tuple[str, ...] = (),
+    ):
         arrays = {m: {s: _as_seeds(c[s], f"{m}/{s}") for s in splits if s in c} for m, c in correct.items()}
         sizes: dict[str, int] = {}
         for m, by_split in arrays.items():
@@ -129,8 +136,9 @@ class SlotAccuracies:
                     self.reps[m][split] = length_controlled_value(resampled, longer[units[:, :slots]]) * 100.0
 
     @staticmethod
-    def _length_mask(lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None, split: str,
-                     n: int) -> tuple[NDArray[np.bool_], NDArray[np.bool_] | None]:
+    def _length_mask(
+        lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None, split: str, n: int
+    ) -> tuple[NDArray[np.bool_], NDArray[np.bool_] | None]:
         if lengths is None:
             return np.ones(n, dtype=bool), None
         chosen, rejected = (np.asarray(x, dtype=np.float64) for x in lengths[split])
@@ -143,8 +151,9 @@ def _slot(values: FloatArray, k: int) -> FloatArray:
     return values[:, k if values.shape[1] > k else 0]
 
 
-def _put(out: dict[str, Any], key: str, point: float, reps: FloatArray, confidence: float,
-         per_seed: FloatArray | None = None) -> None:
+def _put(
+    out: dict[str, Any], key: str, point: float, reps: FloatArray, confidence: float, per_seed: FloatArray | None = None
+) -> None:
     out[key] = json_float(point)
     low, high = percentile_interval(reps, confidence) if np.isfinite(point) else (np.nan, np.nan)
     out[f"{key}_ci"] = [json_float(low), json_float(high)]
@@ -152,11 +161,18 @@ def _put(out: dict[str, Any], key: str, point: float, reps: FloatArray, confiden
         out[f"{key}_seed_std"] = json_float(float(np.nanstd(per_seed, ddof=1)))
 
 
-def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: str = "teacher",
-                     ceiling: str | None = "ceiling", *, id_split: str = "id",
-                     lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None, n_boot: int = 1000,
-                     confidence: float = 0.95, seed: int = 0,
-                     min_pgr_gap: float = DEFAULT_MIN_PGR_GAP) -> dict[str, dict[str, Any]]:
+def transfer_metrics(
+    correct: Mapping[str, Mapping[str, ArrayLike]],
+    teacher: str = "teacher",
+    ceiling: str | None = "ceiling",
+    *,
+    id_split: str = "id",
+    lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_pgr_gap: float = DEFAULT_MIN_PGR_GAP,
+) -> dict[str, dict[str, Any]]:
     """WRG, AOG, NTS and PGR of every model against the weak teacher, with hierarchical bootstrap CIs.
 
     correct: {model: {split: (S, N) or (N,) per-pair correctness}}, split = `id_split` or a target name.
@@ -180,8 +196,14 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
             if split not in acc.point[model]:
                 continue
             p, r = acc.point[model][split], acc.reps[model][split]
-            _put(out, "id_acc" if split == id_split else f"ood_acc.{split}", float(p.mean()), r.mean(axis=1),
-                 confidence, p)
+            _put(
+                out,
+                "id_acc" if split == id_split else f"ood_acc.{split}",
+                float(p.mean()),
+                r.mean(axis=1),
+                confidence,
+                p,
+            )
             out[f"n.{split}"] = acc.n_pairs[split]
         out["n_seeds"] = int(next(iter(acc.point[model].values())).size) if acc.point[model] else 0
         if model == teacher or id_split not in acc.point[model]:
@@ -203,8 +225,14 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
             aog = s_t - t_point[target]
             _put(out, f"aog.{target}", float(aog.mean()), (s_t_r - t_t_slots).mean(axis=1), confidence, aog)
             nts = aog - id_loss_point
-            _put(out, f"nts.{target}", float(nts.mean()), (s_t_r - t_t_slots - id_loss_reps).mean(axis=1),
-                 confidence, nts)
+            _put(
+                out,
+                f"nts.{target}",
+                float(nts.mean()),
+                (s_t_r - t_t_slots - id_loss_reps).mean(axis=1),
+                confidence,
+                nts,
+            )
         if ceiling is not None and ceiling in acc.point:
             for split in splits:
                 if split not in acc.point[model] or split not in acc.point[ceiling]:
@@ -227,10 +255,16 @@ def transfer_metrics(correct: Mapping[str, Mapping[str, ArrayLike]], teacher: st
     return results
 
 
-def paired_differences(correct: Mapping[str, Mapping[str, ArrayLike]], reference: str, *,
-                       lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None, n_boot: int = 1000,
-                       confidence: float = 0.95, seed: int = 0,
-                       means: Mapping[str, Sequence[str]] | None = None) -> dict[str, dict[str, Any]]:
+def paired_differences(
+    correct: Mapping[str, Mapping[str, ArrayLike]],
+    reference: str,
+    *,
+    lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    means: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Accuracy of each model minus the reference model's, per split (seed means, percentage points), with
     hierarchical bootstrap CIs (seeds resampled per model, pairs shared per slot).
 
@@ -257,21 +291,38 @@ def paired_differences(correct: Mapping[str, Mapping[str, ArrayLike]], reference
             low, high = rec[f"d.{split}_ci"]
             rec[f"significant.{split}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
         for name, group in (means or {}).items():
-            diffs = [(acc.point[model][g].mean() - acc.point[reference][g].mean(),
-                      acc.reps[model][g].mean(axis=1) - acc.reps[reference][g].mean(axis=1)) for g in group]
+            diffs = [
+                (
+                    acc.point[model][g].mean() - acc.point[reference][g].mean(),
+                    acc.reps[model][g].mean(axis=1) - acc.reps[reference][g].mean(axis=1),
+                )
+                for g in group
+            ]
             if not diffs:
                 continue
-            _put(rec, f"d.{name}", float(np.mean([d for d, _ in diffs])), np.mean([r for _, r in diffs], axis=0),
-                 confidence)
+            _put(
+                rec,
+                f"d.{name}",
+                float(np.mean([d for d, _ in diffs])),
+                np.mean([r for _, r in diffs], axis=0),
+                confidence,
+            )
             low, high = rec[f"d.{name}_ci"]
             rec[f"significant.{name}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
         out[model] = rec
     return out
 
 
-def unpaired_difference(first: ArrayLike, second: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95,
-                        seed: int = 0, first_longer: ArrayLike | None = None,
-                        second_longer: ArrayLike | None = None) -> dict[str, Any]:
+def unpaired_difference(
+    first: ArrayLike,
+    second: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    first_longer: ArrayLike | None = None,
+    second_longer: ArrayLike | None = None,
+) -> dict[str, Any]:
     """Accuracy of `second` minus accuracy of `first` (percentage points) for one model on two different pair
     sets (e.g. a shift target minus the ID test): per-pair correctness (N1,) and (N2,), each set resampled on its
     own. With the chosen-longer flags of both sets, also the length-controlled difference (equal lengths excluded
@@ -281,8 +332,10 @@ def unpaired_difference(first: ArrayLike, second: ArrayLike, *, n_boot: int = 10
     ia = rng.integers(0, len(a), size=(n_boot, len(a)))
     ib = rng.integers(0, len(b), size=(n_boot, len(b)))
     reps = 100.0 * (b[ib].mean(axis=1) - a[ia].mean(axis=1))
-    out: dict[str, Any] = {"value": json_float(100.0 * (b.mean() - a.mean())),
-                           "ci": [json_float(x) for x in percentile_interval(reps, confidence)]}
+    out: dict[str, Any] = {
+        "value": json_float(100.0 * (b.mean() - a.mean())),
+        "ci": [json_float(x) for x in percentile_interval(reps, confidence)],
+    }
     if first_longer is not None and second_longer is not None:
         la, lb = np.asarray(first_longer, dtype=bool), np.asarray(second_longer, dtype=bool)
         point = length_controlled_value(b, lb) - length_controlled_value(a, la)

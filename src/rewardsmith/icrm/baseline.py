@@ -21,14 +21,27 @@ from rewardsmith.train.trainer import StepHook, Trainer, train_pairs
 def bt_model_config(cfg: ICRMRunConfig) -> ModelConfig:
     """The ICRM's backbone settings as a scalar reward model's config (fine-tuned, not frozen)."""
     m = cfg.model
-    return ModelConfig(backbone=m.backbone, pooling=m.pooling, max_length=m.max_length,
-                       min_prompt_tokens=m.min_prompt_tokens, num_layers=m.num_layers, dropout=m.dropout)
+    return ModelConfig(
+        backbone=m.backbone,
+        pooling=m.pooling,
+        max_length=m.max_length,
+        min_prompt_tokens=m.min_prompt_tokens,
+        num_layers=m.num_layers,
+        dropout=m.dropout,
+    )
 
 
 def bt_train_config(cfg: ICRMRunConfig) -> TrainConfig:
     """One epoch of 16-pair steps at lr 3e-5, in the ICRM's precision and seed."""
-    return TrainConfig(epochs=1.0, batch_size=16, lr=3e-5, bf16=cfg.train.bf16, seed=cfg.train.seed,
-                       progress=cfg.train.progress, report_to=cfg.train.report_to)
+    return TrainConfig(
+        epochs=1.0,
+        batch_size=16,
+        lr=3e-5,
+        bf16=cfg.train.bf16,
+        seed=cfg.train.seed,
+        progress=cfg.train.progress,
+        report_to=cfg.train.report_to,
+    )
 
 
 def baseline_pairs(pools: dict[str, dict[str, PairPool]], max_pairs: int | None, seed: int) -> list[PreferencePair]:
@@ -38,9 +51,14 @@ def baseline_pairs(pools: dict[str, dict[str, PairPool]], max_pairs: int | None,
     return pairs[:max_pairs] if max_pairs else pairs
 
 
-def train_bt_baseline(cfg: ICRMRunConfig, run_dir: str | Path, train_cfg: TrainConfig | None = None,
-                      max_pairs: int | None = 2400, pools: dict[str, dict[str, PairPool]] | None = None,
-                      on_step: Sequence[StepHook] = ()) -> tuple[Trainer, Any, ModelConfig, list[PreferencePair]]:
+def train_bt_baseline(
+    cfg: ICRMRunConfig,
+    run_dir: str | Path,
+    train_cfg: TrainConfig | None = None,
+    max_pairs: int | None = 2400,
+    pools: dict[str, dict[str, PairPool]] | None = None,
+    on_step: Sequence[StepHook] = (),
+) -> tuple[Trainer, Any, ModelConfig, list[PreferencePair]]:
     """Trains the BT baseline into run_dir (log.jsonl, checkpoint/ while running). Returns (the finished
     Trainer, tokenizer, the model config, the training pairs); saving is the caller's."""
     check_training_sources(cfg.episodes)

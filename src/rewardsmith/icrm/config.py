@@ -32,8 +32,9 @@ class EpisodeConfig:
     pairs_per_source: int | None = option(3000, "read at most this many pairs of each source", min=2)
     min_demos: int = option(0, "fewest demonstrations in an episode", min=0)
     max_demos: int = option(64, "most demonstrations in an episode (N is drawn in min..max)", min=0)
-    flip_prob: float = option(0.35, "probability that an episode's standard is the flipped one (p = 1)", min=0.0,
-                              max=1.0)
+    flip_prob: float = option(
+        0.35, "probability that an episode's standard is the flipped one (p = 1)", min=0.0, max=1.0
+    )
     mixture_prob: float = option(
         0.3, "probability of a mixture standard: a fraction p ~ U(0.05, 0.95) of labels flipped"
     )
@@ -42,11 +43,9 @@ class EpisodeConfig:
     )
     test_fraction: float = option(
         0.2,
-        "held-out target pairs per source (split by a hash of the first "
-        "human turn; never seen in training episodes)",
+        "held-out target pairs per source (split by a hash of the first human turn; never seen in training episodes)",
     )
-    demo_fraction: float = option(0.1, "held-out pool that evaluation demonstrations are drawn from", min=0.0,
-                                  max=1.0)
+    demo_fraction: float = option(0.1, "held-out pool that evaluation demonstrations are drawn from", min=0.0, max=1.0)
     split_salt: str = option("icrm", "salt of the stable hash split")
     allow_eval_sources: bool = option(
         False,
@@ -58,8 +57,18 @@ class EpisodeConfig:
 def icrm_train_defaults() -> TrainConfig:
     """The training loop of an ICRM: max_steps optimiser steps of batch_size episodes; head_lr for the context
     encoder and heads, lr for the backbone when it is trained (concat mode)."""
-    return TrainConfig(max_steps=4000, batch_size=64, lr=2e-5, head_lr=1e-3, weight_decay=0.01, warmup_ratio=0.05,
-                       loss="beta-elbo", swap_pairs=False, bf16=True, checkpoint_every=250)
+    return TrainConfig(
+        max_steps=4000,
+        batch_size=64,
+        lr=2e-5,
+        head_lr=1e-3,
+        weight_decay=0.01,
+        warmup_ratio=0.05,
+        loss="beta-elbo",
+        swap_pairs=False,
+        bf16=True,
+        checkpoint_every=250,
+    )
 
 
 @dataclass
@@ -77,7 +86,9 @@ class ICRMEvalConfig:
         0.5,
         "share of a source that is not a training source scored as targets (split by a hash of the first human "
         "turn); the rest gives demonstrations. A training source's targets are its held-out test part",
-        min=0.0, max=0.95, min_exclusive=True,
+        min=0.0,
+        max=0.95,
+        min_exclusive=True,
     )
     mixture_rates: list[float] = option(
         [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],

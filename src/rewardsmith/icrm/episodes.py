@@ -98,8 +98,11 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
     train_fraction = 1.0 - cfg.test_fraction - cfg.demo_fraction
     if train_fraction <= 0:
         raise ConfigError("episodes.test_fraction + episodes.demo_fraction must be below 1")
-    parts, _ = split_parts(pairs, {"train": Part(train_fraction), "demo": Part(cfg.demo_fraction),
-                                   "test": Part(cfg.test_fraction)}, salt=cfg.split_salt)
+    parts, _ = split_parts(
+        pairs,
+        {"train": Part(train_fraction), "demo": Part(cfg.demo_fraction), "test": Part(cfg.test_fraction)},
+        salt=cfg.split_salt,
+    )
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
 
@@ -142,8 +145,11 @@ def without_conversations(pool: PairPool, keys: AbstractSet[str]) -> tuple[PairP
     keep = np.array(unseen_mask(pool.pairs, keys), dtype=bool)
     if keep.all():
         return pool, 0
-    kept = PairPool(pool.name, [p for p, k in zip(pool.pairs, keep, strict=True) if k],
-                    {name: labels[keep] for name, labels in pool.labellings.items()})
+    kept = PairPool(
+        pool.name,
+        [p for p, k in zip(pool.pairs, keep, strict=True) if k],
+        {name: labels[keep] for name, labels in pool.labellings.items()},
+    )
     return kept, int((~keep).sum())
 
 
@@ -189,9 +195,7 @@ def target_episode(
     q_chosen = (1.0 - flipped) if chosen_preferred else flipped
     label = q_chosen if first_is_chosen else 1.0 - q_chosen
     exclude = target if demo_pool is pool else None
-    return Episode(
-        standard, target, first_is_chosen, float(label), draw_demos(demo_pool, standard, n, rng, exclude)
-    )
+    return Episode(standard, target, first_is_chosen, float(label), draw_demos(demo_pool, standard, n, rng, exclude))
 
 
 class EpisodeSampler:

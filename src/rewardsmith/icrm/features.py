@@ -24,8 +24,14 @@ from rewardsmith.models.beta import BetaRewardModel, BetaScores
 CONCAT_HEADER = "Examples of the preferred standard."
 
 
-def embed_texts(model: BetaRewardModel, encoder: Encoder, items: Sequence[tuple[Any, str]], batch_size: int = 64,
-                bf16: bool = False, progress: str | None = None) -> torch.Tensor:
+def embed_texts(
+    model: BetaRewardModel,
+    encoder: Encoder,
+    items: Sequence[tuple[Any, str]],
+    batch_size: int = 64,
+    bf16: bool = False,
+    progress: str | None = None,
+) -> torch.Tensor:
     """Pooled embeddings (N, H) float32 of (prompt, response) texts (a prompt as turns or a prompt string), in
     input order."""
     texts = [encoder.encode(prompt, response) for prompt, response in items]
@@ -58,9 +64,16 @@ def pool_fingerprint(pool: PairPool, settings: str) -> str:
     return stable_hash(f"{settings}::{len(pool)}::{texts}")
 
 
-def embed_pool(model: BetaRewardModel, encoder: Encoder, pool: PairPool, batch_size: int = 64,
-               bf16: bool = False, progress: bool = False, cache_dir: str | Path | None = None,
-               settings: str = "") -> PoolEmbeddings:
+def embed_pool(
+    model: BetaRewardModel,
+    encoder: Encoder,
+    pool: PairPool,
+    batch_size: int = 64,
+    bf16: bool = False,
+    progress: bool = False,
+    cache_dir: str | Path | None = None,
+    settings: str = "",
+) -> PoolEmbeddings:
     """Embeds every pair of `pool` once; with cache_dir, reads/writes `<fingerprint>.safetensors` there
     (atomic, pickle-free)."""
     path = None
@@ -78,8 +91,9 @@ def embed_pool(model: BetaRewardModel, encoder: Encoder, pool: PairPool, batch_s
     emb = embed_texts(model, encoder, items, batch_size, bf16, f"embed {pool.name}" if progress else None)
     out = PoolEmbeddings(emb[0::2].contiguous(), emb[1::2].contiguous())
     if path is not None:
-        atomic_write_bytes(path, lambda fh: fh.write(save(
-            {"chosen": out.chosen.contiguous(), "rejected": out.rejected.contiguous()})))
+        atomic_write_bytes(
+            path, lambda fh: fh.write(save({"chosen": out.chosen.contiguous(), "rejected": out.rejected.contiguous()}))
+        )
     return out
 
 
@@ -172,6 +186,12 @@ def concat_episode_batch(
 def to_numpy(scores: BetaScores) -> dict[str, np.ndarray]:
     """u_first, u_second, s_first, s_second and the Beta posterior's mu and tau as float64 arrays (B,)."""
     post = beta_posterior(scores.u_first, scores.u_second, scores.s_first, scores.s_second)
-    fields = {"u_first": scores.u_first, "u_second": scores.u_second, "s_first": scores.s_first,
-              "s_second": scores.s_second, "mu": post.mu, "tau": post.tau}
+    fields = {
+        "u_first": scores.u_first,
+        "u_second": scores.u_second,
+        "s_first": scores.s_first,
+        "s_second": scores.s_second,
+        "mu": post.mu,
+        "tau": post.tau,
+    }
     return {k: v.detach().double().cpu().numpy() for k, v in fields.items()}

@@ -27,9 +27,7 @@ from rewardsmith.icrm.scoring import ICRMScorer
 BASELINES = ("group", "zero")
 
 
-def directional_reward(
-    utility: np.ndarray, confidence: np.ndarray, baseline: np.ndarray | float = 0.0
-) -> np.ndarray:
+def directional_reward(utility: np.ndarray, confidence: np.ndarray, baseline: np.ndarray | float = 0.0) -> np.ndarray:
     """(2 sigmoid(u - b) - 1) * softplus(s) / (1 + softplus(s)); all arrays (M,). Returns (M,) in (-1, 1)."""
     u = np.asarray(utility, dtype=np.float64)
     evidence = np.logaddexp(0.0, np.asarray(confidence, dtype=np.float64))
@@ -56,8 +54,10 @@ class ICRMReward:
         # A conversational prompt (a message list) keeps its turns; a text prompt is read as the model's template
         # reads one (a chat-templated string, an HH transcript, or one user message).
         read = getattr(self.scorer.encoder, "parse_prompt", None) or (lambda text: parse_prompt(text, "prompt"))
-        items = [(chat_turns(p) if isinstance(p, list) else read(str(p)), message_text(c))
-                 for p, c in zip(prompts, completions, strict=True)]
+        items = [
+            (chat_turns(p) if isinstance(p, list) else read(str(p)), message_text(c))
+            for p, c in zip(prompts, completions, strict=True)
+        ]
         u, s = self.scorer.score_texts(items, self.demos)
         base = np.zeros_like(u)
         if self.baseline == "group":

@@ -71,8 +71,14 @@ class PairScores:
 class ICRMScorer:
     """Scores texts and pairs with a BetaRewardModel under demonstrations."""
 
-    def __init__(self, model: BetaRewardModel, encoder: Encoder, batch_size: int = 64, bf16: bool = False,
-                 cache: DemoCache | None = None):
+    def __init__(
+        self,
+        model: BetaRewardModel,
+        encoder: Encoder,
+        batch_size: int = 64,
+        bf16: bool = False,
+        cache: DemoCache | None = None,
+    ):
         self.model = model.eval()
         self.encoder = encoder
         self.batch_size = batch_size
@@ -115,17 +121,22 @@ class ICRMScorer:
             u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
             return u.double().cpu().numpy(), s.double().cpu().numpy()
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
-        texts = [(concat_prompt(demo_triples, prompt if isinstance(prompt, str) else render_turns(tuple(prompt))),
-                  response) for prompt, response in items]
+        texts = [
+            (concat_prompt(demo_triples, prompt if isinstance(prompt, str) else render_turns(tuple(prompt))), response)
+            for prompt, response in items
+        ]
         encoded = [self.encoder.encode(p, r) for p, r in texts]
-        out = batched_forward(lambda b: torch.stack(self.model.concat_heads(b), dim=-1), encoded,
-                              int(self.encoder.tokenizer.pad_token_id), self.device,  # type: ignore[attr-defined]
-                              self.batch_size, self.bf16)
+        out = batched_forward(
+            lambda b: torch.stack(self.model.concat_heads(b), dim=-1),
+            encoded,
+            int(self.encoder.tokenizer.pad_token_id),  # type: ignore[attr-defined]
+            self.device,
+            self.batch_size,
+            self.bf16,
+        )
         return out[:, 0].double().numpy(), out[:, 1].double().numpy()
 
-    def score_pairs(
-        self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()
-    ) -> PairScores:
+    def score_pairs(self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()) -> PairScores:
         """PairScores of each pair under the demonstrations."""
         items: list[tuple[Any, str]] = []
         for p in pairs:
@@ -134,14 +145,23 @@ class ICRMScorer:
         return pair_scores(u[0::2], u[1::2], s[0::2], s[1::2])
 
 
-def pair_scores(u_chosen: np.ndarray, u_rejected: np.ndarray, s_chosen: np.ndarray,
-                s_rejected: np.ndarray) -> PairScores:
+def pair_scores(
+    u_chosen: np.ndarray, u_rejected: np.ndarray, s_chosen: np.ndarray, s_rejected: np.ndarray
+) -> PairScores:
     """PairScores of P pairs from the utilities and confidences (P,) of their two sides (score_texts output)."""
-    t = [torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64))
-         for v in (u_chosen, u_rejected, s_chosen, s_rejected)]
+    t = [
+        torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64))
+        for v in (u_chosen, u_rejected, s_chosen, s_rejected)
+    ]
     post = beta_posterior(*t)
-    return PairScores(np.asarray(u_chosen), np.asarray(u_rejected), np.asarray(s_chosen), np.asarray(s_rejected),
-                      post.mu.double().numpy(), post.tau.double().numpy())
+    return PairScores(
+        np.asarray(u_chosen),
+        np.asarray(u_rejected),
+        np.asarray(s_chosen),
+        np.asarray(s_rejected),
+        post.mu.double().numpy(),
+        post.tau.double().numpy(),
+    )
 
 
 def read_demos(path: str | Path) -> list[PreferencePair]:

@@ -15,8 +15,14 @@ from rewardsmith.evaluate.metrics import pairwise_accuracy
 from rewardsmith.icrm.scoring import ICRMScorer
 
 
-def steering_check(scorer: ICRMScorer, pairs: Sequence[PreferencePair], demo_pool: Sequence[PreferencePair],
-                   n_demos: int = 8, seed: int = 0, n_boot: int = 1000) -> dict[str, Any]:
+def steering_check(
+    scorer: ICRMScorer,
+    pairs: Sequence[PreferencePair],
+    demo_pool: Sequence[PreferencePair],
+    n_demos: int = 8,
+    seed: int = 0,
+    n_boot: int = 1000,
+) -> dict[str, Any]:
     """Accuracy (%, bootstrap CI over pairs) against the pairs' own labels and the mean posterior P(chosen
     preferred) under each condition: "none", "as labelled" and "flipped". demo_pool: pairs of the same standard
     that share no conversation with `pairs`; n_demos of them are drawn once (seeded) and used in both
@@ -25,8 +31,12 @@ def steering_check(scorer: ICRMScorer, pairs: Sequence[PreferencePair], demo_poo
     picks = sorted(rng.choice(len(demo_pool), size=min(n_demos, len(demo_pool)), replace=False).tolist())
     demos = [demo_pool[i] for i in picks]
     conditions = {"none": [], "as labelled": demos, "flipped": [d.swapped() for d in demos]}
-    out: dict[str, Any] = {"pairs": len(pairs), "n_demos": len(demos), "demo_pair_ids": [d.pair_id for d in demos],
-                           "conditions": {}}
+    out: dict[str, Any] = {
+        "pairs": len(pairs),
+        "n_demos": len(demos),
+        "demo_pair_ids": [d.pair_id for d in demos],
+        "conditions": {},
+    }
     for name, shown in conditions.items():
         scores = scorer.score_pairs(pairs, shown)
         acc = pairwise_accuracy(scores.u_chosen - scores.u_rejected, n_boot=n_boot, seed=seed)

@@ -43,9 +43,15 @@ class EpisodeBatchPlan:
 
     natural_batches: int | None = None
 
-    def __init__(self, sampler: EpisodeSampler, batch_size: int, mode: str,
-                 tables: dict[str, PoolEmbeddings] | None = None, pools: dict[str, PairPool] | None = None,
-                 encoder: TextEncoder | None = None):
+    def __init__(
+        self,
+        sampler: EpisodeSampler,
+        batch_size: int,
+        mode: str,
+        tables: dict[str, PoolEmbeddings] | None = None,
+        pools: dict[str, PairPool] | None = None,
+        encoder: TextEncoder | None = None,
+    ):
         self.sampler = sampler
         self.batch_size = batch_size
         self.mode = mode
@@ -77,8 +83,17 @@ class ElboObjective:
 
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         scores = model(batch)
-        result = beta_elbo_loss(scores.u_first, scores.u_second, scores.s_first, scores.s_second, batch["n_demos"],
-                                batch["labels"], self.kl_schedule, self.kl_base, self.kl_scale)
+        result = beta_elbo_loss(
+            scores.u_first,
+            scores.u_second,
+            scores.s_first,
+            scores.s_second,
+            batch["n_demos"],
+            batch["labels"],
+            self.kl_schedule,
+            self.kl_base,
+            self.kl_scale,
+        )
         result.terms["mean_n"] = float(batch["n_demos"].float().mean())
         return result
 
@@ -91,16 +106,25 @@ class ICRMTrainResult:
     pools: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def embed_pools(model: BetaRewardModel, tokenizer: Any, pools: dict[str, PairPool], cfg: ICRMRunConfig,
-                cache_dir: Path | None) -> dict[str, PoolEmbeddings]:
+def embed_pools(
+    model: BetaRewardModel, tokenizer: Any, pools: dict[str, PairPool], cfg: ICRMRunConfig, cache_dir: Path | None
+) -> dict[str, PoolEmbeddings]:
     encoder = encoder_for(tokenizer, cfg.model)
     settings = embedding_settings(cfg.model, cfg.train.bf16)
-    return {name: embed_pool(model, encoder, pool, cfg.embed_batch_size, cfg.train.bf16, cfg.train.progress,
-                             cache_dir, settings) for name, pool in pools.items()}
+    return {
+        name: embed_pool(
+            model, encoder, pool, cfg.embed_batch_size, cfg.train.bf16, cfg.train.progress, cache_dir, settings
+        )
+        for name, pool in pools.items()
+    }
 
 
-def train_icrm(cfg: ICRMRunConfig, run_dir: str | Path, pools: dict[str, dict[str, PairPool]] | None = None,
-               on_step: Sequence[StepHook] = ()) -> ICRMTrainResult:
+def train_icrm(
+    cfg: ICRMRunConfig,
+    run_dir: str | Path,
+    pools: dict[str, dict[str, PairPool]] | None = None,
+    on_step: Sequence[StepHook] = (),
+) -> ICRMTrainResult:
     """Trains an ICRM into run_dir (log.jsonl, checkpoint/ while running, embeddings/ in set mode).
 
     pools: {source: {"train"|"demo"|"test": PairPool}} (default: loaded from cfg.episodes). Returns the trained

@@ -13,8 +13,14 @@ _PACKAGES = ("rewardsmith", "torch", "transformers", "peft", "accelerate", "nump
 
 def git_commit(path: Path | None = None) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path or Path(__file__).parent, capture_output=True,
-                             text=True, timeout=5, check=False)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=path or Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -29,6 +35,12 @@ def environment_info(seed: int | None = None) -> dict[str, Any]:
             versions[name] = None
     import torch
 
-    return {"python": platform.python_version(), "platform": platform.platform(), "packages": versions,
-            "git_commit": git_commit(), "seed": seed, "torch_threads": torch.get_num_threads(),
-            "cuda": torch.cuda.is_available()}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "git_commit": git_commit(),
+        "seed": seed,
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.is_available(),
+    }

@@ -54,26 +54,39 @@ def check_output(path: str | Path, overwrite: bool = False, option: str = "--out
     if path.exists() or path.is_symlink():
         recorded = _recorded_sha256(path)
         if recorded is None:
-            raise RunFolderError(f"{path}: exists and was not written by rewardsmith; it is left alone: choose "
-                                 f"another {option}")
+            raise RunFolderError(
+                f"{path}: exists and was not written by rewardsmith; it is left alone: choose another {option}"
+            )
         if recorded != file_sha256(path):
-            raise RunFolderError(f"{path}: changed since rewardsmith wrote it, so it is someone's now and left "
-                                 f"alone: choose another {option}")
+            raise RunFolderError(
+                f"{path}: changed since rewardsmith wrote it, so it is someone's now and left "
+                f"alone: choose another {option}"
+            )
         if not overwrite:
-            raise RunFolderError(f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to "
-                                 f"replace it, or choose another {option}")
+            raise RunFolderError(
+                f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to "
+                f"replace it, or choose another {option}"
+            )
     return path
 
 
-def write_output(path: str | Path, write: Callable[[IO[bytes]], Any], command: str, overwrite: bool = False,
-                 option: str = "--out") -> Path:
+def write_output(
+    path: str | Path, write: Callable[[IO[bytes]], Any], command: str, overwrite: bool = False, option: str = "--out"
+) -> Path:
     """Writes a user-named output atomically (check_output first) and records its checksum beside it."""
     path = check_output(path, overwrite, option)
     try:
         atomic_write_bytes(path, write)
-        atomic_write_json(record_path(path), {"format": RECORD_FORMAT, "tool": "rewardsmith",
-                                              "version": tool_version(), "command": command,
-                                              "sha256": file_sha256(path)})
+        atomic_write_json(
+            record_path(path),
+            {
+                "format": RECORD_FORMAT,
+                "tool": "rewardsmith",
+                "version": tool_version(),
+                "command": command,
+                "sha256": file_sha256(path),
+            },
+        )
     except OSError as exc:
         raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
     return path
@@ -83,8 +96,11 @@ FOLDER_RECORD = ".rewardsmith-output.json"
 
 
 def _folder_checksums(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
-            if p.is_file() and not p.is_symlink() and p.name != FOLDER_RECORD}
+    return {
+        p.relative_to(folder).as_posix(): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name != FOLDER_RECORD
+    }
 
 
 def check_output_folder(path: str | Path, overwrite: bool = False, option: str = "--out") -> Path:
@@ -103,19 +119,25 @@ def check_output_folder(path: str | Path, overwrite: bool = False, option: str =
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         data = None
     if not (isinstance(data, dict) and data.get("format") == RECORD_FORMAT and isinstance(data.get("files"), dict)):
-        raise RunFolderError(f"{path}: holds files rewardsmith did not write; they are left alone: choose another "
-                             f"{option}")
+        raise RunFolderError(
+            f"{path}: holds files rewardsmith did not write; they are left alone: choose another {option}"
+        )
     if _folder_checksums(path) != data["files"]:
-        raise RunFolderError(f"{path}: changed since rewardsmith wrote it, so it is someone's now and left alone: "
-                             f"choose another {option}")
+        raise RunFolderError(
+            f"{path}: changed since rewardsmith wrote it, so it is someone's now and left alone: "
+            f"choose another {option}"
+        )
     if not overwrite:
-        raise RunFolderError(f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to replace it, "
-                             f"or choose another {option}")
+        raise RunFolderError(
+            f"{path}: exists (written by an earlier rewardsmith run); pass --overwrite to replace it, "
+            f"or choose another {option}"
+        )
     return path
 
 
-def write_output_folder(path: str | Path, write: Callable[[Path], Any], command: str, overwrite: bool = False,
-                        option: str = "--out") -> Path:
+def write_output_folder(
+    path: str | Path, write: Callable[[Path], Any], command: str, overwrite: bool = False, option: str = "--out"
+) -> Path:
     """Writes a user-named folder atomically (check_output_folder first): write(temporary folder) fills it, a record
     of every file's checksum is added, and the folder is renamed into place."""
     from rewardsmith.io.atomic import atomic_folder
@@ -124,9 +146,16 @@ def write_output_folder(path: str | Path, write: Callable[[Path], Any], command:
     try:
         with atomic_folder(path) as tmp:
             write(tmp)
-            atomic_write_json(tmp / FOLDER_RECORD, {"format": RECORD_FORMAT, "tool": "rewardsmith",
-                                                    "version": tool_version(), "command": command,
-                                                    "files": _folder_checksums(tmp)})
+            atomic_write_json(
+                tmp / FOLDER_RECORD,
+                {
+                    "format": RECORD_FORMAT,
+                    "tool": "rewardsmith",
+                    "version": tool_version(),
+                    "command": command,
+                    "files": _folder_checksums(tmp),
+                },
+            )
     except OSError as exc:
         raise RunFolderError(f"{path}: cannot write ({exc.strerror or exc})") from None
     return path

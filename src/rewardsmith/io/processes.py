@@ -62,10 +62,12 @@ def processes() -> Processes:
 
     state = PartialState(cpu=not torch.cuda.is_available())
     if state.num_processes != launched:
-        raise ConfigError(f"the launcher started {launched} processes but accelerate {_accelerate_version()} counts "
-                          f"{state.num_processes} ({state.distributed_type}); every process would take itself for "
-                          "the only one. On CPU processes launch with `accelerate launch --multi_gpu "
-                          "--num_processes N` (gloo); DeepSpeed and FSDP need GPUs")
+        raise ConfigError(
+            f"the launcher started {launched} processes but accelerate {_accelerate_version()} counts "
+            f"{state.num_processes} ({state.distributed_type}); every process would take itself for "
+            "the only one. On CPU processes launch with `accelerate launch --multi_gpu "
+            "--num_processes N` (gloo); DeepSpeed and FSDP need GPUs"
+        )
     return Processes(state.process_index, state.num_processes, state.device)
 
 
@@ -99,18 +101,18 @@ def gather_rows(rows: Any, procs: Processes) -> list[Any]:
         raise ValueError(f"gather_rows takes at most 4 trailing dimensions, got shape {tuple(rows.shape)}")
     header = torch.full((6,), -1, dtype=torch.int64)
     header[0], header[1] = rows.shape[0], rows.dim() - 1
-    header[2:2 + rows.dim() - 1] = torch.tensor(rows.shape[1:], dtype=torch.int64)
+    header[2 : 2 + rows.dim() - 1] = torch.tensor(rows.shape[1:], dtype=torch.int64)
     headers = _all_gather(header.to(procs.device), procs)
-    shapes = {tuple(int(x) for x in h[2:2 + int(h[1])]) for h in headers if int(h[0]) > 0}
+    shapes = {tuple(int(x) for x in h[2 : 2 + int(h[1])]) for h in headers if int(h[0]) > 0}
     if len(shapes) > 1:
         raise RuntimeError(f"processes computed rows of different shapes {sorted(shapes)}")
     trailing = shapes.pop() if shapes else tuple(rows.shape[1:])
     longest = max(int(h[0]) for h in headers)
     padded = torch.zeros((longest, *trailing), dtype=torch.float32)
     if rows.shape[0]:
-        padded[:rows.shape[0]] = rows.reshape(rows.shape[0], *trailing)
+        padded[: rows.shape[0]] = rows.reshape(rows.shape[0], *trailing)
     gathered = _all_gather(padded.to(procs.device), procs)
-    return [g[:int(h[0])].cpu() for g, h in zip(gathered, headers, strict=True)]
+    return [g[: int(h[0])].cpu() for g, h in zip(gathered, headers, strict=True)]
 
 
 def same_on_every_process(fingerprint: list[int], procs: Processes) -> bool:

@@ -22,8 +22,17 @@ def _minutes(seconds: float) -> str:
 class Progress:
     """`with Progress("train", total) as p: p.update(done, "loss 0.61")`. Disabled: does nothing."""
 
-    def __init__(self, description: str, total: int, *, enabled: bool = True, completed: int = 0,
-                 every_percent: float = 5.0, unit: str = "", stream: TextIO | None = None):
+    def __init__(
+        self,
+        description: str,
+        total: int,
+        *,
+        enabled: bool = True,
+        completed: int = 0,
+        every_percent: float = 5.0,
+        unit: str = "",
+        stream: TextIO | None = None,
+    ):
         self.description = description
         self.total = max(int(total), 0)
         self.enabled = enabled and self.total > 0
@@ -48,9 +57,15 @@ class Progress:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 
-            self._rich = RichProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TimeRemainingColumn(),
-                                      console=Console(file=self.stream), transient=False)
+            self._rich = RichProgress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=False,
+            )
             self._rich.__enter__()
             self._task = self._rich.add_task(self.description, total=self.total, completed=self.start_completed)
         else:
@@ -79,14 +94,17 @@ class Progress:
         rate_done = completed - self.start_completed
         left = elapsed / rate_done * (self.total - completed) if rate_done > 0 else float("nan")
         tail = f", ~{_minutes(left)} left" if completed < self.total and left == left else ""
-        self._print(f"{self.description}: {pct:3.0f}% ({completed}/{self.total}{self.unit}){' ' + note if note else ''}"
-                    f", {_minutes(elapsed)} elapsed{tail}")
+        self._print(
+            f"{self.description}: {pct:3.0f}% ({completed}/{self.total}{self.unit}){' ' + note if note else ''}"
+            f", {_minutes(elapsed)} elapsed{tail}"
+        )
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._rich is not None:
             self._rich.__exit__(exc_type, exc, tb)
             self._rich = None

@@ -115,8 +115,9 @@ class RunFolder:
     the module docstring).
     """
 
-    def __init__(self, path: Path, command: str, manifest: dict[str, Any], lock_fd: int | None, resumed: bool,
-                 main: bool = True):
+    def __init__(
+        self, path: Path, command: str, manifest: dict[str, Any], lock_fd: int | None, resumed: bool, main: bool = True
+    ):
         self.path = path
         self.command = command
         self.manifest = manifest
@@ -127,8 +128,16 @@ class RunFolder:
 
     # -- opening ----------------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, command: str, config: Mapping[str, Any], *, overwrite: bool = False,
-             volatile: Iterable[str] = (), compare: Compare | None = None) -> RunFolder:
+    def open(
+        cls,
+        path: str | Path,
+        command: str,
+        config: Mapping[str, Any],
+        *,
+        overwrite: bool = False,
+        volatile: Iterable[str] = (),
+        compare: Compare | None = None,
+    ) -> RunFolder:
         """Opens (creating) `path` for `command` with the resolved `config` (a JSON-ready mapping).
 
         volatile: dotted config keys that may change between a run and its resume (progress bars, ...).
@@ -148,8 +157,9 @@ class RunFolder:
         if opened is not None:
             return opened
         if outcome == 0:
-            raise RunFolderError(f"{path}: the main process of this launch could not open the run folder (its "
-                                 "error names why)")
+            raise RunFolderError(
+                f"{path}: the main process of this launch could not open the run folder (its error names why)"
+            )
         try:
             manifest = json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
@@ -157,18 +167,31 @@ class RunFolder:
         return cls(Path(path), command, manifest, None, outcome == 2, main=False)
 
     @classmethod
-    def _open_locked(cls, path: str | Path, command: str, config: Mapping[str, Any], overwrite: bool,
-                     volatile: Iterable[str], compare: Compare | None) -> RunFolder:
+    def _open_locked(
+        cls,
+        path: str | Path,
+        command: str,
+        config: Mapping[str, Any],
+        overwrite: bool,
+        volatile: Iterable[str],
+        compare: Compare | None,
+    ) -> RunFolder:
         path = Path(path)
         volatile = tuple(volatile)
         config = json_ready(config)
         manifest_path = path / MANIFEST
         if path.exists() and not path.is_dir():
             raise RunFolderError(f"{path}: exists and is not a folder")
-        if (path.is_dir() and not manifest_path.exists() and not overwrite
-                and any(not _is_temp(p.name) and p.name != LOCK for p in path.iterdir())):
-            raise RunFolderError(f"{path}: folder is not empty and holds no rewardsmith run; choose another --out "
-                                 "(or pass --overwrite to write beside its files, which are never replaced)")
+        if (
+            path.is_dir()
+            and not manifest_path.exists()
+            and not overwrite
+            and any(not _is_temp(p.name) and p.name != LOCK for p in path.iterdir())
+        ):
+            raise RunFolderError(
+                f"{path}: folder is not empty and holds no rewardsmith run; choose another --out "
+                "(or pass --overwrite to write beside its files, which are never replaced)"
+            )
         try:
             path.mkdir(parents=True, exist_ok=True)
             fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -179,8 +202,10 @@ class RunFolder:
         except OSError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise RunFolderError(f"{path}: in use by another rewardsmith process (PID {holder}); wait for it to "
-                                 "finish or choose another --out") from None
+            raise RunFolderError(
+                f"{path}: in use by another rewardsmith process (PID {holder}); wait for it to "
+                "finish or choose another --out"
+            ) from None
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -193,8 +218,16 @@ class RunFolder:
         return folder
 
     @classmethod
-    def _start(cls, path: Path, command: str, config: Mapping[str, Any], fd: int, overwrite: bool,
-               volatile: tuple[str, ...], compare: Compare | None) -> RunFolder:
+    def _start(
+        cls,
+        path: Path,
+        command: str,
+        config: Mapping[str, Any],
+        fd: int,
+        overwrite: bool,
+        volatile: tuple[str, ...],
+        compare: Compare | None,
+    ) -> RunFolder:
         manifest_path = path / MANIFEST
         old: dict[str, Any] | None = None
         if manifest_path.exists():
@@ -207,11 +240,11 @@ class RunFolder:
         resumed = False
         if old is not None:
             if old.get("command") != command:
-                raise RunFolderError(f"{path}: holds a `{old.get('command')}` run, not `{command}`; choose another "
-                                     "--out")
+                raise RunFolderError(
+                    f"{path}: holds a `{old.get('command')}` run, not `{command}`; choose another --out"
+                )
             old_flat, new_flat = flatten(old.get("config", {})), flatten(config)
-            diff = (compare(old_flat, new_flat) if compare is not None
-                    else differing_keys(old_flat, new_flat, volatile))
+            diff = compare(old_flat, new_flat) if compare is not None else differing_keys(old_flat, new_flat, volatile)
             if overwrite:
                 cls._remove_owned(path, old.get("files", []), old.get("checksums") or {})
             elif not diff:
@@ -219,8 +252,10 @@ class RunFolder:
             else:
                 shown = "; ".join(_describe(k, old_flat, new_flat) for k in diff[:4])
                 more = f" and {len(diff) - 4} more" if len(diff) > 4 else ""
-                raise RunFolderError(f"{path}: holds a run with other settings ({shown}{more}); use the same "
-                                     "settings to resume, another --out, or --overwrite to start it again")
+                raise RunFolderError(
+                    f"{path}: holds a run with other settings ({shown}{more}); use the same "
+                    "settings to resume, another --out, or --overwrite to start it again"
+                )
         for stale in path.rglob(".*.tmp.*"):
             if stale.is_symlink() or inside_path(path, stale.relative_to(path).as_posix()) is None:
                 continue  # the tool writes no links: a link with a temporary name is someone else's
@@ -228,12 +263,20 @@ class RunFolder:
                 shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
         # A resumed run may rewrite its files: the checksums of the finished run are recorded again when it ends.
         manifest = {
-            "format": FORMAT, "tool": "rewardsmith", "version": tool_version(), "command": command,
-            "config": config, "config_hash": config_hash(config, volatile),
-            "created": old["created"] if resumed and old else _now(), "updated": _now(),
+            "format": FORMAT,
+            "tool": "rewardsmith",
+            "version": tool_version(),
+            "command": command,
+            "config": config,
+            "config_hash": config_hash(config, volatile),
+            "created": old["created"] if resumed and old else _now(),
+            "updated": _now(),
             "status": old.get("status", "running") if resumed and old else "running",
-            "files": (sorted({f for f in old.get("files", []) if isinstance(f, str)} | {MANIFEST, LOCK})
-                      if resumed and old else [MANIFEST, LOCK]),
+            "files": (
+                sorted({f for f in old.get("files", []) if isinstance(f, str)} | {MANIFEST, LOCK})
+                if resumed and old
+                else [MANIFEST, LOCK]
+            ),
         }
         if resumed and old and old.get("status") == "complete" and isinstance(old.get("checksums"), dict):
             manifest["checksums"] = old["checksums"]
@@ -274,8 +317,9 @@ class RunFolder:
         target = self.path / name
         if self.main and not self.owns(name):
             if target.exists() or target.is_symlink():
-                raise RunFolderError(f"{target}: exists and was not written by rewardsmith; it is left alone: "
-                                     "choose another --out")
+                raise RunFolderError(
+                    f"{target}: exists and was not written by rewardsmith; it is left alone: choose another --out"
+                )
             self.manifest["files"] = sorted({*self.manifest["files"], Path(name).as_posix()})
             self._write_manifest()
         return target
@@ -297,8 +341,9 @@ class RunFolder:
         self.complete = True
         if not self.main:
             return
-        self.manifest.update({"status": "complete", "updated": _now(), "checksums": self._checksums(),
-                              **json_ready(facts)})
+        self.manifest.update(
+            {"status": "complete", "updated": _now(), "checksums": self._checksums(), **json_ready(facts)}
+        )
         self._write_manifest()
 
     def _checksums(self) -> dict[str, str]:
@@ -327,8 +372,9 @@ class RunFolder:
     def __enter__(self) -> RunFolder:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -349,8 +395,10 @@ def inside_path(root: Path, name: str) -> Path | None:
             return None
     target = root / pure
     real_root = os.path.realpath(root)
-    if not os.path.realpath(target.parent).startswith(real_root.rstrip(os.sep) + os.sep) and \
-            os.path.realpath(target.parent) != real_root:
+    if (
+        not os.path.realpath(target.parent).startswith(real_root.rstrip(os.sep) + os.sep)
+        and os.path.realpath(target.parent) != real_root
+    ):
         return None
     return target
 

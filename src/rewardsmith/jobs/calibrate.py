@@ -38,19 +38,24 @@ def scored_by_model(source: RatingsSource) -> tuple[RatingTable | None, list[str
         raise ConfigError("--model scores the items itself: give it without --model-scores / --model-score")
     table = source.load()
     if not table.items:
-        raise ConfigError(f"--model: the ratings of {table.name} carry no item texts to score (a ratings file needs a "
-                          "`response` column, and a `prompt` column for prompted items)")
+        raise ConfigError(
+            f"--model: the ratings of {table.name} carry no item texts to score (a ratings file needs a "
+            "`response` column, and a `prompt` column for prompted items)"
+        )
     inference = Inference.load(source.model)
     ids = sorted(table.items)
     rewards = inference.score_texts([table.items[i] for i in ids]).rewards
     note = f"rewards of {source.model} ({inference.loaded.kind} model, template {inference.loaded.template})"
-    lines = [f"scored {len(ids)} rated items with {source.model}",
-             truncation_line(inference.counts, f"item texts (at {inference.loaded.max_length} tokens)")]
+    lines = [
+        f"scored {len(ids)} rated items with {source.model}",
+        truncation_line(inference.counts, f"item texts (at {inference.loaded.max_length} tokens)"),
+    ]
     return with_model_scores(table, dict(zip(ids, rewards.tolist(), strict=True)), note), lines
 
 
-def run_calibrate(cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = False,
-                  progress: bool = False) -> JobResult:
+def run_calibrate(
+    cfg: CalibrateRunConfig, out: str | Path, overwrite: bool = False, progress: bool = False
+) -> JobResult:
     """Hold-out evaluation of every calibrator into the run folder `out` (metrics.json, report.md/html, plots/,
     maps.json with PEBS fitted on all ratings). progress: a line per split seed."""
     cfg.evaluation.validate()
@@ -85,5 +90,10 @@ def run_calibrate_fit(cfg: CalibrateFitConfig, out: str | Path, overwrite: bool 
     maps = fit_calibration(cfg, table)
     write_output(path, lambda fh: fh.write(maps_bytes(maps, path.suffix)), "calibrate fit", overwrite)
     data = maps.info.get("data", {})
-    return JobResult(path, f"wrote {path}: {maps.n_raters} raters, method {maps.method}", {"raters": maps.n_raters},
-                     [], [*scored, *_data_lines(data), f"wrote {path}"])
+    return JobResult(
+        path,
+        f"wrote {path}: {maps.n_raters} raters, method {maps.method}",
+        {"raters": maps.n_raters},
+        [],
+        [*scored, *_data_lines(data), f"wrote {path}"],
+    )

@@ -25,8 +25,14 @@ class JobResult:
     reused: bool = False
 
 
-def open_run(out: str | Path, command: str, config: Any, overwrite: bool = False,
-             compare: Compare | None = None, extra_volatile: Sequence[str] = ()) -> RunFolder:
+def open_run(
+    out: str | Path,
+    command: str,
+    config: Any,
+    overwrite: bool = False,
+    compare: Compare | None = None,
+    extra_volatile: Sequence[str] = (),
+) -> RunFolder:
     """Opens the run folder for `command` with a config dataclass and writes config.yaml (resolved)."""
     volatile = [*volatile_keys(type(config)), *extra_volatile]
     folder = RunFolder.open(out, command, to_dict(config), overwrite=overwrite, volatile=volatile, compare=compare)
@@ -61,8 +67,10 @@ def dataset_lines(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 def truncation_line(counts: Mapping[str, int], what: str = "sequences") -> str:
     n = counts.get("texts", 0)
-    return (f"truncated {what}: prompt cut in {counts.get('prompt_truncated', 0)} of {n}, response cut in "
-            f"{counts.get('response_truncated', 0)} of {n}")
+    return (
+        f"truncated {what}: prompt cut in {counts.get('prompt_truncated', 0)} of {n}, response cut in "
+        f"{counts.get('response_truncated', 0)} of {n}"
+    )
 
 
 def written_line(folder: RunFolder | Path, names: Sequence[str]) -> str:

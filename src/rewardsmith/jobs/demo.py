@@ -80,8 +80,9 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
     """Step 3: train the ICRM on step 1's frozen encoder, then the steering check on step 1's held-out pairs."""
     cfg.model.backbone = str(train_dir / "model")
     cfg.train.progress = progress
-    with RunFolder.open(folder, "demo-steer", to_dict(cfg), overwrite=overwrite,
-                        volatile=("train.progress", "data_dir")) as run:
+    with RunFolder.open(
+        folder, "demo-steer", to_dict(cfg), overwrite=overwrite, volatile=("train.progress", "data_dir")
+    ) as run:
         done = run.path / "metrics.json"
         if run.complete and done.exists():
             import json
@@ -92,13 +93,16 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
         pools = load_pools(cfg.episodes, cfg.data_dir, [HARMLESS])[HARMLESS]
         heldout, demo_pool = pools["test"].pairs, pools["demo"].pairs
         steered = Inference.load(run.path / "icrm" / "model", bf16=cfg.train.bf16)
-        check = steering_check(steered.scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed,
-                               n_boot=cfg.eval.n_boot)
+        check = steering_check(steered.scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed, n_boot=cfg.eval.n_boot)
         chosen, rejected = Inference.load(train_dir / "model", bf16=cfg.train.bf16).scorer.score_pairs(heldout)
         bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
-        metrics = {"check": check, "bt": {"accuracy": bt_acc.value, "accuracy_ci": bt_acc.ci},
-                   "icrm_train": {k: icrm.metrics[k] for k in ("steps", "episodes_seen", "seconds", "final_terms")},
-                   "pools": icrm.metrics["pools"], "environment": environment_info(cfg.train.seed)}
+        metrics = {
+            "check": check,
+            "bt": {"accuracy": bt_acc.value, "accuracy_ci": bt_acc.ci},
+            "icrm_train": {k: icrm.metrics[k] for k in ("steps", "episodes_seen", "seconds", "final_terms")},
+            "pools": icrm.metrics["pools"],
+            "environment": environment_info(cfg.train.seed),
+        }
         run.write_json("metrics.json", metrics)
         run.claim("plots")
         steer_report(metrics, run)
@@ -109,8 +113,10 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
 def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, quick: bool = False) -> JobResult:
     """Runs (or resumes) the demo into the run folder `out`; returns the index page's summary."""
     out = Path(out)
-    with sample_dir() as data_dir, RunFolder.open(out, "demo", {"quick": quick, "steps": list(STEPS)},
-                                                  overwrite=overwrite) as folder:
+    with (
+        sample_dir() as data_dir,
+        RunFolder.open(out, "demo", {"quick": quick, "steps": list(STEPS)}, overwrite=overwrite) as folder,
+    ):
         t0 = time.perf_counter()
         train_cfg, shift_cfg, icrm_cfg, cal_cfg = _configs(data_dir, quick)
         train_cfg.train.progress = progress
@@ -120,8 +126,9 @@ def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, qu
         with Progress("demo", len(STEPS), enabled=progress, unit="steps") as bar:
             results["train"] = run_train(train_cfg, out / "train", overwrite).metrics
             bar.update(1, "trained")
-            results["shift"] = run_shift_job(shift_cfg, out / "shift", quick=quick, progress=progress,
-                                             overwrite=overwrite).metrics
+            results["shift"] = run_shift_job(
+                shift_cfg, out / "shift", quick=quick, progress=progress, overwrite=overwrite
+            ).metrics
             bar.update(2, "stress-tested")
             results["steer"] = _steer(out / "steer", icrm_cfg, out / "train", progress, overwrite)
             bar.update(3, "steered")
@@ -132,5 +139,10 @@ def run_demo(out: str | Path, progress: bool = True, overwrite: bool = False, qu
         # so a resumed demo reports only what it ran.
         folder.write_json("metrics.json", {**results, "quick": quick, "seconds": round(time.perf_counter() - t0, 1)})
         folder.mark_complete()
-        return JobResult(out, f"rewardsmith demo -> {page}", results, rows,
-                         [f"open {page.resolve()} for the page with all four steps"])
+        return JobResult(
+            out,
+            f"rewardsmith demo -> {page}",
+            results,
+            rows,
+            [f"open {page.resolve()} for the page with all four steps"],
+        )

@@ -34,8 +34,10 @@ def _jsonl(rows: list[dict[str, str]]) -> str:
 def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
     """Writes the example files into the folder `out` (a run folder: nothing of anyone else's is replaced;
     overwrite: write them again, or beside files of someone else's)."""
-    with sample_dir() as data_dir, RunFolder.open(out, "examples", {"files": list(FILES)},
-                                                  overwrite=overwrite) as folder:
+    with (
+        sample_dir() as data_dir,
+        RunFolder.open(out, "examples", {"files": list(FILES)}, overwrite=overwrite) as folder,
+    ):
         pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs
         parts = split_pairs(pairs, {"train": 0.8, "heldout": 0.2}, salt="examples")
         train, heldout = parts["train"], parts["heldout"]
@@ -45,11 +47,15 @@ def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
 
         folder.write_text("pairs.jsonl", _jsonl([row(p) for p in train[:60]]))
         folder.write_text("heldout.jsonl", _jsonl([row(p) for p in heldout[:40]]))
-        responses = [{"prompt": p.prompt_text().strip(), "response": text} for p in train[60:70]
-                     for text in (p.chosen, p.rejected)]
+        responses = [
+            {"prompt": p.prompt_text().strip(), "response": text}
+            for p in train[60:70]
+            for text in (p.chosen, p.rejected)
+        ]
         folder.write_text("responses.jsonl", _jsonl(responses))
-        flipped = [{"prompt": p.prompt_text().strip(), "chosen": p.rejected, "rejected": p.chosen}
-                   for p in train[70:78]]
+        flipped = [
+            {"prompt": p.prompt_text().strip(), "chosen": p.rejected, "rejected": p.chosen} for p in train[70:78]
+        ]
         folder.write_text("demos.jsonl", _jsonl(flipped))
         ratings = load_ratings("pluriharms", data_dir=data_dir)
         table = ratings.frame.copy()
@@ -59,5 +65,10 @@ def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
         table[columns].to_csv(buffer, index=False, quoting=csv.QUOTE_MINIMAL)
         folder.write_text("ratings.csv", buffer.getvalue())
         folder.mark_complete()
-        return JobResult(folder.path, f"example files -> {folder.path}", {"files": list(FILES)}, [],
-                         [written_line(folder, list(FILES))])
+        return JobResult(
+            folder.path,
+            f"example files -> {folder.path}",
+            {"files": list(FILES)},
+            [],
+            [written_line(folder, list(FILES))],
+        )

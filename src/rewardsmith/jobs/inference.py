@@ -41,8 +41,14 @@ class Inference:
     bf16: autocast the backbone (None: as the model was trained); max_tokens / max_padding: cap each forward
     pass (the server's rounds)."""
 
-    def __init__(self, loaded: LoadedModel, batch_size: int = 64, bf16: bool | None = None,
-                 max_tokens: int | None = None, max_padding: float | None = None):
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        batch_size: int = 64,
+        bf16: bool | None = None,
+        max_tokens: int | None = None,
+        max_padding: float | None = None,
+    ):
         if batch_size < 1:
             raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
         self.loaded = loaded
@@ -56,13 +62,28 @@ class Inference:
             rows = batch_size if max_tokens is None else max(1, max_tokens // loaded.max_length)
             self.scorer = ICRMScorer(loaded.model, self.encoder, rows, self.bf16)  # type: ignore[arg-type]
         else:
-            self.scorer = RewardScorer(loaded.model, self.encoder, loaded.pad_id, batch_size, self.bf16,
-                                       max_tokens=max_tokens, max_padding=max_padding)
+            self.scorer = RewardScorer(
+                loaded.model,
+                self.encoder,
+                loaded.pad_id,
+                batch_size,
+                self.bf16,
+                max_tokens=max_tokens,
+                max_padding=max_padding,
+            )
 
     @classmethod
-    def load(cls, source: str | Path, template: str = "auto", max_length: int | None = None,
-             trust_remote_code: bool = False, batch_size: int = 64, bf16: bool | None = None,
-             max_tokens: int | None = None, max_padding: float | None = None) -> Inference:
+    def load(
+        cls,
+        source: str | Path,
+        template: str = "auto",
+        max_length: int | None = None,
+        trust_remote_code: bool = False,
+        batch_size: int = 64,
+        bf16: bool | None = None,
+        max_tokens: int | None = None,
+        max_padding: float | None = None,
+    ) -> Inference:
         """load_reward_model(source, ...) on the first CUDA device (else the CPU), with its scorer."""
         loaded = load_reward_model(source, template, max_length, trust_remote_code=trust_remote_code)
         loaded.to(default_device())
@@ -79,11 +100,11 @@ class Inference:
     def check_demos(self, demos: Sequence[PreferencePair] | None, what: str = "demonstrations") -> None:
         """ConfigError when demonstrations are given to a scalar model (`what` names the field or option)."""
         if demos and not self.in_context:
-            raise ConfigError(f"{what}: a scalar reward model takes no demonstrations (only an in-context model "
-                              "does)")
+            raise ConfigError(f"{what}: a scalar reward model takes no demonstrations (only an in-context model does)")
 
-    def score_encoded(self, texts: Sequence[EncodedText], items: Sequence[tuple[Any, str]] = (),
-                      demos: Sequence[PreferencePair] = ()) -> TextScores:
+    def score_encoded(
+        self, texts: Sequence[EncodedText], items: Sequence[tuple[Any, str]] = (), demos: Sequence[PreferencePair] = ()
+    ) -> TextScores:
         """Scores of texts already encoded by self.encoder (a scalar model), or of their items (an in-context
         model encodes with its demonstrations)."""
         if self.in_context:
@@ -91,8 +112,9 @@ class Inference:
             return TextScores(u, s)
         return TextScores(self.scorer.score_encoded(texts))
 
-    def score_texts(self, items: Sequence[tuple[Any, str]], demos: Sequence[PreferencePair] = (),
-                    progress: str | None = None) -> TextScores:
+    def score_texts(
+        self, items: Sequence[tuple[Any, str]], demos: Sequence[PreferencePair] = (), progress: str | None = None
+    ) -> TextScores:
         """Scores of (prompt, response) items; a prompt is turns or a prompt string."""
         self.check_demos(demos)
         if self.in_context:
@@ -111,8 +133,9 @@ def item_texts(pairs: Sequence[PreferencePair], singles: Sequence[bool]) -> list
     return texts
 
 
-def item_results(singles: Sequence[bool], scores: TextScores, maps: Any = None,
-                 rater: str | None = None) -> list[dict[str, float]]:
+def item_results(
+    singles: Sequence[bool], scores: TextScores, maps: Any = None, rater: str | None = None
+) -> list[dict[str, float]]:
     """One result per item (see the module docstring) from the scores of item_texts. maps + rater: rewards
     mapped to that rater's scale; p_chosen stays on the model's own scale (an in-context model's posterior
     mean)."""
@@ -129,11 +152,12 @@ def item_results(singles: Sequence[bool], scores: TextScores, maps: Any = None,
             k += 1
         else:
             p = mu[pair_no] if mu is not None else sigmoid(rewards[k] - rewards[k + 1])
-            result = {"reward_chosen": float(shown[k]), "reward_rejected": float(shown[k + 1]),
-                      "p_chosen": float(p)}
+            result = {"reward_chosen": float(shown[k]), "reward_rejected": float(shown[k + 1]), "p_chosen": float(p)}
             if confidence is not None:
-                result["confidence_chosen"], result["confidence_rejected"] = (float(confidence[k]),
-                                                                              float(confidence[k + 1]))
+                result["confidence_chosen"], result["confidence_rejected"] = (
+                    float(confidence[k]),
+                    float(confidence[k + 1]),
+                )
             k += 2
             pair_no += 1
         out.append(result)

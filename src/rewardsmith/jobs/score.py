@@ -56,10 +56,21 @@ def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePa
     return rows, pairs, singles, repaired
 
 
-def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path, calibration: str | Path | None = None,
-               rater: str | None = None, demos: str | Path | None = None, bf16: bool | None = None,
-               batch_size: int = 64, progress: bool = True, overwrite: bool = False, template: str = "auto",
-               max_length: int | None = None, trust_remote_code: bool = False) -> JobResult:
+def score_file(
+    model_dir: str | Path,
+    input_file: str | Path,
+    output: str | Path,
+    calibration: str | Path | None = None,
+    rater: str | None = None,
+    demos: str | Path | None = None,
+    bf16: bool | None = None,
+    batch_size: int = 64,
+    progress: bool = True,
+    overwrite: bool = False,
+    template: str = "auto",
+    max_length: int | None = None,
+    trust_remote_code: bool = False,
+) -> JobResult:
     """Adds rewards to every row of `input_file` and writes `output` atomically.
 
     calibration + rater: rewards mapped to that rater's scale by the fitted per-rater map (p_chosen stays on
@@ -100,24 +111,34 @@ def score_file(model_dir: str | Path, input_file: str | Path, output: str | Path
     if maps is not None:
         note = maps.range_note(scores.rewards) or ""
         if not maps.apply(str(rater), scores.rewards[:1])[1]:
-            note = "; ".join(x for x in (f"rater {rater!r} is not in {calibration}: the population map was used",
-                                         note) if x)
+            note = "; ".join(
+                x for x in (f"rater {rater!r} is not in {calibration}: the population map was used", note) if x
+            )
     # ASCII escapes: a text's unpaired surrogates are written as it held them; values JSON lacks (a Parquet
     # timestamp) as text.
-    text = "".join(json.dumps(json_ready({**row, **result}), default=str) + "\n"
-                   for row, result in zip(rows, results, strict=True))
+    text = "".join(
+        json.dumps(json_ready({**row, **result}), default=str) + "\n" for row, result in zip(rows, results, strict=True)
+    )
     procs = processes()
     if procs.main:
         write_output(output, lambda fh: fh.write(text.encode("utf-8")), "score", overwrite)
     loaded = inference.loaded
-    summary = [f"read {input_path}: {len(rows)} rows"
-               + (f" ({repaired} with unpaired UTF-16 surrogates, scored with U+FFFD in their place)" if repaired
-                  else ""),
-               loaded.describe(),
-               f"model load {load_seconds:.1f} s; scoring {score_seconds:.1f} s "
-               f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)",
-               truncation_line(inference.counts, f"texts (at {loaded.max_length} tokens)"), *([note] if note else []),
-               f"wrote {output}" if procs.main else f"process {procs.index} of {procs.count}: scored its share; "
-                                                    f"the main process wrote {output}"]
-    return JobResult(output, f"scored {len(rows)} rows -> {output}",
-                     {"rows": len(rows), "load_seconds": load_seconds, "score_seconds": score_seconds}, [], summary)
+    summary = [
+        f"read {input_path}: {len(rows)} rows"
+        + (f" ({repaired} with unpaired UTF-16 surrogates, scored with U+FFFD in their place)" if repaired else ""),
+        loaded.describe(),
+        f"model load {load_seconds:.1f} s; scoring {score_seconds:.1f} s "
+        f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)",
+        truncation_line(inference.counts, f"texts (at {loaded.max_length} tokens)"),
+        *([note] if note else []),
+        f"wrote {output}"
+        if procs.main
+        else f"process {procs.index} of {procs.count}: scored its share; the main process wrote {output}",
+    ]
+    return JobResult(
+        output,
+        f"scored {len(rows)} rows -> {output}",
+        {"rows": len(rows), "load_seconds": load_seconds, "score_seconds": score_seconds},
+        [],
+        summary,
+    )

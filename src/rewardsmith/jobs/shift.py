@@ -43,8 +43,11 @@ def console_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each model's ID accuracy, WRG, and accuracy / NTS on every target (percentage points, CIs)."""
     rows = []
     for name, rec in metrics["methods"].items():
-        row: dict[str, Any] = {"model": name, "ID": with_interval(rec.get("id_acc"), rec.get("id_acc_ci"), 1),
-                               "WRG": with_interval(rec.get("wrg"), None, 1) if "wrg" in rec else ""}
+        row: dict[str, Any] = {
+            "model": name,
+            "ID": with_interval(rec.get("id_acc"), rec.get("id_acc_ci"), 1),
+            "WRG": with_interval(rec.get("wrg"), None, 1) if "wrg" in rec else "",
+        }
         for target in metrics["targets"]:
             short = target.split("/")[-1]
             row[short] = with_interval(rec.get(f"ood_acc.{target}"), None, 1)
@@ -53,9 +56,19 @@ def console_rows(metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def run_shift_job(config: ShiftConfig, out: str | Path, *, quick: bool = False, data_dir: str | Path | None = None,
-                  seeds: list[int] | None = None, progress: bool = True, train: bool = True, overwrite: bool = False,
-                  data: ShiftData | None = None, title: str | None = None) -> JobResult:
+def run_shift_job(
+    config: ShiftConfig,
+    out: str | Path,
+    *,
+    quick: bool = False,
+    data_dir: str | Path | None = None,
+    seeds: list[int] | None = None,
+    progress: bool = True,
+    train: bool = True,
+    overwrite: bool = False,
+    data: ShiftData | None = None,
+    title: str | None = None,
+) -> JobResult:
     """Runs (or resumes, or re-evaluates with train=False) a shift run into the run folder `out`."""
     cfg = resolve_config(config, quick=quick, data_dir=data_dir, seeds=seeds)
     with open_run(out, "shift", cfg, overwrite, compare=shift_compare) as folder:
@@ -67,15 +80,24 @@ def run_shift_job(config: ShiftConfig, out: str | Path, *, quick: bool = False, 
         shift_report(cfg, metrics, folder, title)
         folder.mark_complete()
         gap = metrics.get("gap_ceiling_minus_teacher", {}).get("id")
-        summary = ["sizes: " + ", ".join(f"{k} {v}" for k, v in metrics["sizes"].items()),
-                   "teacher labels: " + f"{metrics['teacher_labels']['accuracy_on_w2s_pool']:.1f}% agree with gold, "
-                   f"mean confidence {metrics['teacher_labels']['mean_confidence']:.3f}"]
+        summary = [
+            "sizes: " + ", ".join(f"{k} {v}" for k, v in metrics["sizes"].items()),
+            "teacher labels: " + f"{metrics['teacher_labels']['accuracy_on_w2s_pool']:.1f}% agree with gold, "
+            f"mean confidence {metrics['teacher_labels']['mean_confidence']:.3f}",
+        ]
         if gap:
             summary.append(f"ceiling minus teacher, ID: {with_interval(gap['value'], gap['ci'], 1)} points")
         removed = {k: v for k, v in metrics["target_overlap_removed"].items() if v}
         if removed:
-            summary.append("target pairs removed (conversation seen in training): "
-                           + ", ".join(f"{k} {v}" for k, v in removed.items()))
+            summary.append(
+                "target pairs removed (conversation seen in training): "
+                + ", ".join(f"{k} {v}" for k, v in removed.items())
+            )
         summary.append(written_line(folder, ["metrics.json", "report.md", "report.html", "plots"]))
-        return JobResult(folder.path, f"rewardsmith shift {cfg.name} ({metrics['seconds']:.0f} s) -> {out}", metrics,
-                         console_rows(metrics), summary)
+        return JobResult(
+            folder.path,
+            f"rewardsmith shift {cfg.name} ({metrics['seconds']:.0f} s) -> {out}",
+            metrics,
+            console_rows(metrics),
+            summary,
+        )

@@ -36,8 +36,9 @@ OUTPUTS = ("model", "metrics.json", "scores.json", "report.md", "report.html", "
 SCORES_FILE = "scores.json"
 
 
-def evaluate_sets(scorer: RewardScorer, eval_sets: dict[str, list[PreferencePair]], n_boot: int = 1000,
-                  progress: bool = False) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+def evaluate_sets(
+    scorer: RewardScorer, eval_sets: dict[str, list[PreferencePair]], n_boot: int = 1000, progress: bool = False
+) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
     """The accuracy block (and RM-Bench matrix where available) of every named set, the summed truncation
     counts, and every pair's scores with its response lengths in characters and its label ({set: {"pair_id",
     "chosen", "rejected", "chosen_chars", "rejected_chars", "label"}}, for scores.json: paired comparisons of
@@ -50,12 +51,14 @@ def evaluate_sets(scorer: RewardScorer, eval_sets: dict[str, list[PreferencePair
             results[name] = {"n": 0}
             continue
         block, scores = evaluate_pairs(scorer, pairs, n_boot, progress=f"score {name}" if progress else None)
-        per_pair[name] = {"pair_id": [p.pair_id for p in pairs],
-                          "chosen": [round(float(x), 6) for x in scores[0::2]],
-                          "rejected": [round(float(x), 6) for x in scores[1::2]],
-                          "chosen_chars": [len(p.chosen) for p in pairs],
-                          "rejected_chars": [len(p.rejected) for p in pairs],
-                          "label": [p.label for p in pairs]}
+        per_pair[name] = {
+            "pair_id": [p.pair_id for p in pairs],
+            "chosen": [round(float(x), 6) for x in scores[0::2]],
+            "rejected": [round(float(x), 6) for x in scores[1::2]],
+            "chosen_chars": [len(p.chosen) for p in pairs],
+            "rejected_chars": [len(p.rejected) for p in pairs],
+            "label": [p.label for p in pairs],
+        }
         add_counts(truncated, block["truncated"])
         if has_rmbench_variants(pairs):
             block["rmbench"] = evaluate_rmbench(scorer, pairs)
@@ -81,9 +84,14 @@ def _reused(folder: RunFolder, title: str) -> JobResult | None:
     if not (folder.complete and path.exists()):
         return None
     metrics = json.loads(path.read_text(encoding="utf-8"))
-    return JobResult(folder.path, title, metrics, eval_rows(metrics.get("eval", {})),
-                     [f"{folder.path} already holds this finished run; nothing retrained (--overwrite redoes it)"],
-                     reused=True)
+    return JobResult(
+        folder.path,
+        title,
+        metrics,
+        eval_rows(metrics.get("eval", {})),
+        [f"{folder.path} already holds this finished run; nothing retrained (--overwrite redoes it)"],
+        reused=True,
+    )
 
 
 def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
@@ -103,18 +111,28 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         trainer = train_pairs(model, tokenizer, data.train, cfg.train, cfg.model, folder.path, encoded=encoded)
         model = trainer.model
         if cfg.save_model and folder.main:
-            save_model(model, tokenizer, folder.claim("model"), cfg.model,
-                       extra={"trained_on": cfg.data.train.label, "train_pairs": len(data.train),
-                              "bf16": cfg.train.bf16})
+            save_model(
+                model,
+                tokenizer,
+                folder.claim("model"),
+                cfg.model,
+                extra={"trained_on": cfg.data.train.label, "train_pairs": len(data.train), "bf16": cfg.train.bf16},
+            )
         scorer = RewardScorer.for_model(model, tokenizer, cfg.model, cfg.eval.batch_size, cfg.train.bf16)
         results, eval_counts, scores = evaluate_sets(scorer, data.eval_sets, cfg.eval.n_boot, cfg.train.progress)
         folder.write_json(SCORES_FILE, scores)
         result = trainer.result
         metrics: dict[str, Any] = {
-            "train": {"dataset": cfg.data.train.label, "pairs": len(data.train), "steps": result.steps,
-                      "seconds": round(result.seconds, 2), "pairs_per_s": round(result.items_per_second, 3),
-                      "resumed_from_step": result.resumed_from_step, "final": result.final_terms,
-                      "curve": _loss_curve(folder.path / LOG_FILE)},
+            "train": {
+                "dataset": cfg.data.train.label,
+                "pairs": len(data.train),
+                "steps": result.steps,
+                "seconds": round(result.seconds, 2),
+                "pairs_per_s": round(result.items_per_second, 3),
+                "resumed_from_step": result.resumed_from_step,
+                "final": result.final_terms,
+                "curve": _loss_curve(folder.path / LOG_FILE),
+            },
             "eval": results,
             "data": data.summaries,
             "truncation": {"train": train_counts, "eval": eval_counts},
@@ -126,15 +144,30 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         if folder.main:
             train_report(metrics, folder)
         folder.mark_complete()
-        summary = [*dataset_lines(data.summaries), truncation_line(train_counts, "training sequences"),
-                   truncation_line(eval_counts, "evaluation sequences"), written_line(folder, OUTPUTS)]
+        summary = [
+            *dataset_lines(data.summaries),
+            truncation_line(train_counts, "training sequences"),
+            truncation_line(eval_counts, "evaluation sequences"),
+            written_line(folder, OUTPUTS),
+        ]
         return JobResult(folder.path, title, metrics, eval_rows(results), summary)
 
 
-def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Path, data_dir: str | None = None,
-             bf16: bool | None = None, batch_size: int = 64, n_boot: int = 1000, progress: bool = True,
-             overwrite: bool = False, template: str = "auto", max_length: int | None = None,
-             trust_remote_code: bool = False, shift_config: str | Path | None = None) -> JobResult:
+def run_eval(
+    model_dir: str | Path,
+    datasets: list[DatasetConfig],
+    out: str | Path,
+    data_dir: str | None = None,
+    bf16: bool | None = None,
+    batch_size: int = 64,
+    n_boot: int = 1000,
+    progress: bool = True,
+    overwrite: bool = False,
+    template: str = "auto",
+    max_length: int | None = None,
+    trust_remote_code: bool = False,
+    shift_config: str | Path | None = None,
+) -> JobResult:
     """Evaluates a reward model (any kind models.loading reads) on each dataset into the run folder `out`.
     bf16: None = as trained; template / max_length / trust_remote_code: how a model from elsewhere is read.
     shift_config: a stress test under preference shift: the config's ID test split of its source and every target
@@ -143,9 +176,17 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
         raise ConfigError("give at least one --dataset, or a --shift-config whose source and targets to evaluate on")
     if batch_size < 1:
         raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
-    config = {"model": str(model_dir), "datasets": [to_dict(d) for d in datasets], "bf16": bf16, "n_boot": n_boot,
-              "data_dir": data_dir, "batch_size": batch_size, "template": template, "max_length": max_length,
-              "shift_config": str(shift_config) if shift_config else None}
+    config = {
+        "model": str(model_dir),
+        "datasets": [to_dict(d) for d in datasets],
+        "bf16": bf16,
+        "n_boot": n_boot,
+        "data_dir": data_dir,
+        "batch_size": batch_size,
+        "template": template,
+        "max_length": max_length,
+        "shift_config": str(shift_config) if shift_config else None,
+    }
     title = f"rewardsmith eval -> {out}"
     with RunFolder.open(out, "eval", config, overwrite=overwrite, volatile=("data_dir", "batch_size")) as folder:
         sets: dict[str, list[PreferencePair]] = {}
@@ -164,8 +205,12 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
                 if name in sets:
                     raise ConfigError(f"evaluation set {name!r} given by --dataset and by --shift-config")
                 sets[name] = pairs
-                summaries[name] = {"label": name, "pairs": len(pairs), "used": len(pairs),
-                                   "overlap_removed": shift["overlap_removed"].get(name, 0)}
+                summaries[name] = {
+                    "label": name,
+                    "pairs": len(pairs),
+                    "used": len(pairs),
+                    "overlap_removed": shift["overlap_removed"].get(name, 0),
+                }
         inference = Inference.load(model_dir, template, max_length, trust_remote_code, batch_size, bf16)
         if inference.in_context:
             raise ConfigError(f"{model_dir}: an in-context (ICRM) model; evaluate it with `rewardsmith icrm eval`")
@@ -173,10 +218,19 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
         folder.write_json(SCORES_FILE, scores)
         model = inference.loaded
         shift_block = _shift_block(shift, sets, scores, n_boot) if shift is not None else None
-        metrics = {"model": str(model_dir), "model_kind": model.kind, "template": model.template,
-                   "max_length": model.max_length, "trained_on": model.meta.get("trained_on"), "eval": results,
-                   "data": summaries, "truncation": counts, "environment": environment_info(), "config": config,
-                   **({"shift": shift_block} if shift_block else {})}
+        metrics = {
+            "model": str(model_dir),
+            "model_kind": model.kind,
+            "template": model.template,
+            "max_length": model.max_length,
+            "trained_on": model.meta.get("trained_on"),
+            "eval": results,
+            "data": summaries,
+            "truncation": counts,
+            "environment": environment_info(),
+            "config": config,
+            **({"shift": shift_block} if shift_block else {}),
+        }
         folder.write_json("metrics.json", metrics)
         folder.claim("plots")
         if folder.main:
@@ -187,8 +241,13 @@ def run_eval(model_dir: str | Path, datasets: list[DatasetConfig], out: str | Pa
             plain = with_interval(t["ood_minus_id"], t["ood_minus_id_ci"], 1)
             lc = with_interval(t["length_controlled_ood_minus_id"], t["length_controlled_ood_minus_id_ci"], 1)
             shifted.append(f"under shift: {name} minus the ID test {plain} points (length-controlled {lc})")
-        summary = [*dataset_lines(summaries), model.describe(), truncation_line(counts), *shifted,
-                   written_line(folder, OUTPUTS)]
+        summary = [
+            *dataset_lines(summaries),
+            model.describe(),
+            truncation_line(counts),
+            *shifted,
+            written_line(folder, OUTPUTS),
+        ]
         return JobResult(folder.path, title, metrics, eval_rows(results), summary)
 
 
@@ -207,8 +266,9 @@ def _shift_sets(path: str | Path, data_dir: str | None) -> dict[str, Any]:
     return {"config": str(path), "id": id_name, "sets": sets, "overlap_removed": data.overlap_removed}
 
 
-def _shift_block(shift: dict[str, Any], sets: dict[str, list[PreferencePair]], scores: dict[str, Any],
-                 n_boot: int) -> dict[str, Any]:
+def _shift_block(
+    shift: dict[str, Any], sets: dict[str, list[PreferencePair]], scores: dict[str, Any], n_boot: int
+) -> dict[str, Any]:
     """Per target: its accuracy minus the ID accuracy, and the same for the length-controlled accuracy, with CIs
     (each set resampled on its own: different pairs)."""
     from rewardsmith.evaluate.metrics import pairwise_correct
@@ -227,10 +287,22 @@ def _shift_block(shift: dict[str, Any], sets: dict[str, list[PreferencePair]], s
             continue
         correct, unequal, longer = correct_and_longer(name)
         plain = unpaired_difference(id_correct, correct, n_boot=n_boot)
-        lc = unpaired_difference(id_correct[id_unequal], correct[unequal], n_boot=n_boot,
-                                 first_longer=id_longer[id_unequal], second_longer=longer[unequal])
-        targets[name] = {"ood_minus_id": plain["value"], "ood_minus_id_ci": plain["ci"],
-                         "length_controlled_ood_minus_id": lc.get("length_controlled"),
-                         "length_controlled_ood_minus_id_ci": lc.get("length_controlled_ci")}
-    return {"config": shift["config"], "id": shift["id"], "targets": targets,
-            "overlap_removed": shift["overlap_removed"]}
+        lc = unpaired_difference(
+            id_correct[id_unequal],
+            correct[unequal],
+            n_boot=n_boot,
+            first_longer=id_longer[id_unequal],
+            second_longer=longer[unequal],
+        )
+        targets[name] = {
+            "ood_minus_id": plain["value"],
+            "ood_minus_id_ci": plain["ci"],
+            "length_controlled_ood_minus_id": lc.get("length_controlled"),
+            "length_controlled_ood_minus_id_ci": lc.get("length_controlled_ci"),
+        }
+    return {
+        "config": shift["config"],
+        "id": shift["id"],
+        "targets": targets,
+        "overlap_removed": shift["overlap_removed"],
+    }

@@ -53,8 +53,10 @@ def anchor_loss(
     parts = list(drifts.values())
     if normalise:
         zeros = {layer: torch.zeros_like(reference_states[layer]) for layer in drifts}
-        parts = [drifts[layer] / masked_mse(reference_states[layer], zeros[layer], response_mask).clamp(min=1e-12)
-                 for layer in drifts]
+        parts = [
+            drifts[layer] / masked_mse(reference_states[layer], zeros[layer], response_mask).clamp(min=1e-12)
+            for layer in drifts
+        ]
     total = torch.stack(parts).mean()
     terms = {"anchor": float(total.detach())}
     terms.update({f"anchor_drift.L{layer}": float(v.detach()) for layer, v in drifts.items()})

@@ -35,9 +35,7 @@ KL_SCHEDULES.add("inverse_sqrt", lambda n, base, scale: base / torch.sqrt(1.0 + 
 KL_SCHEDULES.add("exp", lambda n, base, scale: base * torch.exp(-n / scale))
 
 
-def kl_weight(
-    n_demos: torch.Tensor, schedule: str = "inverse", base: float = 0.1, scale: float = 8.0
-) -> torch.Tensor:
+def kl_weight(n_demos: torch.Tensor, schedule: str = "inverse", base: float = 0.1, scale: float = 8.0) -> torch.Tensor:
     """lambda(N) for each episode. n_demos: (B,) -> (B,) float32."""
     return KL_SCHEDULES.get(schedule)(n_demos.float(), float(base), float(scale))
 

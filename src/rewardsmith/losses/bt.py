@@ -16,8 +16,12 @@ def weighted_mean(values: torch.Tensor, weights: torch.Tensor | None) -> torch.T
     return (weights.to(values.dtype) * values).mean()
 
 
-def bradley_terry_loss(chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor,
-                       labels: torch.Tensor | None = None, weights: torch.Tensor | None = None) -> LossResult:
+def bradley_terry_loss(
+    chosen_rewards: torch.Tensor,
+    rejected_rewards: torch.Tensor,
+    labels: torch.Tensor | None = None,
+    weights: torch.Tensor | None = None,
+) -> LossResult:
     """Soft Bradley-Terry negative log-likelihood, averaged over pairs.
 
     chosen_rewards, rejected_rewards: (B,). labels: (B,) = P(chosen preferred), 1 for gold labels.

@@ -14,9 +14,15 @@ def pearson(x: torch.Tensor, y: torch.Tensor, eps: float = 1e-8) -> torch.Tensor
     return (xc * yc).sum() / (xc.pow(2).sum() * yc.pow(2).sum() + eps).sqrt()
 
 
-def odin_regulariser(quality: torch.Tensor, length_score: torch.Tensor, log_length: torch.Tensor,
-                     quality_weight: torch.Tensor, length_weight: torch.Tensor, correlation_coef: float = 1.0,
-                     orthogonal_coef: float = 1.0) -> LossResult:
+def odin_regulariser(
+    quality: torch.Tensor,
+    length_score: torch.Tensor,
+    log_length: torch.Tensor,
+    quality_weight: torch.Tensor,
+    length_weight: torch.Tensor,
+    correlation_coef: float = 1.0,
+    orthogonal_coef: float = 1.0,
+) -> LossResult:
     """ODIN's extra terms (arXiv:2402.07319, sec. 3): correlation_coef * (|rho(r_q, L)| - |rho(r_l, L)|) makes
     the length head explain length and penalises the quality head for following it; orthogonal_coef * |cos(w_q,
     w_l)| keeps the two heads' weight vectors apart (the paper's |W_q^T W_l| on normalised weights).
@@ -29,8 +35,11 @@ def odin_regulariser(quality: torch.Tensor, length_score: torch.Tensor, log_leng
     quality, length_score, log_length: (2B,) over every response of the batch; *_weight: the heads' weights.
     Terms: total, rho_quality, rho_length, cos_heads."""
     rho_q, rho_l = pearson(quality, log_length), pearson(length_score, log_length)
-    cos = torch.nn.functional.cosine_similarity(quality_weight.reshape(1, -1).float(),
-                                                length_weight.reshape(1, -1).float()).squeeze()
+    cos = torch.nn.functional.cosine_similarity(
+        quality_weight.reshape(1, -1).float(), length_weight.reshape(1, -1).float()
+    ).squeeze()
     total = correlation_coef * (rho_q.abs() - rho_l.abs()) + orthogonal_coef * cos.abs()
-    return LossResult(total, {"rho_quality": float(rho_q.detach()), "rho_length": float(rho_l.detach()),
-                              "cos_heads": float(cos.detach())})
+    return LossResult(
+        total,
+        {"rho_quality": float(rho_q.detach()), "rho_length": float(rho_l.detach()), "cos_heads": float(cos.detach())},
+    )

@@ -39,7 +39,9 @@ __all__ = [
 
 
 def naive_w2s_loss(
-    chosen_rewards: torch.Tensor, rejected_rewards: torch.Tensor, teacher_labels: torch.Tensor,
+    chosen_rewards: torch.Tensor,
+    rejected_rewards: torch.Tensor,
+    teacher_labels: torch.Tensor,
     weights: torch.Tensor | None = None,
 ) -> LossResult:
     """Soft Bradley-Terry on the teacher's probabilities q (B,) (METHODS.md 1, L_w2s); weights: (B,) or None."""

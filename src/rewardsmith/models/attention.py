@@ -27,12 +27,17 @@ _LOW_PRECISION = (torch.bfloat16, torch.float16)
 
 def fp32_core(query: torch.Tensor) -> bool:
     """Whether the attention core for this query (B, heads, T, head_dim) runs upcast to float32."""
-    return (query.device.type == "cpu" and query.dtype in _LOW_PRECISION
-            and query.shape[-1] <= FP32_CORE_MAX_HEAD_DIM)
+    return query.device.type == "cpu" and query.dtype in _LOW_PRECISION and query.shape[-1] <= FP32_CORE_MAX_HEAD_DIM
 
 
-def sdpa_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                   attention_mask: torch.Tensor | None, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+def sdpa_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, Any]:
     """transformers' sdpa_attention_forward with the fp32 core of `fp32_core`. query/key/value: (B, heads, T,
     head_dim); returns the attention output (B, T, heads, head_dim) in the query's dtype and None."""
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -42,8 +47,9 @@ def sdpa_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: t
     if attention_mask is not None and attention_mask.is_floating_point():
         attention_mask = attention_mask.float()  # an additive mask must match the query's dtype
     with torch.autocast(device_type="cpu", enabled=False):
-        out, weights = sdpa_attention_forward(module, query.float(), key.float(), value.float(), attention_mask,
-                                              **kwargs)
+        out, weights = sdpa_attention_forward(
+            module, query.float(), key.float(), value.float(), attention_mask, **kwargs
+        )
     return out.to(query.dtype), weights
 
 

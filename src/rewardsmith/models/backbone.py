@@ -22,10 +22,10 @@ from rewardsmith.registry import Registry
 
 @dataclass
 class LoadedBackbone:
-    model: Any                 # a transformers base model (BertModel, LlamaModel, ...)
+    model: Any  # a transformers base model (BertModel, LlamaModel, ...)
     tokenizer: Any
-    kind: str                  # "encoder" | "decoder"
-    source: str                # where the weights came from (path, GGUF file, "config")
+    kind: str  # "encoder" | "decoder"
+    source: str  # where the weights came from (path, GGUF file, "config")
 
 
 BackboneLoader = Callable[[], LoadedBackbone]
@@ -48,8 +48,24 @@ def _kind_of(config: Any) -> str:
     return "decoder" if getattr(config, "is_decoder", False) or config.model_type in _DECODER_TYPES else "encoder"
 
 
-_DECODER_TYPES = {"llama", "gpt2", "gpt_neox", "mistral", "qwen2", "qwen3", "phi", "phi3", "gemma", "gemma2",
-                  "gemma3", "olmo", "olmo2", "smollm3", "granite", "opt"}
+_DECODER_TYPES = {
+    "llama",
+    "gpt2",
+    "gpt_neox",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "phi",
+    "phi3",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "olmo",
+    "olmo2",
+    "smollm3",
+    "granite",
+    "opt",
+}
 
 
 def quiet_transformers() -> None:
@@ -73,7 +89,6 @@ def _load_pretrained(path: str | Path, **kwargs: Any) -> LoadedBackbone:
     except (OSError, ValueError, RuntimeError) as exc:
         raise RewardsmithError(f"cannot load backbone {str(path)!r}: {first_line(exc)}") from None
     return LoadedBackbone(strip_pooler(model), tokenizer, _kind_of(model.config), str(path))
-
 
 
 def strip_pooler(model: Any) -> Any:
@@ -115,14 +130,32 @@ def _tiny(kind: str) -> LoadedBackbone:
     torch.manual_seed(0)
     model: nn.Module
     if kind == "encoder":
-        model = BertModel(BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                     num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
-                                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
-                          add_pooling_layer=False)
+        model = BertModel(
+            BertConfig(
+                vocab_size=tokenizer.vocab_size,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                intermediate_size=64,
+                max_position_embeddings=512,
+                hidden_dropout_prob=0.0,
+                attention_probs_dropout_prob=0.0,
+            ),
+            add_pooling_layer=False,
+        )
     else:
-        model = LlamaModel(LlamaConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                       num_attention_heads=2, num_key_value_heads=2, intermediate_size=64,
-                                       max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id))
+        model = LlamaModel(
+            LlamaConfig(
+                vocab_size=tokenizer.vocab_size,
+                hidden_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=2,
+                intermediate_size=64,
+                max_position_embeddings=512,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        )
     return LoadedBackbone(model, tokenizer, kind, f"config:tiny-{kind}")
 
 
@@ -130,8 +163,9 @@ BACKBONES.add("tiny-bert", lambda: _tiny("encoder"))
 BACKBONES.add("tiny-llama", lambda: _tiny("decoder"))
 
 
-def load_backbone(name: str, num_layers: int | None = None, dropout: float | None = 0.0,
-                  allow_hub: bool = True) -> LoadedBackbone:
+def load_backbone(
+    name: str, num_layers: int | None = None, dropout: float | None = 0.0, allow_hub: bool = True
+) -> LoadedBackbone:
     """A registered name (minilm, smollm2, tiny-bert, tiny-llama), a local folder, or a hub id.
 
     num_layers keeps only the first k transformer layers (a cheap weak teacher); dropout sets every
@@ -146,11 +180,15 @@ def load_backbone(name: str, num_layers: int | None = None, dropout: float | Non
     elif "/" in name and not name.startswith((".", "/")) and allow_hub:
         loaded = _load_pretrained(name)  # hub id: works where the network allows
     elif not allow_hub:
-        raise ConfigError(f"backbone {name!r} not found: not a registered name and no such folder (from "
-                          f"{Path.cwd()}); the hub is not asked when loading a saved model")
+        raise ConfigError(
+            f"backbone {name!r} not found: not a registered name and no such folder (from "
+            f"{Path.cwd()}); the hub is not asked when loading a saved model"
+        )
     else:
-        raise ConfigError(f"unknown backbone {name!r}: not one of {', '.join(BACKBONES.names())}, "
-                          "a local folder, or a hub id (owner/name)")
+        raise ConfigError(
+            f"unknown backbone {name!r}: not one of {', '.join(BACKBONES.names())}, "
+            "a local folder, or a hub id (owner/name)"
+        )
     if num_layers is not None:
         truncate_layers(loaded.model, num_layers)
     if dropout is not None:
@@ -189,7 +227,14 @@ def set_dropout(model: Any, p: float) -> None:
         for attr in ("dropout_prob", "attention_dropout"):  # attention modules keep a float, not a module
             if isinstance(getattr(module, attr, None), float):
                 setattr(module, attr, p)
-    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "attention_dropout", "dropout",
-                "resid_pdrop", "embd_pdrop", "attn_pdrop"):
+    for key in (
+        "hidden_dropout_prob",
+        "attention_probs_dropout_prob",
+        "attention_dropout",
+        "dropout",
+        "resid_pdrop",
+        "embd_pdrop",
+        "attn_pdrop",
+    ):
         if hasattr(model.config, key):
             setattr(model.config, key, p)

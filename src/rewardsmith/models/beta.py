@@ -76,8 +76,9 @@ class SetHead(nn.Module):
             nn.Linear(hidden_size + 2 * context_dim + 1, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, 1)
         )
 
-    def forward(self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         g = self.norm(h.float())
         q = self.query(g)
         u = self.utility(g).squeeze(-1) + (q * context).sum(dim=-1)
@@ -89,8 +90,16 @@ class SetHead(nn.Module):
 class BetaRewardModel(PooledBackbone):
     """PooledBackbone plus the in-context heads of one mode (set or concat)."""
 
-    def __init__(self, backbone: Any, pooling: str = "mean", kind: str = "encoder", backbone_name: str = "",
-                 mode: str = "set", context_dim: int = 128, hidden_dim: int = 256):
+    def __init__(
+        self,
+        backbone: Any,
+        pooling: str = "mean",
+        kind: str = "encoder",
+        backbone_name: str = "",
+        mode: str = "set",
+        context_dim: int = 128,
+        hidden_dim: int = 256,
+    ):
         super().__init__(backbone, pooling, kind, backbone_name)
         if mode not in MODES:
             raise ConfigError(f"icrm mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -120,16 +129,18 @@ class BetaRewardModel(PooledBackbone):
         return BetaScores(u[:half], u[half:], s[:half], s[half:])
 
     # -- set mode ---------------------------------------------------------------------------------------
-    def context(self, demo_preferred: torch.Tensor, demo_other: torch.Tensor, mask: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+    def context(
+        self, demo_preferred: torch.Tensor, demo_other: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Set mode. demo_*: (B, N, H) embeddings; mask (B, N) bool. Returns context (B, D) and N (B,)."""
         assert self.context_encoder is not None, "context() is a set-mode method"
         with torch.autocast(device_type=demo_preferred.device.type, enabled=False):
             vectors = self.context_encoder.demo_vectors(demo_preferred, demo_other)
             return self.context_encoder.pool(vectors, mask)
 
-    def response_heads(self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
-                       ) -> tuple[torch.Tensor, torch.Tensor]:
+    def response_heads(
+        self, h: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Set mode. h (B, H), context (B, D) or (D,), n_demos (B,) or scalar. Returns u (B,), s (B,)."""
         assert self.set_head is not None, "response_heads() is a set-mode method"
         if context.dim() == 1:
@@ -139,8 +150,9 @@ class BetaRewardModel(PooledBackbone):
         with torch.autocast(device_type=h.device.type, enabled=False):
             return self.set_head(h, context.float(), n_demos)
 
-    def score_embeddings(self, h_first: torch.Tensor, h_second: torch.Tensor, context: torch.Tensor,
-                         n_demos: torch.Tensor) -> BetaScores:
+    def score_embeddings(
+        self, h_first: torch.Tensor, h_second: torch.Tensor, context: torch.Tensor, n_demos: torch.Tensor
+    ) -> BetaScores:
         """Set mode: both responses of B pairs from their embeddings (B, H) under contexts (B, D)."""
         u1, s1 = self.response_heads(h_first, context, n_demos)
         u2, s2 = self.response_heads(h_second, context, n_demos)

@@ -63,8 +63,15 @@ class LengthHead(nn.Module):
         return self.weight_layer(pooled.float()).squeeze(-1)
 
 
-def prefit_covariate(head: LengthCovariate, chosen_log_length: torch.Tensor, rejected_log_length: torch.Tensor,
-                     labels: torch.Tensor, steps: int = 300, lr: float = 0.05, l2: float = 1e-3) -> float:
+def prefit_covariate(
+    head: LengthCovariate,
+    chosen_log_length: torch.Tensor,
+    rejected_log_length: torch.Tensor,
+    labels: torch.Tensor,
+    steps: int = 300,
+    lr: float = 0.05,
+    l2: float = 1e-3,
+) -> float:
     """Fits h alone to the labels first (soft Bradley-Terry on h(len_c) - h(len_r), full batch, Adam, a small L2),
     so training starts with length already explained and the reward head is not pulled toward it. Joint
     training then goes on from there. Returns the length-only fit's final loss."""

@@ -50,8 +50,10 @@ def sequence_classifier_of(loaded: LoadedModel) -> Any:
     """The transformers *ForSequenceClassification model that gives `loaded`'s rewards; ConfigError (one line)
     when the format cannot express it (see the module docstring)."""
     if loaded.in_context:
-        raise ConfigError(f"{loaded.source}: an in-context (ICRM) model scores with demonstrations; a "
-                          "*ForSequenceClassification folder cannot carry them")
+        raise ConfigError(
+            f"{loaded.source}: an in-context (ICRM) model scores with demonstrations; a "
+            "*ForSequenceClassification folder cannot carry them"
+        )
     if isinstance(loaded.model, SequenceClassifierReward):
         return loaded.model.hf_model
     if isinstance(loaded.model, RewardModel):
@@ -61,21 +63,35 @@ def sequence_classifier_of(loaded: LoadedModel) -> Any:
             return as_sequence_classifier(loaded.model)
         except ConfigError as exc:
             raise ConfigError(f"{loaded.source}: {exc}") from None
-    raise ConfigError(f"{loaded.source}: an OpenRLHF checkpoint (its reward normalisation and last-attended pooling "
-                      "have no *ForSequenceClassification equivalent); OpenRLHF and rewardsmith load it as it is")
+    raise ConfigError(
+        f"{loaded.source}: an OpenRLHF checkpoint (its reward normalisation and last-attended pooling "
+        "have no *ForSequenceClassification equivalent); OpenRLHF and rewardsmith load it as it is"
+    )
 
 
 def write_export(loaded: LoadedModel, folder: Path) -> dict[str, Any]:
     """Writes the exported model and tokenizer into `folder` (an empty folder). Returns what was written."""
     model = sequence_classifier_of(loaded)
     config = model.config
-    setattr(config, EXPORT_KEY, {"template": loaded.template, "max_length": loaded.max_length,
-                                 "min_prompt_tokens": loaded.min_prompt_tokens, "exported_from": loaded.source})
+    setattr(
+        config,
+        EXPORT_KEY,
+        {
+            "template": loaded.template,
+            "max_length": loaded.max_length,
+            "min_prompt_tokens": loaded.min_prompt_tokens,
+            "exported_from": loaded.source,
+        },
+    )
     config.pad_token_id = loaded.pad_id
     model.save_pretrained(str(folder), safe_serialization=True)
     tokenizer = loaded.tokenizer
     if loaded.template in CHAT_TEMPLATES:
         tokenizer.chat_template = CHAT_TEMPLATES[loaded.template]
     tokenizer.save_pretrained(str(folder))
-    return {"architecture": type(model).__name__, "template": loaded.template, "max_length": loaded.max_length,
-            "pad_token_id": loaded.pad_id}
+    return {
+        "architecture": type(model).__name__,
+        "template": loaded.template,
+        "max_length": loaded.max_length,
+        "pad_token_id": loaded.pad_id,
+    }

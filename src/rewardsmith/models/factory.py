@@ -56,8 +56,7 @@ def apply_lora(model: PooledBackbone, lora: LoraSettings) -> None:
     targets: Any = list(lora.target_modules) or None
     if targets is None and model.kind == "encoder" and model.config.model_type == "bert":
         targets = ["query", "value"]
-    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets,
-                        bias="none")
+    config = LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout, target_modules=targets, bias="none")
     model.backbone = get_peft_model(model.backbone, config)
 
 
@@ -78,19 +77,22 @@ def check_max_length(config: Any, max_length: int, name: str) -> None:
     with learned positions fails with an IndexError on the first long input otherwise)."""
     positions = getattr(config, "max_position_embeddings", None)
     if isinstance(positions, int) and max_length > positions:
-        raise ConfigError(f"model.max_length {max_length} is more than backbone {name!r} has positions for "
-                          f"({positions}); use --max-length {positions} or less")
+        raise ConfigError(
+            f"model.max_length {max_length} is more than backbone {name!r} has positions for "
+            f"({positions}); use --max-length {positions} or less"
+        )
 
 
 def build_model(cfg: ModelConfig, seed: int = 0) -> tuple[Any, Any]:
     """A model with freshly initialised heads (seeded) and its tokenizer: a BetaRewardModel for an
     ICRMModelConfig, else a RewardModel. LoRA and freezing as configured."""
     if isinstance(cfg, ICRMModelConfig) and cfg.mode == "set" and not cfg.freeze_backbone:
-        raise ConfigError("set-mode training reads cached embeddings: set model.freeze_backbone: true "
-                          "(concat mode fine-tunes the backbone)")
+        raise ConfigError(
+            "set-mode training reads cached embeddings: set model.freeze_backbone: true "
+            "(concat mode fine-tunes the backbone)"
+        )
     if isinstance(cfg, ICRMModelConfig) and cfg.mode == "concat" and cfg.template != "hh":
-        raise ConfigError("concat mode writes the demonstrations into the prompt in HH framing: set "
-                          "model.template: hh")
+        raise ConfigError("concat mode writes the demonstrations into the prompt in HH framing: set model.template: hh")
     loaded = load_backbone(cfg.backbone, cfg.num_layers, cfg.dropout)
     check_max_length(loaded.model.config, cfg.max_length, cfg.backbone)
     torch.manual_seed(seed)
@@ -119,8 +121,9 @@ def build_reward_model(cfg: ModelConfig, seed: int = 0) -> tuple[RewardModel, An
 # Saving
 
 
-def save_model(model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: ModelConfig,
-               extra: dict[str, Any] | None = None) -> Path:
+def save_model(
+    model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: ModelConfig, extra: dict[str, Any] | None = None
+) -> Path:
     """Writes the model folder described in the module docstring, atomically. Returns out_dir.
 
     A folder is self-contained: a frozen backbone is named only when the name is a registered one (minilm,
@@ -132,13 +135,23 @@ def save_model(model: PooledBackbone, tokenizer: Any, out_dir: str | Path, cfg: 
         with atomic_folder(out_dir) as tmp:
             storage = _save_backbone(model, cfg, tmp)
             tokenizer.save_pretrained(str(tmp))
-            heads = {k: v.detach().float().cpu().contiguous().clone() for k, v in model.state_dict().items()
-                     if not k.startswith(("backbone.", "debias."))}
+            heads = {
+                k: v.detach().float().cpu().contiguous().clone()
+                for k, v in model.state_dict().items()
+                if not k.startswith(("backbone.", "debias."))
+            }
             save_file(heads, str(tmp / HEADS_FILE))
-            meta = {"format": FORMAT, "model_type": model_type_of(model), "pooling": model.pooling,
-                    "kind": model.kind, "backbone_storage": storage, "model_config": to_dict(cfg),
-                    "template": resolve_template(cfg.template, tokenizer), "pad_token_id": model.pad_token_id,
-                    **(extra or {})}
+            meta = {
+                "format": FORMAT,
+                "model_type": model_type_of(model),
+                "pooling": model.pooling,
+                "kind": model.kind,
+                "backbone_storage": storage,
+                "model_config": to_dict(cfg),
+                "template": resolve_template(cfg.template, tokenizer),
+                "pad_token_id": model.pad_token_id,
+                **(extra or {}),
+            }
             if storage == "lora-adapter" and cfg.backbone not in BACKBONES and Path(cfg.backbone).is_dir():
                 meta["backbone_path"] = str(Path(cfg.backbone).resolve())  # the adapter's base, from anywhere
             (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
@@ -169,10 +182,12 @@ def as_sequence_classifier(model: RewardModel) -> Any:
 
     if model.kind != "decoder" or model.pooling != "last":
         article = "an" if model.kind[0] in "aeiou" else "a"
-        raise ConfigError(f"{article} {model.kind} with {model.pooling} pooling cannot be written as "
-                          "*ForSequenceClassification: transformers' reward models read one token (the last for "
-                          "decoders, the pooler's [CLS] for BERT); train a decoder with last-token pooling (e.g. "
-                          "--backbone smollm2) to export one")
+        raise ConfigError(
+            f"{article} {model.kind} with {model.pooling} pooling cannot be written as "
+            "*ForSequenceClassification: transformers' reward models read one token (the last for "
+            "decoders, the pooler's [CLS] for BERT); train a decoder with last-token pooling (e.g. "
+            "--backbone smollm2) to export one"
+        )
     backbone = model.backbone
     if is_lora(model):
         import copy
@@ -274,8 +289,9 @@ def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
     try:
         missing, unexpected = model.load_state_dict(heads, strict=False)
     except RuntimeError as exc:  # a tensor of another shape than the config gives
-        raise CheckpointError(f"{heads_path}: heads do not match the model config ({one_line(first_line(exc))})"
-                              ) from None
+        raise CheckpointError(
+            f"{heads_path}: heads do not match the model config ({one_line(first_line(exc))})"
+        ) from None
     bad_missing = [k for k in missing if not k.startswith("backbone.")]
     if unexpected or bad_missing:
         raise CheckpointError(f"{heads_path}: heads do not match the model config ({(unexpected or bad_missing)[0]})")

@@ -89,8 +89,10 @@ class LoadedModel:
 
     def describe(self) -> str:
         """One line for run summaries: what was loaded and how its texts are written."""
-        return (f"model {self.source}: {self.kind} {self.model_type} model, template {self.template}, "
-                f"{self.max_length} tokens")
+        return (
+            f"model {self.source}: {self.kind} {self.model_type} model, template {self.template}, "
+            f"{self.max_length} tokens"
+        )
 
 
 class SequenceClassifierReward(nn.Module):
@@ -120,8 +122,9 @@ class OpenRLHFReward(nn.Module):
     then (reward - mean) / std when the checkpoint says normalize_reward. Attribute names follow the checkpoint
     (`<base_model_prefix>`, `<value_head_prefix>`), so an OpenRLHF LoRA adapter finds its modules."""
 
-    def __init__(self, base: nn.Module, prefix: str, head: nn.Linear, head_name: str, normalize: bool,
-                 mean: float, std: float):
+    def __init__(
+        self, base: nn.Module, prefix: str, head: nn.Linear, head_name: str, normalize: bool, mean: float, std: float
+    ):
         super().__init__()
         self.prefix, self.head_name = prefix, head_name
         setattr(self, prefix, base)
@@ -137,8 +140,9 @@ class OpenRLHFReward(nn.Module):
     def forward(self, batch: dict[str, torch.Tensor]) -> ExternalOutput:
         base = getattr(self, self.prefix)
         mask = batch["attention_mask"]
-        hidden = base(input_ids=batch["input_ids"], attention_mask=mask, position_ids=batch["position_ids"],
-                      return_dict=True).last_hidden_state
+        hidden = base(
+            input_ids=batch["input_ids"], attention_mask=mask, position_ids=batch["position_ids"], return_dict=True
+        ).last_hidden_state
         values = getattr(self, self.head_name)(hidden).squeeze(-1).float()
         last = mask.shape[1] - 1 - mask.long().fliplr().argmax(dim=1)
         reward = values[torch.arange(values.shape[0], device=values.device), last]
@@ -197,8 +201,10 @@ def _check_remote_code(folder: Path, config: dict[str, Any], trust_remote_code: 
     if trust_remote_code or config.get("model_type") in CONFIG_MAPPING:
         return
     if config.get("auto_map"):
-        raise ConfigError(f"{folder}: its config names the model's own code (auto_map); rewardsmith runs a "
-                          "model's code only when asked: pass --trust-remote-code if you trust it")
+        raise ConfigError(
+            f"{folder}: its config names the model's own code (auto_map); rewardsmith runs a "
+            "model's code only when asked: pass --trust-remote-code if you trust it"
+        )
     raise CheckpointError(f"{folder}: model_type {config.get('model_type')!r} is not one transformers knows")
 
 
@@ -262,9 +268,19 @@ def _load_rewardsmith(folder: Path, opts: LoadOptions) -> LoadedModel:
         from rewardsmith.models.factory import check_max_length
 
         check_max_length(model.config, opts.max_length, str(folder))
-    return LoadedModel(str(folder), "rewardsmith", meta["model_type"], model, tokenizer, template, max_length,
-                       opts.min_prompt_tokens if opts.min_prompt_tokens is not None else cfg.min_prompt_tokens,
-                       bool(meta.get("bf16", False)), int(tokenizer.pad_token_id), meta)
+    return LoadedModel(
+        str(folder),
+        "rewardsmith",
+        meta["model_type"],
+        model,
+        tokenizer,
+        template,
+        max_length,
+        opts.min_prompt_tokens if opts.min_prompt_tokens is not None else cfg.min_prompt_tokens,
+        bool(meta.get("bf16", False)),
+        int(tokenizer.pad_token_id),
+        meta,
+    )
 
 
 def _is_openrlhf(folder: Path) -> bool:
@@ -287,8 +303,9 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
     if f"{head_name}.weight" not in keys:
         raise CheckpointError(f"{folder}: an OpenRLHF config (normalize_reward) but no {head_name}.weight tensor")
     try:
-        base = AutoModel.from_pretrained(str(folder), config=config, use_safetensors=True,
-                                         **_model_kwargs(opts.trust_remote_code))
+        base = AutoModel.from_pretrained(
+            str(folder), config=config, use_safetensors=True, **_model_kwargs(opts.trust_remote_code)
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the base model ({first_line(exc)})") from None
     from safetensors import safe_open
@@ -296,18 +313,29 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
     with safe_open(str(keys[f"{head_name}.weight"]), framework="pt") as handle:
         weight = handle.get_tensor(f"{head_name}.weight").float()
     if weight.shape != (1, config.hidden_size):
-        raise CheckpointError(f"{folder}: {head_name}.weight has shape {tuple(weight.shape)}, expected "
-                              f"(1, {config.hidden_size})")
+        raise CheckpointError(
+            f"{folder}: {head_name}.weight has shape {tuple(weight.shape)}, expected (1, {config.hidden_size})"
+        )
     head = nn.Linear(config.hidden_size, 1, bias=False)
     with torch.no_grad():
         head.weight.copy_(weight)
     normalize = bool(raw.get("normalize_reward", False)) and "mean" in raw
-    model = OpenRLHFReward(base, prefix, head, head_name, normalize, float(raw.get("mean", 0.0)),
-                           float(raw.get("std", 1.0)))
-    return LoadedModel(str(folder), "openrlhf", "reward", model.eval(), tokenizer,
-                       _template(config, tokenizer, opts.template), _budget(folder, config, tokenizer, opts.max_length),
-                       opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS, False, int(tokenizer.pad_token_id),
-                       {"normalize_reward": normalize, "mean": raw.get("mean"), "std": raw.get("std")})
+    model = OpenRLHFReward(
+        base, prefix, head, head_name, normalize, float(raw.get("mean", 0.0)), float(raw.get("std", 1.0))
+    )
+    return LoadedModel(
+        str(folder),
+        "openrlhf",
+        "reward",
+        model.eval(),
+        tokenizer,
+        _template(config, tokenizer, opts.template),
+        _budget(folder, config, tokenizer, opts.max_length),
+        opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS,
+        False,
+        int(tokenizer.pad_token_id),
+        {"normalize_reward": normalize, "mean": raw.get("mean"), "std": raw.get("std")},
+    )
 
 
 def _is_sequence_classification(folder: Path) -> bool:
@@ -332,15 +360,25 @@ def _load_sequence_classification(folder: Path, opts: LoadOptions) -> LoadedMode
     if text_config.pad_token_id is None:
         text_config.pad_token_id = tokenizer.pad_token_id  # as TRL sets it, so batches can be pooled
     try:
-        hf = AutoModelForSequenceClassification.from_pretrained(str(folder), config=config, use_safetensors=True,
-                                                                **_model_kwargs(opts.trust_remote_code))
+        hf = AutoModelForSequenceClassification.from_pretrained(
+            str(folder), config=config, use_safetensors=True, **_model_kwargs(opts.trust_remote_code)
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the model ({first_line(exc)})") from None
     model = SequenceClassifierReward(hf.eval())
-    return LoadedModel(str(folder), "sequence-classification", "reward", model.eval(), tokenizer,
-                       _template(config, tokenizer, opts.template), _budget(folder, config, tokenizer, opts.max_length),
-                       opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS, False, int(text_config.pad_token_id),
-                       {"architectures": raw.get("architectures")})
+    return LoadedModel(
+        str(folder),
+        "sequence-classification",
+        "reward",
+        model.eval(),
+        tokenizer,
+        _template(config, tokenizer, opts.template),
+        _budget(folder, config, tokenizer, opts.max_length),
+        opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS,
+        False,
+        int(text_config.pad_token_id),
+        {"architectures": raw.get("architectures")},
+    )
 
 
 def _is_adapter(folder: Path) -> bool:
@@ -357,11 +395,14 @@ def _load_adapter(folder: Path, opts: LoadOptions) -> LoadedModel:
     base_path = Path(base_name) if Path(base_name).is_absolute() else folder / base_name
     base_source = str(base_path) if base_path.is_dir() else base_name
     require_safetensors(folder, "adapter")
-    base = load_reward_model(base_source, opts.template, opts.max_length, opts.min_prompt_tokens,
-                             opts.trust_remote_code)
+    base = load_reward_model(
+        base_source, opts.template, opts.max_length, opts.min_prompt_tokens, opts.trust_remote_code
+    )
     if base.kind not in ("sequence-classification", "openrlhf"):
-        raise CheckpointError(f"{folder}: a LoRA adapter over a {base.kind} model; rewardsmith keeps its own "
-                              "adapters inside its model folders (train --lora-r)")
+        raise CheckpointError(
+            f"{folder}: a LoRA adapter over a {base.kind} model; rewardsmith keeps its own "
+            "adapters inside its model folders (train --lora-r)"
+        )
     target: nn.Module = base.model.hf_model if isinstance(base.model, SequenceClassifierReward) else base.model
     try:
         adapted = PeftModel.from_pretrained(target, str(folder), use_safetensors=True)
@@ -393,15 +434,24 @@ def _local_folder(source: str) -> Path:
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(source, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt",
-                                                              "*.jinja", "tokenizer*"]))
+        return Path(
+            snapshot_download(
+                source, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"]
+            )
+        )
     except Exception as exc:  # offline, unknown id, no access: all mean "not here"
-        raise CheckpointError(f"{source}: not a local folder, and the hub cannot give it here "
-                              f"({type(exc).__name__}: {first_line(exc)})") from None
+        raise CheckpointError(
+            f"{source}: not a local folder, and the hub cannot give it here ({type(exc).__name__}: {first_line(exc)})"
+        ) from None
 
 
-def load_reward_model(source: str | Path, template: str = "auto", max_length: int | None = None,
-                      min_prompt_tokens: int | None = None, trust_remote_code: bool = False) -> LoadedModel:
+def load_reward_model(
+    source: str | Path,
+    template: str = "auto",
+    max_length: int | None = None,
+    min_prompt_tokens: int | None = None,
+    trust_remote_code: bool = False,
+) -> LoadedModel:
     """The LoadedModel of a folder or hub id (see the module docstring), in eval mode on the CPU.
 
     template: auto (what the model was trained with, when its folder says so; else chat when the tokenizer has a
@@ -415,6 +465,8 @@ def load_reward_model(source: str | Path, template: str = "auto", max_length: in
         if kind.detect(folder):
             return kind.load(folder, opts)
     found = ", ".join(sorted(p.name for p in folder.iterdir())[:8]) or "nothing"
-    raise CheckpointError(f"{folder}: not a reward model rewardsmith can read (found {found}); it reads rewardsmith "
-                          "folders, *ForSequenceClassification folders with one label, OpenRLHF reward checkpoints "
-                          "and LoRA adapters over them")
+    raise CheckpointError(
+        f"{folder}: not a reward model rewardsmith can read (found {found}); it reads rewardsmith "
+        "folders, *ForSequenceClassification folders with one label, OpenRLHF reward checkpoints "
+        "and LoRA adapters over them"
+    )

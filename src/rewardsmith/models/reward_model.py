@@ -28,8 +28,14 @@ class RewardOutput:
     debias: Any = None  # models.debias.DebiasOutput while a debias head is attached and training
 
 
-def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, response_mask: torch.Tensor,
-         pooling: str, input_ids: torch.Tensor | None = None, pad_token_id: int | None = None) -> torch.Tensor:
+def pool(
+    hidden: torch.Tensor,
+    attention_mask: torch.Tensor,
+    response_mask: torch.Tensor,
+    pooling: str,
+    input_ids: torch.Tensor | None = None,
+    pad_token_id: int | None = None,
+) -> torch.Tensor:
     """Pools (B, T, H) hidden states to (B, H) in float32.
 
     mean: average over response tokens; last: the last attended token (the end of the response for
@@ -88,12 +94,16 @@ class PooledBackbone(nn.Module):
         """Trainable parameters outside the backbone."""
         return [p for name, p in self.named_parameters() if not name.startswith("backbone.")]
 
-    def encode(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
-               ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+    def encode(
+        self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
+    ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """Runs the backbone on pad_texts tensors (B, T). Returns the last hidden state (B, T, H) and the
         requested layers (index 0 = embeddings, L = last; negative counts from the end)."""
-        kwargs: dict[str, Any] = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"],
-                                  "position_ids": batch["position_ids"]}
+        kwargs: dict[str, Any] = {
+            "input_ids": batch["input_ids"],
+            "attention_mask": batch["attention_mask"],
+            "position_ids": batch["position_ids"],
+        }
         if self.kind == "encoder" and "token_type_ids" in batch and getattr(self.config, "type_vocab_size", 0) > 1:
             kwargs["token_type_ids"] = batch["token_type_ids"]
         want = bool(hidden_layers)
@@ -110,8 +120,14 @@ class PooledBackbone(nn.Module):
         return self.pool(last, batch)
 
     def pool(self, last: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        return pool(last, batch["attention_mask"], batch["response_mask"], self.pooling, batch.get("input_ids"),
-                    self.pad_token_id)
+        return pool(
+            last,
+            batch["attention_mask"],
+            batch["response_mask"],
+            self.pooling,
+            batch.get("input_ids"),
+            self.pad_token_id,
+        )
 
 
 class RewardModel(PooledBackbone):

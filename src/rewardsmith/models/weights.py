@@ -30,4 +30,5 @@ def require_safetensors(folder: str | Path, what: str = "model", ignore: tuple[s
             f"{folder}: the {what} weights are pickle files only ({', '.join(pickles[:3])}); rewardsmith reads "
             "safetensors only (a pickle runs code when loaded). Convert it once, if you trust the file: python -c "
             f"\"from transformers import AutoModel; AutoModel.from_pretrained('{folder}').save_pretrained("
-            f"'{folder}-safetensors')\" (for a reward model use AutoModelForSequenceClassification)")
+            f"'{folder}-safetensors')\" (for a reward model use AutoModelForSequenceClassification)"
+        )

@@ -29,8 +29,7 @@ Intervals = Sequence[Interval | None]
 
 def _floats(values: Values) -> NDArray[np.float64]:
     """Float array with None turned into NaN."""
-    return np.asarray([np.nan if v is None else v for v in np.asarray(values, dtype=object).ravel()],
-                      dtype=np.float64)
+    return np.asarray([np.nan if v is None else v for v in np.asarray(values, dtype=object).ravel()], dtype=np.float64)
 
 
 def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
@@ -88,8 +87,16 @@ def _finish(axes: Axes, title: str, xlabel: str, ylabel: str) -> None:
     axes.grid(True, alpha=0.3)
 
 
-def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: str = "", ylabel: str = "",
-                       title: str = "", xscale: str = "linear", reference: float | None = None) -> Path:
+def plot_lines_with_ci(
+    series: Sequence[Series],
+    path: str | Path,
+    *,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+    xscale: str = "linear",
+    reference: float | None = None,
+) -> Path:
     """Line plot of several series, each with a shaded CI band where `low` and `high` are given.
 
     xscale: "linear", "log" or "symlog" (base 2, linear below 1: suits N = 0, 1, 2, 4, ...).
@@ -101,8 +108,7 @@ def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: st
         x, y = _floats(item.x), _floats(item.y)
         (line,) = axes.plot(x, y, marker="o", markersize=3, label=item.label)
         if item.low is not None and item.high is not None:
-            axes.fill_between(x, _floats(item.low), _floats(item.high), color=line.get_color(), alpha=0.2,
-                              linewidth=0)
+            axes.fill_between(x, _floats(item.low), _floats(item.high), color=line.get_color(), alpha=0.2, linewidth=0)
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1)
     if xscale == "symlog":
@@ -111,8 +117,9 @@ def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: st
         xs = xs[np.isfinite(xs)]
         if xs.size:
             # Symlog autoscaling pads into negative x; pin the range and label the measured N plainly.
-            axes.set_xlim(float(xs[0]) - 0.25 if xs[0] < 1 else float(xs[0]) * 0.9,
-                          max(float(xs[-1]) * 1.1, float(xs[-1]) + 0.25))
+            axes.set_xlim(
+                float(xs[0]) - 0.25 if xs[0] < 1 else float(xs[0]) * 0.9, max(float(xs[-1]) * 1.1, float(xs[-1]) + 0.25)
+            )
             if xs.size <= 12:
                 axes.set_xticks(xs, [f"{v:g}" for v in xs])
     elif xscale != "linear":
@@ -128,18 +135,31 @@ def plot_lines_with_ci(series: Sequence[Series], path: str | Path, *, xlabel: st
     return _save(figure, path)
 
 
-def plot_accuracy_vs_n(series: Sequence[Series], path: str | Path, *, title: str = "",
-                       xlabel: str = "number of demonstrations N", ylabel: str = "accuracy (%)",
-                       chance: float | None = 50.0, xscale: str = "symlog") -> Path:
+def plot_accuracy_vs_n(
+    series: Sequence[Series],
+    path: str | Path,
+    *,
+    title: str = "",
+    xlabel: str = "number of demonstrations N",
+    ylabel: str = "accuracy (%)",
+    chance: float | None = 50.0,
+    xscale: str = "symlog",
+) -> Path:
     """Accuracy (percentage points) against N, one line per series with CI bands, chance line at
     `chance`. Returns the PNG path."""
-    return plot_lines_with_ci(series, path, xlabel=xlabel, ylabel=ylabel, title=title, xscale=xscale,
-                              reference=chance)
+    return plot_lines_with_ci(series, path, xlabel=xlabel, ylabel=ylabel, title=title, xscale=xscale, reference=chance)
 
 
-def plot_reliability_diagram(confidence: Values, accuracy: Values, counts: Values,
-                             path: str | Path, *, edges: Values | None = None, title: str = "",
-                             ece: float | None = None) -> Path:
+def plot_reliability_diagram(
+    confidence: Values,
+    accuracy: Values,
+    counts: Values,
+    path: str | Path,
+    *,
+    edges: Values | None = None,
+    title: str = "",
+    ece: float | None = None,
+) -> Path:
     """Reliability diagram: bin accuracy against bin mean confidence with the diagonal of perfect
     calibration, and the bin counts below.
 
@@ -155,8 +175,7 @@ def plot_reliability_diagram(confidence: Values, accuracy: Values, counts: Value
         e = _floats(edges)
         lo_edge, hi_edge = float(e[0]), float(e[-1])
         centres, widths = (e[:-1] + e[1:]) / 2, np.diff(e)
-        top.bar(centres[filled], acc[filled], width=widths[filled], alpha=0.5, edgecolor="black",
-                label="accuracy")
+        top.bar(centres[filled], acc[filled], width=widths[filled], alpha=0.5, edgecolor="black", label="accuracy")
         bottom.bar(centres, cnt, width=widths, color="grey", edgecolor="black")
     else:
         finite = conf[np.isfinite(conf)]
@@ -173,10 +192,19 @@ def plot_reliability_diagram(confidence: Values, accuracy: Values, counts: Value
     return _save(figure, path)
 
 
-def plot_id_vs_ood(labels: Sequence[str], id_acc: Values, ood_acc: Values, path: str | Path, *,
-                   id_ci: Intervals | None = None, ood_ci: Intervals | None = None,
-                   title: str = "", xlabel: str = "ID accuracy (%)", ylabel: str = "OOD accuracy (%)",
-                   diagonal: bool = True) -> Path:
+def plot_id_vs_ood(
+    labels: Sequence[str],
+    id_acc: Values,
+    ood_acc: Values,
+    path: str | Path,
+    *,
+    id_ci: Intervals | None = None,
+    ood_ci: Intervals | None = None,
+    title: str = "",
+    xlabel: str = "ID accuracy (%)",
+    ylabel: str = "OOD accuracy (%)",
+    diagonal: bool = True,
+) -> Path:
     """Scatter of ID against OOD accuracy, one point per model in its own colour and marker (named in the
     legend, so no label sits on another), with CI error bars in both directions (ID CI horizontal, OOD CI
     vertical) and the y = x line. Returns the PNG path."""
@@ -190,24 +218,41 @@ def plot_id_vs_ood(labels: Sequence[str], id_acc: Values, ood_acc: Values, path:
     for k, label in enumerate(labels):
         if not (np.isfinite(x[k]) and np.isfinite(y[k])):
             continue
-        axes.errorbar(x[k:k + 1], y[k:k + 1], xerr=None if xerr is None else xerr[:, k:k + 1],
-                      yerr=None if yerr is None else yerr[:, k:k + 1], fmt=markers[k % len(markers)],
-                      color=f"C{k % 10}", capsize=3, markersize=7, label=label)
+        axes.errorbar(
+            x[k : k + 1],
+            y[k : k + 1],
+            xerr=None if xerr is None else xerr[:, k : k + 1],
+            yerr=None if yerr is None else yerr[:, k : k + 1],
+            fmt=markers[k % len(markers)],
+            color=f"C{k % 10}",
+            capsize=3,
+            markersize=7,
+            label=label,
+        )
     if diagonal:
         finite = np.concatenate([x[np.isfinite(x)], y[np.isfinite(y)]])
         if finite.size:
             lo, hi = float(finite.min()), float(finite.max())
             pad = max(1.0, 0.05 * (hi - lo))
-            axes.plot([lo - pad, hi + pad], [lo - pad, hi + pad], linestyle="--", color="grey", linewidth=1,
-                      label="ID = OOD")
+            axes.plot(
+                [lo - pad, hi + pad], [lo - pad, hi + pad], linestyle="--", color="grey", linewidth=1, label="ID = OOD"
+            )
     _finish(axes, title, xlabel, ylabel)
     axes.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.02, 0.5))
     return _save(figure, path)
 
 
-def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
-              ci: Intervals | None = None, ylabel: str = "", title: str = "",
-              reference: float | None = None, reference_label: str = "chance") -> Path:
+def plot_bars(
+    labels: Sequence[str],
+    values: Values,
+    path: str | Path,
+    *,
+    ci: Intervals | None = None,
+    ylabel: str = "",
+    title: str = "",
+    reference: float | None = None,
+    reference_label: str = "chance",
+) -> Path:
     """Bar chart, one bar per label, with CI error bars where `ci` gives [low, high] intervals and an
     optional dashed horizontal reference line (named in a legend). Returns the PNG path."""
     heights = _floats(values)
@@ -216,10 +261,17 @@ def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
     figure = _new_figure(max(4.0, 0.6 * len(labels) + 2.0), 4.0)
     axes = figure.add_subplot()
     positions = np.arange(len(labels))
-    axes.bar(positions, np.nan_to_num(heights), yerr=_errors(heights, ci), capsize=3, alpha=0.8,
-             label="estimate" + (" (95% CI)" if ci is not None else ""))
-    axes.set_xticks(positions, list(labels), rotation=30 if len(labels) > 4 else 0, ha="right"
-                    if len(labels) > 4 else "center")
+    axes.bar(
+        positions,
+        np.nan_to_num(heights),
+        yerr=_errors(heights, ci),
+        capsize=3,
+        alpha=0.8,
+        label="estimate" + (" (95% CI)" if ci is not None else ""),
+    )
+    axes.set_xticks(
+        positions, list(labels), rotation=30 if len(labels) > 4 else 0, ha="right" if len(labels) > 4 else "center"
+    )
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"{reference_label} ({reference:g})")
         _legend_below(figure, axes)
@@ -227,8 +279,9 @@ def plot_bars(labels: Sequence[str], values: Values, path: str | Path, *,
     return _save(figure, path)
 
 
-def plot_slopes(ols: Values, shrunk: Values, n_ratings: Values, population_slope: float | None,
-                path: str | Path) -> Path:
+def plot_slopes(
+    ols: Values, shrunk: Values, n_ratings: Values, population_slope: float | None, path: str | Path
+) -> Path:
     """Per-rater slope after shrinkage against before (OLS), marker area growing with the rater's number of
     ratings, with the no-shrinkage diagonal and the population slope. Returns the PNG path."""
     x, y, n = _floats(ols), _floats(shrunk), np.nan_to_num(_floats(n_ratings))
@@ -243,14 +296,25 @@ def plot_slopes(ols: Values, shrunk: Values, n_ratings: Values, population_slope
     if population_slope is not None:
         axes.axhline(population_slope, color="C3", linewidth=1, label="population slope")
     axes.axhline(0, color="grey", linewidth=0.5)
-    _finish(axes, "Per-rater slopes before and after shrinkage", "per-rater OLS slope (before)",
-            "PEBS slope (after shrinkage)")
+    _finish(
+        axes,
+        "Per-rater slopes before and after shrinkage",
+        "per-rater OLS slope (before)",
+        "PEBS slope (after shrinkage)",
+    )
     axes.legend(fontsize="small")
     return _save(figure, path)
 
 
-def plot_grouped_bars(groups: Sequence[str], series: Sequence[Series], path: str | Path, *, ylabel: str = "",
-                      title: str = "", reference: float | None = None) -> Path:
+def plot_grouped_bars(
+    groups: Sequence[str],
+    series: Sequence[Series],
+    path: str | Path,
+    *,
+    ylabel: str = "",
+    title: str = "",
+    reference: float | None = None,
+) -> Path:
     """Grouped bar chart: one group per entry of `groups`, one bar per series (its `y` gives one value per
     group, `low` / `high` the CI), a legend naming the series, and an optional dashed reference line."""
     figure = _new_figure(max(5.0, 1.6 * len(groups) + 2.5), 4.2)
@@ -262,8 +326,16 @@ def plot_grouped_bars(groups: Sequence[str], series: Sequence[Series], path: str
         ci = None
         if item.low is not None and item.high is not None:
             ci = [[lo, hi] for lo, hi in zip(_floats(item.low), _floats(item.high), strict=True)]
-        axes.bar(positions + (k - (len(series) - 1) / 2) * width, np.nan_to_num(y), width, label=item.label,
-                 yerr=_errors(y, ci), capsize=3, color=f"C{k % 10}", alpha=0.85)
+        axes.bar(
+            positions + (k - (len(series) - 1) / 2) * width,
+            np.nan_to_num(y),
+            width,
+            label=item.label,
+            yerr=_errors(y, ci),
+            capsize=3,
+            color=f"C{k % 10}",
+            alpha=0.85,
+        )
     axes.set_xticks(positions, list(groups))
     if reference is not None:
         axes.axhline(reference, color="grey", linestyle="--", linewidth=1, label=f"chance ({reference:g})")

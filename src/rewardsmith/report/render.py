@@ -68,7 +68,8 @@ def _is_scalar(value: Any) -> bool:
 
 def _is_flat(value: Any) -> bool:
     return isinstance(value, Mapping) and all(
-        _is_scalar(v) or (str(k).endswith("_ci") and _is_interval(v)) for k, v in value.items())
+        _is_scalar(v) or (str(k).endswith("_ci") and _is_interval(v)) for k, v in value.items()
+    )
 
 
 def decimals_for(values: Sequence[Any], digits: int = 1) -> int:
@@ -92,8 +93,13 @@ def _escape_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, *,
-                   digits: int = 1, headers: Sequence[str] | None = None) -> str:
+def markdown_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    *,
+    digits: int = 1,
+    headers: Sequence[str] | None = None,
+) -> str:
     """A GitHub-style markdown table, one line per row.
 
     rows: records; columns: keys to show in order (default: every key, in order of first appearance);
@@ -104,20 +110,33 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | N
     if not rows:
         return ""
     if columns is None:
-        columns = [k for k in dict.fromkeys(key for row in rows for key in row)
-                   if not (str(k).endswith("_ci") and str(k)[:-3] in row_keys(rows))]
+        columns = [
+            k
+            for k in dict.fromkeys(key for row in rows for key in row)
+            if not (str(k).endswith("_ci") and str(k)[:-3] in row_keys(rows))
+        ]
     if headers is None:
         headers = list(columns)
     if len(headers) != len(columns):
         raise ValueError(f"{len(headers)} headers for {len(columns)} columns")
     decimals = {c: decimals_for([row.get(c) for row in rows], digits) for c in columns}
-    cells = [[_escape_cell(row[c] if isinstance(row.get(c), str)
-                           else with_interval(row.get(c), row.get(f"{c}_ci"), decimals[c])) for c in columns]
-             for row in rows]
-    numeric = [all(_NUMERIC_CELL.match(row[j]) for row in cells) and any(row[j] != "n/a" for row in cells)
-               for j in range(len(columns))]
-    lines = ["| " + " | ".join(_escape_cell(str(h)) for h in headers) + " |",
-             "|" + "|".join("---:" if right else "---" for right in numeric) + "|"]
+    cells = [
+        [
+            _escape_cell(
+                row[c] if isinstance(row.get(c), str) else with_interval(row.get(c), row.get(f"{c}_ci"), decimals[c])
+            )
+            for c in columns
+        ]
+        for row in rows
+    ]
+    numeric = [
+        all(_NUMERIC_CELL.match(row[j]) for row in cells) and any(row[j] != "n/a" for row in cells)
+        for j in range(len(columns))
+    ]
+    lines = [
+        "| " + " | ".join(_escape_cell(str(h)) for h in headers) + " |",
+        "|" + "|".join("---:" if right else "---" for right in numeric) + "|",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in cells]
     return "\n".join(lines)
 
@@ -147,23 +166,32 @@ def _flat_table(record: Mapping[str, Any], digits: int) -> str:
 
 
 def _wide_table(name: str, table: Mapping[str, Mapping[str, Any]], digits: int, max_columns: int) -> str:
-    metrics = [k for k in dict.fromkeys(k for values in table.values() for k in values)
-               if not (k.endswith("_ci") and k[:-3] in {m for v in table.values() for m in v})]
+    metrics = [
+        k
+        for k in dict.fromkeys(k for values in table.values() for k in values)
+        if not (k.endswith("_ci") and k[:-3] in {m for v in table.values() for m in v})
+    ]
     if len(metrics) > max_columns:  # one row per metric: each row one quantity, formatted on its own
         rows = []
         for m in metrics:
             dec = decimals_for([values.get(m) for values in table.values()], digits)
-            rows.append({"metric": m, **{str(r): with_interval(v.get(m), v.get(f"{m}_ci"), dec)
-                                         for r, v in table.items()}})
+            rows.append(
+                {"metric": m, **{str(r): with_interval(v.get(m), v.get(f"{m}_ci"), dec) for r, v in table.items()}}
+            )
         return markdown_table(rows, ["metric", *map(str, table)])
     rows = [{name: str(row), **values} for row, values in table.items()]
     return markdown_table(rows, [name, *metrics], digits=digits)
 
 
 def _is_matrix(value: Any) -> bool:
-    return (isinstance(value, list) and len(value) > 0
-            and all(isinstance(r, list) and len(r) == len(value[0])
-                    and all(_is_number(v) or v is None for v in r) for r in value))
+    return (
+        isinstance(value, list)
+        and len(value) > 0
+        and all(
+            isinstance(r, list) and len(r) == len(value[0]) and all(_is_number(v) or v is None for v in r)
+            for r in value
+        )
+    )
 
 
 def _layout(mapping: Mapping[str, Any], level: int, lines: list[str], digits: int, max_columns: int) -> None:
@@ -238,9 +266,11 @@ def markdown_to_html(markdown: str, title: str) -> str:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-            f"<title>{html.escape(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n{body}</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>\n{_CSS}\n</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
+    )
 
 
 def write_report(report: Report, out_dir: str | Path, write: Any = None) -> tuple[Path, Path]:

@@ -11,10 +11,12 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.report.plots import Series, plot_grouped_bars, plot_lines_with_ci, plot_reliability_diagram
 from rewardsmith.report.render import Figure, Report, markdown_table, with_interval, write_report
 
-INTRO = ("Accuracies in % with 95% bootstrap CIs over pairs. The length rule (the longer response wins) and the "
-         "length-controlled accuracy (mean of the accuracies on pairs whose preferred response is longer and "
-         "shorter) stand beside every accuracy: small reward models often learn length. corr(reward, length) is the "
-         "Spearman correlation between the reward and the response's length over every response of the set.")
+INTRO = (
+    "Accuracies in % with 95% bootstrap CIs over pairs. The length rule (the longer response wins) and the "
+    "length-controlled accuracy (mean of the accuracies on pairs whose preferred response is longer and "
+    "shorter) stand beside every accuracy: small reward models often learn length. corr(reward, length) is the "
+    "Spearman correlation between the reward and the response's length over every response of the set."
+)
 
 
 def eval_rows(eval_results: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -23,14 +25,18 @@ def eval_rows(eval_results: Mapping[str, Any]) -> list[dict[str, Any]]:
     for name, b in eval_results.items():
         if not b.get("n"):
             continue
-        row = {"dataset": name, "n": str(b["n"]),
-               "accuracy": with_interval(b.get("accuracy"), b.get("accuracy_ci"), 1),
-               "length rule": with_interval(b.get("length_rule_accuracy"), None, 1),
-               "length-controlled": with_interval(b.get("length_controlled_accuracy"),
-                                                  b.get("length_controlled_accuracy_ci"), 1),
-               "prefers longer %": with_interval(b.get("prefers_longer_rate"), None, 1),
-               "corr(reward, length)": with_interval(b.get("length_correlation"), b.get("length_correlation_ci"), 2),
-               "ECE": with_interval(b.get("ece"), None, 3)}
+        row = {
+            "dataset": name,
+            "n": str(b["n"]),
+            "accuracy": with_interval(b.get("accuracy"), b.get("accuracy_ci"), 1),
+            "length rule": with_interval(b.get("length_rule_accuracy"), None, 1),
+            "length-controlled": with_interval(
+                b.get("length_controlled_accuracy"), b.get("length_controlled_accuracy_ci"), 1
+            ),
+            "prefers longer %": with_interval(b.get("prefers_longer_rate"), None, 1),
+            "corr(reward, length)": with_interval(b.get("length_correlation"), b.get("length_correlation_ci"), 2),
+            "ECE": with_interval(b.get("ece"), None, 3),
+        }
         if "rmbench" in b:
             rb = b["rmbench"]
             row["RM-Bench easy/normal/hard"] = f"{rb['easy']:.1f} / {rb['normal']:.1f} / {rb['hard']:.1f}"
@@ -45,11 +51,22 @@ def _reliability_figures(eval_results: Mapping[str, Any], folder: RunFolder) -> 
         if not curve:
             continue
         slug = "".join(c if c.isalnum() else "_" for c in name).strip("_")
-        path = plot_reliability_diagram(curve["confidence"], curve["accuracy"], curve["counts"],
-                                        folder.path / "plots" / f"reliability_{slug}.png", edges=curve["edges"],
-                                        title=name, ece=block.get("ece"))
-        figures.append(Figure(path, f"Reliability of p = sigmoid(margin) on {name}: accuracy against confidence "
-                                    "(top-label, 10 bins), bin counts below"))
+        path = plot_reliability_diagram(
+            curve["confidence"],
+            curve["accuracy"],
+            curve["counts"],
+            folder.path / "plots" / f"reliability_{slug}.png",
+            edges=curve["edges"],
+            title=name,
+            ece=block.get("ece"),
+        )
+        figures.append(
+            Figure(
+                path,
+                f"Reliability of p = sigmoid(margin) on {name}: accuracy against confidence "
+                "(top-label, 10 bins), bin counts below",
+            )
+        )
     return figures
 
 
@@ -64,29 +81,43 @@ def _length_figure(eval_results: Mapping[str, Any], folder: RunFolder) -> Figure
         return Series(label, sets, values, [c[0] for c in cis] if cis else None, [c[1] for c in cis] if cis else None)
 
     groups = [s.replace(" (held-out)", "\n(held-out)").replace("/", "/\n", 1) for s in sets]
-    path = plot_grouped_bars(groups, [series("accuracy", "accuracy"),
-                                      series("length rule (longer wins)", "length_rule_accuracy", False),
-                                      series("length-controlled accuracy", "length_controlled_accuracy")],
-                             folder.path / "plots" / "accuracy_and_length.png", ylabel="accuracy (%)",
-                             title="accuracy beside what length alone explains", reference=50.0)
-    return Figure(path, "Accuracy, the length rule and the length-controlled accuracy per evaluated set (%, 95% "
-                        "CIs over pairs)")
+    path = plot_grouped_bars(
+        groups,
+        [
+            series("accuracy", "accuracy"),
+            series("length rule (longer wins)", "length_rule_accuracy", False),
+            series("length-controlled accuracy", "length_controlled_accuracy"),
+        ],
+        folder.path / "plots" / "accuracy_and_length.png",
+        ylabel="accuracy (%)",
+        title="accuracy beside what length alone explains",
+        reference=50.0,
+    )
+    return Figure(
+        path, "Accuracy, the length rule and the length-controlled accuracy per evaluated set (%, 95% CIs over pairs)"
+    )
 
 
 def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     t = metrics["train"]
-    report = Report(f"rewardsmith train: {folder.path.name}",
-                    f"Trained on {t['pairs']} pairs of `{t['dataset']}` for {t['steps']} steps "
-                    f"({t['pairs_per_s']} pairs/s). {INTRO}")
+    report = Report(
+        f"rewardsmith train: {folder.path.name}",
+        f"Trained on {t['pairs']} pairs of `{t['dataset']}` for {t['steps']} steps "
+        f"({t['pairs_per_s']} pairs/s). {INTRO}",
+    )
     report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
     length = _length_figure(metrics["eval"], folder)
     if length is not None:
         report.figures.append(length)
     curve = t.get("curve") or {}
     if curve.get("step"):
-        path = plot_lines_with_ci([Series("training loss", curve["step"], curve["loss"])],
-                                  folder.path / "plots" / "training_loss.png", xlabel="optimiser step",
-                                  ylabel="loss (nats per pair)", title="training loss")
+        path = plot_lines_with_ci(
+            [Series("training loss", curve["step"], curve["loss"])],
+            folder.path / "plots" / "training_loss.png",
+            xlabel="optimiser step",
+            ylabel="loss (nats per pair)",
+            title="training loss",
+        )
         report.figures.append(Figure(path, "Training loss per optimiser step"))
     report.figures += _reliability_figures(metrics["eval"], folder)
     write_report(report, folder.path, folder.write_text)
@@ -94,11 +125,17 @@ def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
 
 def shift_rows(shift: Mapping[str, Any]) -> list[dict[str, str]]:
     """One row per shift target: its accuracy and length-controlled accuracy minus the ID test's, with CIs."""
-    return [{"target": name, "accuracy: target - ID": with_interval(t["ood_minus_id"], t["ood_minus_id_ci"], 1),
-             "length-controlled: target - ID": with_interval(t["length_controlled_ood_minus_id"],
-                                                             t["length_controlled_ood_minus_id_ci"], 1),
-             "pairs dropped (seen in the source's training pools)": str(shift["overlap_removed"].get(name, 0))}
-            for name, t in shift["targets"].items()]
+    return [
+        {
+            "target": name,
+            "accuracy: target - ID": with_interval(t["ood_minus_id"], t["ood_minus_id_ci"], 1),
+            "length-controlled: target - ID": with_interval(
+                t["length_controlled_ood_minus_id"], t["length_controlled_ood_minus_id_ci"], 1
+            ),
+            "pairs dropped (seen in the source's training pools)": str(shift["overlap_removed"].get(name, 0)),
+        }
+        for name, t in shift["targets"].items()
+    ]
 
 
 def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
@@ -106,11 +143,12 @@ def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
     report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
     if metrics.get("shift"):
         shift = metrics["shift"]
-        report.add("Under preference shift",
-                   f"The source's ID test split and each target of `{shift['config']}`, split as `rewardsmith shift` "
-                   f"splits them; each target's accuracy minus the accuracy on {shift['id']} (percentage points, 95% "
-                   "bootstrap CIs, the two sets resampled on their own).\n\n"
-                   + markdown_table(shift_rows(shift)))
+        report.add(
+            "Under preference shift",
+            f"The source's ID test split and each target of `{shift['config']}`, split as `rewardsmith shift` "
+            f"splits them; each target's accuracy minus the accuracy on {shift['id']} (percentage points, 95% "
+            "bootstrap CIs, the two sets resampled on their own).\n\n" + markdown_table(shift_rows(shift)),
+        )
     length = _length_figure(metrics["eval"], folder)
     report.figures += [length] if length is not None else []
     report.figures += _reliability_figures(metrics["eval"], folder)

@@ -64,12 +64,19 @@ class DebiasedObjective(TrainingHooks):
         out = core.last_debias
         if out is None:
             raise RuntimeError("the odin objective needs a training forward with the length head attached")
-        reg = odin_regulariser(out.quality, out.extra, out.log_length, core.head.weight,
-                               core.debias.weight_layer.weight, self.settings.correlation_coef,
-                               self.settings.orthogonal_coef)
+        reg = odin_regulariser(
+            out.quality,
+            out.extra,
+            out.log_length,
+            core.head.weight,
+            core.debias.weight_layer.weight,
+            self.settings.correlation_coef,
+            self.settings.orthogonal_coef,
+        )
         total = result.total + reg.total
-        return LossResult(total, {**result.terms, **reg.terms, "odin": float(reg.total.detach()),
-                                  "total": float(total.detach())})
+        return LossResult(
+            total, {**result.terms, **reg.terms, "odin": float(reg.total.detach()), "total": float(total.detach())}
+        )
 
     # -- training hooks ---------------------------------------------------------------------------------------
     def pair_weights(self, encoded: Sequence[EncodedPair]) -> list[float] | None:
@@ -79,8 +86,12 @@ class DebiasedObjective(TrainingHooks):
         if attach_debias(model, self.settings.kind) and self.settings.kind == "length-covariate":
             lengths = torch.log1p(torch.tensor([response_tokens(p) for p in encoded], dtype=torch.float32))
             with torch.random.fork_rng():
-                prefit_covariate(model.debias, lengths[:, 0], lengths[:, 1],
-                                 torch.tensor([p.label for p in encoded], dtype=torch.float32))
+                prefit_covariate(
+                    model.debias,
+                    lengths[:, 0],
+                    lengths[:, 1],
+                    torch.tensor([p.label for p in encoded], dtype=torch.float32),
+                )
 
     def finish(self, model: Any) -> None:
         detach_debias(model)

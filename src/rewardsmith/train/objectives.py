@@ -24,7 +24,7 @@ from rewardsmith.registry import Registry
 
 @dataclass
 class StepInfo:
-    step: int          # optimiser steps done so far (0-based index of the current step)
+    step: int  # optimiser steps done so far (0-based index of the current step)
     total_steps: int
 
 

@@ -45,8 +45,10 @@ def engine_of(accelerator: Any) -> str | None:
     return {DistributedType.FSDP: "fsdp", DistributedType.DEEPSPEED: "deepspeed"}.get(kind)
 
 
-_GPU_ONLY = ("accelerate runs FSDP and DeepSpeed only on GPUs (and other accelerators). On CPU processes use DDP: "
-             "`accelerate launch --multi_gpu --num_processes N` on a machine without GPUs")
+_GPU_ONLY = (
+    "accelerate runs FSDP and DeepSpeed only on GPUs (and other accelerators). On CPU processes use DDP: "
+    "`accelerate launch --multi_gpu --num_processes N` on a machine without GPUs"
+)
 
 
 def check_requested_engine(requested: str | None) -> None:
@@ -69,14 +71,18 @@ def check_engine(accelerator: Any, requested: str | None) -> None:
     one)."""
     running = engine_of(accelerator)
     if requested is not None and running != requested:
-        raise ConfigError(f"the launcher asked for {requested.upper()} but accelerate runs "
-                          f"{accelerator.distributed_type} on {accelerator.device.type} processes: {_GPU_ONLY}")
+        raise ConfigError(
+            f"the launcher asked for {requested.upper()} but accelerate runs "
+            f"{accelerator.distributed_type} on {accelerator.device.type} processes: {_GPU_ONLY}"
+        )
     launched = launched_processes()
     if accelerator.num_processes != launched:
-        raise ConfigError(f"the launcher started {launched} processes but accelerate counts "
-                          f"{accelerator.num_processes} ({accelerator.distributed_type} on "
-                          f"{accelerator.device.type}); every process would take itself for the only one. "
-                          "DeepSpeed on CPU processes (DS_ACCELERATOR=cpu) runs one process only; use GPUs")
+        raise ConfigError(
+            f"the launcher started {launched} processes but accelerate counts "
+            f"{accelerator.num_processes} ({accelerator.distributed_type} on "
+            f"{accelerator.device.type}); every process would take itself for the only one. "
+            "DeepSpeed on CPU processes (DS_ACCELERATOR=cpu) runs one process only; use GPUs"
+        )
 
 
 def fill_deepspeed_config(accelerator: Any, micro_batch: int, max_grad_norm: float) -> None:
@@ -136,11 +142,13 @@ class Skeleton:
         in the dtype it had before prepare()."""
         module = self.module.to_empty(device=device)
         dtypes = {k: v.dtype for k, v in module.state_dict().items()}
-        missing, unexpected = module.load_state_dict({k: v.to(dtypes.get(k, v.dtype)) for k, v in state_dict.items()},
-                                                     strict=False)
+        missing, unexpected = module.load_state_dict(
+            {k: v.to(dtypes.get(k, v.dtype)) for k, v in state_dict.items()}, strict=False
+        )
         if missing or unexpected:
-            raise RuntimeError(f"whole state does not fit the module: missing {missing[:3]}, unexpected "
-                               f"{unexpected[:3]}")
+            raise RuntimeError(
+                f"whole state does not fit the module: missing {missing[:3]}, unexpected {unexpected[:3]}"
+            )
         for name, value in self.extra_buffers.items():
             owner, _, leaf = name.rpartition(".")
             module.get_submodule(owner).register_buffer(leaf, value.to(device), persistent=False)
@@ -176,8 +184,9 @@ def _deepspeed_model_state(accelerator: Any, model: Any) -> dict[str, torch.Tens
 
     module = accelerator.unwrap_model(model)
     zero3 = accelerator.deepspeed_config["zero_optimization"].get("stage", 0) == 3
-    gathered: Any = deepspeed.zero.GatheredParameters(list(module.parameters()), modifier_rank=None) if zero3 \
-        else _nothing()
+    gathered: Any = (
+        deepspeed.zero.GatheredParameters(list(module.parameters()), modifier_rank=None) if zero3 else _nothing()
+    )
     with gathered:
         state = {k: v.detach().cpu().clone() for k, v in module.state_dict().items()}
     for name, p in module.named_parameters():
@@ -196,21 +205,29 @@ class _nothing:
         return None
 
 
-def whole_optimizer_state(accelerator: Any, model: Any, optimizer: Any,
-                          group_names: Sequence[Sequence[str]]) -> dict[str, Any]:
+def whole_optimizer_state(
+    accelerator: Any, model: Any, optimizer: Any, group_names: Sequence[Sequence[str]]
+) -> dict[str, Any]:
     """The full optimiser state (the module docstring's form) as CPU tensors, at least on the main process.
     group_names: the parameter names of each param group, as the Trainer built them. Every process must call it."""
     if engine_of(accelerator) == "deepspeed":
         return _deepspeed_optimizer_state(accelerator, model, optimizer, group_names)
     from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
-    state = get_optimizer_state_dict(model, optimizer.optimizer,
-                                     options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    state = get_optimizer_state_dict(
+        model, optimizer.optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+    )
     return _to_cpu(state)
 
 
-def load_whole_optimizer_state(accelerator: Any, model: Any, optimizer: Any, state: dict[str, Any],
-                               model_state: dict[str, torch.Tensor], group_names: Sequence[Sequence[str]]) -> None:
+def load_whole_optimizer_state(
+    accelerator: Any,
+    model: Any,
+    optimizer: Any,
+    state: dict[str, Any],
+    model_state: dict[str, torch.Tensor],
+    group_names: Sequence[Sequence[str]],
+) -> None:
     """Loads whole optimiser state (and, under DeepSpeed, the fp32 master weights of model_state) into a
     prepared optimiser, each process keeping its shard. Every process must call it with the same state."""
     if engine_of(accelerator) == "deepspeed":
@@ -218,8 +235,9 @@ def load_whole_optimizer_state(accelerator: Any, model: Any, optimizer: Any, sta
         return
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
-    set_optimizer_state_dict(model, optimizer.optimizer, optim_state_dict=state,
-                             options=StateDictOptions(full_state_dict=True))
+    set_optimizer_state_dict(
+        model, optimizer.optimizer, optim_state_dict=state, options=StateDictOptions(full_state_dict=True)
+    )
 
 
 def _base_optimizer(optimizer: Any) -> Any:
@@ -246,13 +264,15 @@ def _ensure_adam_state(optimizer: Any) -> None:
     flats = getattr(zero, "fp32_partitioned_groups_flat", None) or [p for g in base.param_groups for p in g["params"]]
     for flat in flats:
         if not base.state.get(flat):
-            base.state[flat] = {"step": torch.zeros((), dtype=torch.float32, device=flat.device),
-                                **{key: torch.zeros_like(flat, memory_format=torch.preserve_format)
-                                   for key in _ADAM_KEYS}}
+            base.state[flat] = {
+                "step": torch.zeros((), dtype=torch.float32, device=flat.device),
+                **{key: torch.zeros_like(flat, memory_format=torch.preserve_format) for key in _ADAM_KEYS},
+            }
 
 
-def _deepspeed_optimizer_state(accelerator: Any, model: Any, optimizer: Any,
-                               group_names: Sequence[Sequence[str]]) -> dict[str, Any]:
+def _deepspeed_optimizer_state(
+    accelerator: Any, model: Any, optimizer: Any, group_names: Sequence[Sequence[str]]
+) -> dict[str, Any]:
     from deepspeed.utils import safe_get_full_optimizer_state
 
     params = dict(accelerator.unwrap_model(model).named_parameters())
@@ -267,13 +287,21 @@ def _deepspeed_optimizer_state(accelerator: Any, model: Any, optimizer: Any,
                 continue  # not stepped yet
             shape = tuple(getattr(params[name], "ds_shape", params[name].shape))  # ZeRO-3: the unpartitioned shape
             state[name] = {"step": steps[0], **{k: v.reshape(shape) for k, v in entry.items()}}
-    groups = [{**{k: v for k, v in g.items() if k != "params"}, "params": list(names)}
-              for g, names in zip(base.param_groups, group_names, strict=True)]
+    groups = [
+        {**{k: v for k, v in g.items() if k != "params"}, "params": list(names)}
+        for g, names in zip(base.param_groups, group_names, strict=True)
+    ]
     return _to_cpu({"state": state, "param_groups": groups})
 
 
-def _load_deepspeed_optimizer_state(accelerator: Any, model: Any, optimizer: Any, state: dict[str, Any],
-                                    model_state: dict[str, torch.Tensor], group_names: Sequence[Sequence[str]]) -> None:
+def _load_deepspeed_optimizer_state(
+    accelerator: Any,
+    model: Any,
+    optimizer: Any,
+    state: dict[str, Any],
+    model_state: dict[str, torch.Tensor],
+    group_names: Sequence[Sequence[str]],
+) -> None:
     from deepspeed.utils import safe_set_full_fp32_param, safe_set_full_optimizer_state
 
     params = dict(accelerator.unwrap_model(model).named_parameters())

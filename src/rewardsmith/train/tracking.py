@@ -88,8 +88,11 @@ def _tensorboard_order(run: TrackerRun) -> None:
     """Readers take a folder's event files in name order, and a file is named events.out.tfevents.<unix
     second>.<host>.<pid>...: a resumed attempt waits (under a second) for the second after the newest file's,
     so that its file is read after the earlier ones and its purge_step applies to them."""
-    stamps = [int(part) for path in (run.folder / "tensorboard").glob("events.out.tfevents.*")
-              if (part := path.name.split(".")[3]).isdigit()]
+    stamps = [
+        int(part)
+        for path in (run.folder / "tensorboard").glob("events.out.tfevents.*")
+        if (part := path.name.split(".")[3]).isdigit()
+    ]
     if stamps:
         time.sleep(max(0.0, max(stamps) + 1 - time.time()))
 
@@ -116,24 +119,56 @@ def _mlflow_store(run: TrackerRun) -> None:
 
 
 TRACKERS: Registry[Tracker] = Registry("experiment tracker")
-TRACKERS.add("tensorboard", Tracker(
-    ("tensorboard", "tensorboardX"), "tensorboard", lambda: "tensorboard", _tensorboard_kwargs,
-    lambda started, run: "tensorboard", takes_config=False, before_start=_tensorboard_order))
-TRACKERS.add("wandb", Tracker(
-    ("wandb",), "wandb", lambda: os.environ.get("WANDB_PROJECT", PROJECT), _wandb_kwargs,
-    lambda started, run: run.token))
-TRACKERS.add("mlflow", Tracker(
-    ("mlflow",), "mlflow", lambda: PROJECT, lambda run: {"run_name": run.name, "run_id": run.saved},
-    lambda started, run: str(started.info.run_id), before_start=_mlflow_store))
-TRACKERS.add("trackio", Tracker(
-    ("trackio",), "trackio", lambda: PROJECT, lambda run: {"name": run.name, "resume": "allow", "embed": False},
-    lambda started, run: run.name))
+TRACKERS.add(
+    "tensorboard",
+    Tracker(
+        ("tensorboard", "tensorboardX"),
+        "tensorboard",
+        lambda: "tensorboard",
+        _tensorboard_kwargs,
+        lambda started, run: "tensorboard",
+        takes_config=False,
+        before_start=_tensorboard_order,
+    ),
+)
+TRACKERS.add(
+    "wandb",
+    Tracker(
+        ("wandb",),
+        "wandb",
+        lambda: os.environ.get("WANDB_PROJECT", PROJECT),
+        _wandb_kwargs,
+        lambda started, run: run.token,
+    ),
+)
+TRACKERS.add(
+    "mlflow",
+    Tracker(
+        ("mlflow",),
+        "mlflow",
+        lambda: PROJECT,
+        lambda run: {"run_name": run.name, "run_id": run.saved},
+        lambda started, run: str(started.info.run_id),
+        before_start=_mlflow_store,
+    ),
+)
+TRACKERS.add(
+    "trackio",
+    Tracker(
+        ("trackio",),
+        "trackio",
+        lambda: PROJECT,
+        lambda run: {"name": run.name, "resume": "allow", "embed": False},
+        lambda started, run: run.name,
+    ),
+)
 
 
 def _missing(report_to: str) -> ConfigError:
     package = TRACKERS.get(report_to).package
-    return ConfigError(f"train.report_to={report_to!r} needs the {package} package, which is not installed: "
-                       f"pip install {package}")
+    return ConfigError(
+        f"train.report_to={report_to!r} needs the {package} package, which is not installed: pip install {package}"
+    )
 
 
 def require_tracker(report_to: str) -> None:
@@ -166,16 +201,21 @@ def _read_state(path: Path, run_dir: Path) -> dict[str, Any]:
         return {"name": f"{run_dir.resolve().name}-{token}", "token": token, "runs": {}}
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-        if not (isinstance(state, dict) and isinstance(state.get("name"), str) and isinstance(state.get("token"), str)
-                and isinstance(state.get("runs"), dict)):
+        if not (
+            isinstance(state, dict)
+            and isinstance(state.get("name"), str)
+            and isinstance(state.get("token"), str)
+            and isinstance(state.get("runs"), dict)
+        ):
             raise ValueError
     except (ValueError, UnicodeDecodeError):
         raise CheckpointError(f"{path}: unreadable tracker state; use another --out or --overwrite") from None
     return state
 
 
-def start_tracking(accelerator: Any, report_to: str, run_dir: str | Path, start_step: int,
-                   config: Mapping[str, Any], log_path: Path) -> None:
+def start_tracking(
+    accelerator: Any, report_to: str, run_dir: str | Path, start_step: int, config: Mapping[str, Any], log_path: Path
+) -> None:
     """Starts (or resumes) the tracker run of a training on the main process; nothing for "none" or on other
     processes. config: the TrainConfig as a dict (stored, flattened, as a new tracker run's hyperparameters);
     log_path: log.jsonl, already cut to `start_step`: a tracker that did not follow the earlier attempts
@@ -213,8 +253,9 @@ def finish_tracking(accelerator: Any) -> None:
 
 
 @contextmanager
-def tracking(accelerator: Any, report_to: str, run_dir: str | Path, start_step: int, config: Mapping[str, Any],
-             log_path: Path) -> Iterator[None]:
+def tracking(
+    accelerator: Any, report_to: str, run_dir: str | Path, start_step: int, config: Mapping[str, Any], log_path: Path
+) -> Iterator[None]:
     """start_tracking on entry, finish_tracking on exit (an error or a stopping hook included)."""
     start_tracking(accelerator, report_to, run_dir, start_step, config, log_path)
     try:

@@ -61,8 +61,18 @@ LOG_FILE = "log.jsonl"
 # Fault injection for the resume tests: the process SIGKILLs itself right after this optimiser step.
 KILL_AFTER_STEP_ENV = "REWARDSMITH_FAULT_KILL_AFTER_STEP"
 # Settings a resumed run must share with the checkpoint it resumes from.
-_RESUME_KEYS = ("seed", "batch_size", "grad_accum", "epochs", "max_steps", "loss", "lr", "head_lr", "swap_pairs",
-                "debias")
+_RESUME_KEYS = (
+    "seed",
+    "batch_size",
+    "grad_accum",
+    "epochs",
+    "max_steps",
+    "loss",
+    "lr",
+    "head_lr",
+    "swap_pairs",
+    "debias",
+)
 
 
 @dataclass
@@ -97,8 +107,16 @@ class PairBatchPlan:
     """Length-grouped micro-batches of encoded pairs, reshuffled each epoch (seed * 7919 + epoch), with a
     seeded swap coin per (pair, epoch). weights: one per pair (served as the batch's "weights") or None."""
 
-    def __init__(self, encoded: Sequence[EncodedPair], pad_id: int, batch_size: int, epochs: float, seed: int,
-                 swap_pairs: bool = True, weights: Sequence[float] | None = None):
+    def __init__(
+        self,
+        encoded: Sequence[EncodedPair],
+        pad_id: int,
+        batch_size: int,
+        epochs: float,
+        seed: int,
+        swap_pairs: bool = True,
+        weights: Sequence[float] | None = None,
+    ):
         if not encoded:
             raise ConfigError("no training pairs")
         if weights is not None and len(weights) != len(encoded):
@@ -116,8 +134,7 @@ class PairBatchPlan:
 
     def _epoch(self, epoch: int) -> list[list[int]]:
         if epoch not in self._epochs:
-            self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size,
-                                                          seed=self.seed * 7919 + epoch)}
+            self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size, seed=self.seed * 7919 + epoch)}
         return self._epochs[epoch]
 
     def batch(self, index: int, process_index: int = 0, num_processes: int = 1) -> PlannedBatch:
@@ -137,7 +154,7 @@ class PairBatchPlan:
 class StepEnd:
     """What an on_step hook sees after each optimiser step."""
 
-    step: int                # optimiser steps done
+    step: int  # optimiser steps done
     total_steps: int
     terms: dict[str, float]
 
@@ -165,8 +182,15 @@ class Trainer:
     would (the last checkpoint stays, and fit() on a new Trainer resumes from it).
     """
 
-    def __init__(self, model: Any, plan: BatchPlan, cfg: TrainConfig, run_dir: str | Path,
-                 objective: Objective | None = None, on_step: Sequence[StepHook] = ()):
+    def __init__(
+        self,
+        model: Any,
+        plan: BatchPlan,
+        cfg: TrainConfig,
+        run_dir: str | Path,
+        objective: Objective | None = None,
+        on_step: Sequence[StepHook] = (),
+    ):
         self.model = model
         self.plan = plan
         self.cfg = cfg
@@ -195,8 +219,11 @@ class Trainer:
         extra: list[dict[str, Any]] = []
         taken: set[int] = set()
         for prefix, lr in own_rates.items():
-            params = [p for name, p in self.model.named_parameters()
-                      if name.startswith(prefix) and p.requires_grad and id(p) not in taken]
+            params = [
+                p
+                for name, p in self.model.named_parameters()
+                if name.startswith(prefix) and p.requires_grad and id(p) not in taken
+            ]
             taken |= {id(p) for p in params}
             if params:
                 extra.append({"params": params, "lr": lr})
@@ -214,8 +241,9 @@ class Trainer:
     def _scheduler(self, optimizer: torch.optim.Optimizer) -> Any:
         from transformers import get_linear_schedule_with_warmup
 
-        return get_linear_schedule_with_warmup(optimizer, int(self.cfg.warmup_ratio * self.total_steps),
-                                               self.total_steps)
+        return get_linear_schedule_with_warmup(
+            optimizer, int(self.cfg.warmup_ratio * self.total_steps), self.total_steps
+        )
 
     # -- loop -------------------------------------------------------------------------------------------
     def fit(self) -> TrainResult:
@@ -226,13 +254,16 @@ class Trainer:
         engine = requested_engine()
         check_requested_engine(engine)
         # DeepSpeed needs cpu=False to start its engine, also on its CPU accelerator (DS_ACCELERATOR=cpu).
-        accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no",
-                                  gradient_accumulation_steps=cfg.grad_accum,
-                                  cpu=not torch.cuda.is_available() and engine != "deepspeed",
-                                  **accelerator_options(cfg.report_to, self.run_dir))
+        accelerator = Accelerator(
+            mixed_precision="bf16" if cfg.bf16 else "no",
+            gradient_accumulation_steps=cfg.grad_accum,
+            cpu=not torch.cuda.is_available() and engine != "deepspeed",
+            **accelerator_options(cfg.report_to, self.run_dir),
+        )
         check_engine(accelerator, engine)
-        fill_deepspeed_config(accelerator, math.ceil(self._items_per_batch() / accelerator.num_processes),
-                              cfg.max_grad_norm)
+        fill_deepspeed_config(
+            accelerator, math.ceil(self._items_per_batch() / accelerator.num_processes), cfg.max_grad_norm
+        )
         self.model.to(accelerator.device)
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
@@ -247,9 +278,11 @@ class Trainer:
         # across processes, so accelerate's per-process scheduler stepping would shorten the schedule.
         model, optimizer = accelerator.prepare(self.model, optimizer)
         if accelerator.gradient_accumulation_steps != cfg.grad_accum:
-            raise ConfigError(f"the DeepSpeed config accumulates {accelerator.gradient_accumulation_steps} "
-                              f"micro-batches, train.grad_accum {cfg.grad_accum}: set gradient_accumulation_steps: "
-                              "auto in it (the Trainer fills it)")
+            raise ConfigError(
+                f"the DeepSpeed config accumulates {accelerator.gradient_accumulation_steps} "
+                f"micro-batches, train.grad_accum {cfg.grad_accum}: set gradient_accumulation_steps: "
+                "auto in it (the Trainer fills it)"
+            )
         if saved is not None:
             self._restore_optimizer(saved, accelerator, model, optimizer)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -261,10 +294,18 @@ class Trainer:
         t0 = time.perf_counter()
         seen = 0
         terms: dict[str, float] = {}
-        progress = Progress("train", self.total_steps, enabled=cfg.progress and accelerator.is_main_process,
-                            completed=start_step, unit="steps")
-        with (progress, log_path.open("a", encoding="utf-8") as log,
-              tracking(accelerator, cfg.report_to, self.run_dir, start_step, to_dict(cfg), log_path)):
+        progress = Progress(
+            "train",
+            self.total_steps,
+            enabled=cfg.progress and accelerator.is_main_process,
+            completed=start_step,
+            unit="steps",
+        )
+        with (
+            progress,
+            log_path.open("a", encoding="utf-8") as log,
+            tracking(accelerator, cfg.report_to, self.run_dir, start_step, to_dict(cfg), log_path),
+        ):
             for b in range(start_batch, self.total_batches):
                 planned = self.plan.batch(b, accelerator.process_index, accelerator.num_processes)
                 batch = {k: v.to(accelerator.device) for k, v in planned.tensors.items()}
@@ -285,9 +326,17 @@ class Trainer:
                 done = step + 1
                 if accelerator.is_main_process:
                     elapsed = time.perf_counter() - t0
-                    _write_step(log, accelerator, {"step": done, "epoch": planned.epoch,
-                                                   "lr": scheduler.get_last_lr()[0],
-                                                   "items_per_s": round(seen / max(elapsed, 1e-9), 3), **terms})
+                    _write_step(
+                        log,
+                        accelerator,
+                        {
+                            "step": done,
+                            "epoch": planned.epoch,
+                            "lr": scheduler.get_last_lr()[0],
+                            "items_per_s": round(seen / max(elapsed, 1e-9), 3),
+                            **terms,
+                        },
+                    )
                     progress.update(done, f"loss {terms.get('total', terms.get('bt', float('nan'))):.3f}")
                 if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
@@ -305,8 +354,14 @@ class Trainer:
         end_of_run(accelerator)
         if accelerator.is_main_process and ckpt.exists():
             shutil.rmtree(ckpt)  # the run is complete: the saved model replaces the checkpoint
-        self._result = TrainResult(self.total_steps, seen * accelerator.num_processes, seconds,
-                                   seen * accelerator.num_processes / max(seconds, 1e-9), start_step, terms)
+        self._result = TrainResult(
+            self.total_steps,
+            seen * accelerator.num_processes,
+            seconds,
+            seen * accelerator.num_processes / max(seconds, 1e-9),
+            start_step,
+            terms,
+        )
         return self._result
 
     @property
@@ -329,13 +384,22 @@ class Trainer:
         if not accelerator.is_main_process:
             accelerator.wait_for_everyone()
             return
-        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "python": random.getstate(),
-                               "numpy": np.random.get_state()}
+        rng: dict[str, Any] = {
+            "torch": torch.get_rng_state(),
+            "python": random.getstate(),
+            "numpy": np.random.get_state(),
+        }
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        state = {"next_batch": next_batch, "model": model_state, "optimizer": optimizer_state,
-                 "scheduler": scheduler.state_dict(), "rng": rng, "train_config": to_dict(self.cfg),
-                 "objective": _objective_state(self.objective)}
+        state = {
+            "next_batch": next_batch,
+            "model": model_state,
+            "optimizer": optimizer_state,
+            "scheduler": scheduler.state_dict(),
+            "rng": rng,
+            "train_config": to_dict(self.cfg),
+            "objective": _objective_state(self.objective),
+        }
         save_state(self.run_dir / CHECKPOINT_DIR, state)
         # No process runs on (and may be killed) before the checkpoint of this step is complete on disk.
         accelerator.wait_for_everyone()
@@ -343,11 +407,13 @@ class Trainer:
     def _restore_optimizer(self, state: Any, accelerator: Any, model: Any, optimizer: Any) -> None:
         """Loads the checkpoint's whole optimiser state into the prepared optimiser (each process its shard)."""
         try:
-            load_whole_optimizer_state(accelerator, model, optimizer, state["optimizer"], state["model"],
-                                       self.group_names)
+            load_whole_optimizer_state(
+                accelerator, model, optimizer, state["optimizer"], state["model"], self.group_names
+            )
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            raise CheckpointError(f"{self.run_dir / CHECKPOINT_DIR}: its optimiser state does not fit this run "
-                                  f"({first_line(exc)[:200]})") from None
+            raise CheckpointError(
+                f"{self.run_dir / CHECKPOINT_DIR}: its optimiser state does not fit this run ({first_line(exc)[:200]})"
+            ) from None
 
     def _restore(self, state: Any, scheduler: Any) -> int:
         """Restores the model weights (before prepare(): every engine shards what the module holds), the
@@ -357,8 +423,10 @@ class Trainer:
             saved, now = state["train_config"], to_dict(self.cfg)
             for key in _RESUME_KEYS:
                 if key in saved and saved[key] != now[key]:
-                    raise CheckpointError(f"{where}: saved with {key}={saved[key]!r}, now {now[key]!r}; "
-                                          "use another --out or the same settings")
+                    raise CheckpointError(
+                        f"{where}: saved with {key}={saved[key]!r}, now {now[key]!r}; "
+                        "use another --out or the same settings"
+                    )
             self.model.load_state_dict(state["model"])
             if not all(isinstance(name, str) for g in state["optimizer"]["param_groups"] for name in g["params"]):
                 raise ValueError("optimiser state keyed by position (an older rewardsmith), not by parameter name")
@@ -378,14 +446,23 @@ class Trainer:
             detail = first_line(exc)
             raise CheckpointError(f"{where}: does not fit this model or run ({detail[:200]})") from None
         if not 0 <= next_batch <= self.total_batches:
-            raise CheckpointError(f"{where}: resumes at micro-batch {next_batch}, beyond this run's "
-                                  f"{self.total_batches}")
+            raise CheckpointError(
+                f"{where}: resumes at micro-batch {next_batch}, beyond this run's {self.total_batches}"
+            )
         return next_batch
 
 
-def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg: TrainConfig,
-                model_cfg: ModelConfig, run_dir: str | Path, objective: Objective | None = None,
-                encoded: list[EncodedPair] | None = None, on_step: Sequence[StepHook] = ()) -> Trainer:
+def train_pairs(
+    model: Any,
+    tokenizer: Any,
+    pairs: Sequence[PreferencePair],
+    cfg: TrainConfig,
+    model_cfg: ModelConfig,
+    run_dir: str | Path,
+    objective: Objective | None = None,
+    encoded: list[EncodedPair] | None = None,
+    on_step: Sequence[StepHook] = (),
+) -> Trainer:
     """Trains `model` on preference pairs (tokenised here unless `encoded` is given) and returns the
     finished Trainer (trainer.model is the trained model).
 
@@ -395,8 +472,15 @@ def train_pairs(model: Any, tokenizer: Any, pairs: Sequence[PreferencePair], cfg
         encoded = encode_pairs(encoder_for(tokenizer, model_cfg), pairs)
     objective = debiased(objective or build_objective(cfg.loss), cfg.debias)
     hooks = objective if isinstance(objective, TrainingHooks) else TrainingHooks()
-    plan = PairBatchPlan(encoded, int(tokenizer.pad_token_id), cfg.batch_size, cfg.epochs, cfg.seed, cfg.swap_pairs,
-                         hooks.pair_weights(encoded))
+    plan = PairBatchPlan(
+        encoded,
+        int(tokenizer.pad_token_id),
+        cfg.batch_size,
+        cfg.epochs,
+        cfg.seed,
+        cfg.swap_pairs,
+        hooks.pair_weights(encoded),
+    )
     hooks.prepare(model, encoded)
     trainer = Trainer(model, plan, cfg, run_dir, objective, on_step)
     try:

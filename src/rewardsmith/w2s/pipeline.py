@@ -61,8 +61,12 @@ class ShiftData:
     val: list[PreferencePair] = field(default_factory=list)  # ID validation: for choosing settings, never reported
 
     def sizes(self) -> dict[str, int]:
-        return {"gold": len(self.gold), "w2s": len(self.w2s), **({"val": len(self.val)} if self.val else {}),
-                **{k: len(v) for k, v in self.eval.items()}}
+        return {
+            "gold": len(self.gold),
+            "w2s": len(self.w2s),
+            **({"val": len(self.val)} if self.val else {}),
+            **{k: len(v) for k, v in self.eval.items()},
+        }
 
 
 def apply_quick(config: ShiftConfig) -> ShiftConfig:
@@ -92,23 +96,36 @@ def shift_data(config: ShiftConfig, data_dir: str | Path | None = None) -> Shift
     """The source split into gold pool, W2S pool, ID test and validation (each a stable-hash sample of its cap) and
     every target cleaned of the pools' conversations, then sampled to split.target_pairs (data.prepare)."""
     s = config.split
-    parts = {"gold": Part(s.gold_fraction, s.gold_pairs), "w2s": Part(s.w2s_fraction, s.w2s_pairs),
-             "id": Part(s.id_fraction, s.id_pairs), "val": Part(s.val_fraction, s.val_pairs)}
-    plan = DataPlan(config.source, parts,
-                    salt=s.salt, sampling="hash", training=("gold", "w2s"), seen_from="sampled",
-                    evals=config.targets, eval_cap=s.target_pairs)
+    parts = {
+        "gold": Part(s.gold_fraction, s.gold_pairs),
+        "w2s": Part(s.w2s_fraction, s.w2s_pairs),
+        "id": Part(s.id_fraction, s.id_pairs),
+        "val": Part(s.val_fraction, s.val_pairs),
+    }
+    plan = DataPlan(
+        config.source,
+        parts,
+        salt=s.salt,
+        sampling="hash",
+        training=("gold", "w2s"),
+        seen_from="sampled",
+        evals=config.targets,
+        eval_cap=s.target_pairs,
+    )
     if any(t.label == ID_SPLIT for t in config.targets):
         raise ConfigError(f"target {ID_SPLIT!r} listed twice")
     data = prepare_data(plan, data_dir or config.data_dir)
     gold, w2s, id_test, val = (data.parts[k] for k in ("gold", "w2s", "id", "val"))
     if not gold or not w2s or not id_test:
-        raise DataError(f"{config.source.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID "
-                        f"{len(id_test)})")
+        raise DataError(
+            f"{config.source.name}: too few pairs to split (gold {len(gold)}, W2S {len(w2s)}, ID {len(id_test)})"
+        )
     for target in config.targets:
         if not data.evals[target.label]:
             read = data.summaries[target.label]["pairs"]
-            raise DataError(f"target {target.label}: no pairs left ({read} read, every one shares a conversation "
-                            "with training)")
+            raise DataError(
+                f"target {target.label}: no pairs left ({read} read, every one shares a conversation with training)"
+            )
     return ShiftData(gold, w2s, {ID_SPLIT: id_test, **data.evals}, data.overlap_removed, val)
 
 
@@ -137,13 +154,21 @@ class ShiftRun:
         ev = self.config.eval
         out = {}
         for split, pairs in self._splits().items():
-            chosen, rejected = RewardScorer.for_model(model, tokenizer, model_cfg, ev.batch_size,
-                                                      ev.bf16).score_pairs(pairs)
+            chosen, rejected = RewardScorer.for_model(model, tokenizer, model_cfg, ev.batch_size, ev.bf16).score_pairs(
+                pairs
+            )
             out[split] = chosen - rejected
         return out
 
-    def _train(self, model_cfg: ModelConfig, train_cfg: TrainConfig, pairs: list[PreferencePair], seed: int,
-               run_dir: Path, make_objective: Any) -> tuple[RewardModel, Any, dict[str, Any]]:
+    def _train(
+        self,
+        model_cfg: ModelConfig,
+        train_cfg: TrainConfig,
+        pairs: list[PreferencePair],
+        seed: int,
+        run_dir: Path,
+        make_objective: Any,
+    ) -> tuple[RewardModel, Any, dict[str, Any]]:
         model, tokenizer = build_reward_model(model_cfg, seed)
         encoder = encoder_for(tokenizer, model_cfg)
         encoded = encode_pairs(encoder, pairs)
@@ -161,7 +186,7 @@ class ShiftRun:
         if path.exists():
             saved = np.load(path)
             facts = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
-            margins = {k[len("eval:"):]: saved[k] for k in saved.files if k.startswith("eval:")}
+            margins = {k[len("eval:") :]: saved[k] for k in saved.files if k.startswith("eval:")}
             return saved["w2s_labels"], margins, facts
         t = self.config.teacher
         t0 = time.perf_counter()
@@ -179,8 +204,12 @@ class ShiftRun:
         else:
             temperature, oof = 1.0, fit_and_score(self.data.gold, self.data.gold)
         labels = calibrate_labels(w2s_margins, temperature, oof)
-        facts = {**labels.facts, "kind": t.kind, "raw_label_stats": teacher_label_stats(labels.raw_labels),
-                 "seconds": round(time.perf_counter() - t0, 1)}
+        facts = {
+            **labels.facts,
+            "kind": t.kind,
+            "raw_label_stats": teacher_label_stats(labels.raw_labels),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
         _save_npz(path, {"w2s_labels": labels.labels, **{f"eval:{k}": v for k, v in by_name.items()}})
         atomic_write_json(folder / "labels.json", facts)
         return labels.labels, by_name, facts
@@ -196,10 +225,12 @@ class ShiftRun:
         def fit_and_score(gold: Sequence[PreferencePair], pairs: Sequence[PreferencePair]) -> np.ndarray:
             run = folder / ("model" if calls["n"] == 0 else f"fold{calls['n']}")
             calls["n"] += 1
-            model, tokenizer, _ = self._train(t.model, t.train, list(gold), t.seed, run,
-                                              lambda *_: BradleyTerryObjective())
-            chosen, rejected = RewardScorer.for_model(model, tokenizer, t.model, self.config.eval.batch_size,
-                                                      self.config.eval.bf16).score_pairs(list(pairs))
+            model, tokenizer, _ = self._train(
+                t.model, t.train, list(gold), t.seed, run, lambda *_: BradleyTerryObjective()
+            )
+            chosen, rejected = RewardScorer.for_model(
+                model, tokenizer, t.model, self.config.eval.batch_size, self.config.eval.bf16
+            ).score_pairs(list(pairs))
             return chosen - rejected
 
         return fit_and_score
@@ -246,8 +277,9 @@ class ShiftRun:
         return w2s_objective(method.objective).build(method, StudentContext(self, model, tokenizer, encoded))
 
     # -- students -------------------------------------------------------------------------------------------
-    def student(self, method: MethodConfig, seed: int, teacher_labels: np.ndarray, gold: bool = False
-                ) -> dict[str, np.ndarray]:
+    def student(
+        self, method: MethodConfig, seed: int, teacher_labels: np.ndarray, gold: bool = False
+    ) -> dict[str, np.ndarray]:
         """Margins per eval split of the student of `method` at `seed` (gold: the ceiling, on gold labels)."""
         folder = self.out / f"seed{seed}" / method.name
         path = folder / "margins.npz"
@@ -260,12 +292,20 @@ class ShiftRun:
         train_cfg = self.config.train
         if method.debias != "inherit":
             train_cfg = replace(train_cfg, debias=replace(train_cfg.debias, kind=method.debias))
-        model, tokenizer, result = self._train(self.config.student, train_cfg, pairs, seed, folder,
-                                               lambda m, tok, enc: self._objective(method, m, tok, enc))
+        model, tokenizer, result = self._train(
+            self.config.student,
+            train_cfg,
+            pairs,
+            seed,
+            folder,
+            lambda m, tok, enc: self._objective(method, m, tok, enc),
+        )
         margins = self._score(model, tokenizer, self.config.student)
         _save_npz(path, margins)
-        atomic_write_json(folder / "train.json", {**result, "labels_mean": float(np.mean(labels)),
-                                                  "seconds_total": time.perf_counter() - t0})
+        atomic_write_json(
+            folder / "train.json",
+            {**result, "labels_mean": float(np.mean(labels)), "seconds_total": time.perf_counter() - t0},
+        )
         return margins
 
 
@@ -278,16 +318,19 @@ def check_methods(config: ShiftConfig) -> None:
     for m in config.methods:
         if m.objective not in known:
             raise ConfigError(f"method {m.name}: unknown objective {m.objective!r}; known: {', '.join(sorted(known))}")
-        for objective, key, default in (("anchor", "anchor", AnchorSettings()),
-                                        ("confidence", "confidence", ConfidenceSettings())):
+        for objective, key, default in (
+            ("anchor", "anchor", AnchorSettings()),
+            ("confidence", "confidence", ConfidenceSettings()),
+        ):
             if m.objective != objective and getattr(m, key) != default:
                 raise ConfigError(f"method {m.name}: `{key}` settings are given but its objective is {m.objective}")
         if m.refiner != "seam" and m.seam != SeamSettings():
             raise ConfigError(f"method {m.name}: `seam` settings are given but its refiner is {m.refiner}")
 
 
-def resolve_config(config: ShiftConfig, *, quick: bool = False, data_dir: str | Path | None = None,
-                   seeds: list[int] | None = None) -> ShiftConfig:
+def resolve_config(
+    config: ShiftConfig, *, quick: bool = False, data_dir: str | Path | None = None, seeds: list[int] | None = None
+) -> ShiftConfig:
     """The config a run actually uses: --quick sizes, --seeds and --data-dir applied, methods checked."""
     if quick:
         config = apply_quick(config)
@@ -299,8 +342,14 @@ def resolve_config(config: ShiftConfig, *, quick: bool = False, data_dir: str | 
     return config
 
 
-def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True, data: ShiftData | None = None,
-              train: bool = True) -> tuple[dict[str, Any], ShiftData]:
+def run_shift(
+    config: ShiftConfig,
+    out_dir: str | Path,
+    *,
+    progress: bool = True,
+    data: ShiftData | None = None,
+    train: bool = True,
+) -> tuple[dict[str, Any], ShiftData]:
     """Runs the W2S shift protocol of a resolved config into out_dir (teacher/, seed<k>/<method>/, cache/) and
     returns (the metrics dict, the data). data: ready pairs instead of loading config.source / config.targets.
     train=False evaluates only the models already trained there. Reruns reuse every finished model (teacher
@@ -319,10 +368,13 @@ def run_shift(config: ShiftConfig, out_dir: str | Path, *, progress: bool = True
         for method in [*([ceiling] if config.ceiling else []), *config.methods]:
             if not train and not (out / f"seed{seed}" / method.name / "margins.npz").exists():
                 continue
-            margins.setdefault(method.name, {})[seed] = run.student(method, seed, teacher_labels,
-                                                                    gold=method is ceiling)
-    val_margins = {m: {seed: {VAL_SPLIT: by_split.pop(VAL_SPLIT)} for seed, by_split in by_seed.items()
-                       if VAL_SPLIT in by_split} for m, by_seed in margins.items()}
+            margins.setdefault(method.name, {})[seed] = run.student(
+                method, seed, teacher_labels, gold=method is ceiling
+            )
+    val_margins = {
+        m: {seed: {VAL_SPLIT: by_split.pop(VAL_SPLIT)} for seed, by_split in by_seed.items() if VAL_SPLIT in by_split}
+        for m, by_seed in margins.items()
+    }
     metrics = compute_metrics(config, data.eval, teacher_labels, margins, label_facts, val_margins)
     metrics["sizes"] = data.sizes()
     metrics["target_overlap_removed"] = dict(data.overlap_removed)

@@ -164,8 +164,9 @@ class ReferenceStateCache:
         model.eval()
         device = next(model.parameters()).device
         batches = list(sorted_batches([len(t.input_ids) for t in texts], batch_size))
-        for idx, batch, out in forward_batches(lambda b: model(b, hidden_layers=layers), texts, batches, pad_id,
-                                               device, bf16):
+        for idx, batch, out in forward_batches(
+            lambda b: model(b, hidden_layers=layers), texts, batches, pad_id, device, bf16
+        ):
             pooled[idx] = out.pooled.float().cpu().numpy()
             mask = batch["response_mask"]
             for row, i in enumerate(idx):

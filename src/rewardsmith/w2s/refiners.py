@@ -110,10 +110,15 @@ def seam_refine(teacher_labels: np.ndarray, features: np.ndarray, settings: Seam
     cv = [(np.flatnonzero(fold_of != f), np.flatnonzero(fold_of == f)) for f in range(folds)]
     both = np.vstack([verdicts, -verdicts])
     hard = (np.concatenate([q, 1.0 - q]) > 0.5).astype(int)
-    pipeline = Pipeline([("select", CriteriaSelector(s.selected)),
-                         ("readout", LogisticRegression(C=1.0 / s.l2, fit_intercept=False, max_iter=1000))])
-    read_out = cross_val_predict(pipeline, both, hard, cv=cv, method="decision_function",
-                                 params={"select__q": np.concatenate([q, 1.0 - q])})[:n]
+    pipeline = Pipeline(
+        [
+            ("select", CriteriaSelector(s.selected)),
+            ("readout", LogisticRegression(C=1.0 / s.l2, fit_intercept=False, max_iter=1000)),
+        ]
+    )
+    read_out = cross_val_predict(
+        pipeline, both, hard, cv=cv, method="decision_function", params={"select__q": np.concatenate([q, 1.0 - q])}
+    )[:n]
     return sigmoid((1.0 - s.mix) * logit(q, _EPS) + s.mix * read_out)
 
 

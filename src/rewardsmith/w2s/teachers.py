@@ -62,8 +62,9 @@ class TfidfTeacher:
 
         chosen, rejected = _texts(pairs)
         s = self.settings
-        self.vectorizer_ = TfidfVectorizer(max_features=s.max_features, ngram_range=(1, s.max_ngram),
-                                           sublinear_tf=True, min_df=2).fit(chosen + rejected)
+        self.vectorizer_ = TfidfVectorizer(
+            max_features=s.max_features, ngram_range=(1, s.max_ngram), sublinear_tf=True, min_df=2
+        ).fit(chosen + rejected)
         x = self._features(pairs)
         both = _vstack(x, -x)
         y = np.r_[np.ones(x.shape[0]), np.zeros(x.shape[0])]
@@ -99,15 +100,16 @@ def fit_temperature(margins: np.ndarray) -> float:
 class CalibratedLabels:
     """The W2S pool's soft labels and how they were calibrated."""
 
-    labels: np.ndarray           # (N,) q = sigmoid(m / T)
-    raw_labels: np.ndarray       # (N,) sigmoid(m)
+    labels: np.ndarray  # (N,) q = sigmoid(m / T)
+    raw_labels: np.ndarray  # (N,) sigmoid(m)
     temperature: float
     out_of_fold_accuracy: float  # % of gold pairs the cross-fitted teachers got right
     facts: dict[str, Any]
 
 
-def cross_fitted_temperature(gold: Sequence[PreferencePair], fit_and_score: FitAndScore, folds: int = 5,
-                             seed: int = 0) -> tuple[float, np.ndarray]:
+def cross_fitted_temperature(
+    gold: Sequence[PreferencePair], fit_and_score: FitAndScore, folds: int = 5, seed: int = 0
+) -> tuple[float, np.ndarray]:
     """(T, out-of-fold margins (len(gold),)) from `folds` teachers each fitted on the other folds."""
     order = np.random.default_rng(seed).permutation(len(gold))
     fold_of = np.empty(len(gold), dtype=int)
@@ -125,8 +127,10 @@ def calibrate_labels(w2s_margins: np.ndarray, temperature: float, oof_margins: n
     raw = sigmoid(w2s_margins)
     q = sigmoid(w2s_margins / temperature)
     oof_q = sigmoid(oof_margins / temperature)
-    facts = {"temperature": temperature,
-             "gold_out_of_fold_accuracy": float(np.mean(oof_margins > 0) * 100.0),
-             "gold_out_of_fold_ece_raw": expected_calibration_error(sigmoid(oof_margins)),
-             "gold_out_of_fold_ece_calibrated": expected_calibration_error(oof_q)}
+    facts = {
+        "temperature": temperature,
+        "gold_out_of_fold_accuracy": float(np.mean(oof_margins > 0) * 100.0),
+        "gold_out_of_fold_ece_raw": expected_calibration_error(sigmoid(oof_margins)),
+        "gold_out_of_fold_ece_calibrated": expected_calibration_error(oof_q),
+    }
     return CalibratedLabels(q, raw, temperature, facts["gold_out_of_fold_accuracy"], facts)

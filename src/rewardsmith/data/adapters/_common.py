@@ -62,16 +62,20 @@ class PairCollector:
     def drop(self, reason: str, count: int = 1) -> None:
         self.dataset.drop(reason, count)
 
-    def bad_row(self, message: str, row: int | None, field: str | None = None,
-                path: Path | str | None = None) -> None:
+    def bad_row(self, message: str, row: int | None, field: str | None = None, path: Path | str | None = None) -> None:
         """Raises DataError naming file, 1-based row and field, or counts the row as "malformed"."""
         if self.opts.on_bad_row == "error":
             where = path or self.dataset.source
             raise DataError(one_line(message), path=where, row=row, field=field) from None
         self.drop("malformed")
 
-    def collect(self, rows: Iterable[tuple[int, Any]], convert: RowConverter, path: Path | str | None = None,
-                expected: str = "a JSON object") -> PairDataset:
+    def collect(
+        self,
+        rows: Iterable[tuple[int, Any]],
+        convert: RowConverter,
+        path: Path | str | None = None,
+        expected: str = "a JSON object",
+    ) -> PairDataset:
         """Reads (1-based row number, record) items until `limit` pairs are kept; returns the dataset.
 
         Each record is passed to `convert` with its 0-based index among all rows this collector has read
@@ -135,6 +139,7 @@ def data_file(opts: LoadOptions, *parts: str) -> Path:
 
 # ---------------------------------------------------------------------------------------------- readers
 
+
 def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
     """Yields (1-based line number, parsed value or a BadRow) for each non-blank line of a .jsonl(.gz)."""
     opener = gzip.open if path.name.endswith(".gz") else open
@@ -177,8 +182,11 @@ def parquet_columns(path: Path) -> list[str]:
         raise DataError(f"cannot read Parquet ({one_line(str(err))})", path=path) from None
 
 
-def iter_parquet(path: Path, columns: Sequence[str] | None = None, batch_rows: int = 1024,
-                 ) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_parquet(
+    path: Path,
+    columns: Sequence[str] | None = None,
+    batch_rows: int = 1024,
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yields (1-based row number, row as plain Python dict) in file order, one record batch at a time."""
     import pyarrow.parquet as pq
 
@@ -218,8 +226,8 @@ def csv_columns(path: Path) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ validation
 
-def require_text(record: Mapping[str, Any], key: str, field: str | None = None,
-                 allow_empty: bool = False) -> str:
+
+def require_text(record: Mapping[str, Any], key: str, field: str | None = None, allow_empty: bool = False) -> str:
     """record[key] as a string; BadRow naming `field` (default: key) when missing, not a string or empty."""
     name = field or key
     if key not in record or record[key] is None:
@@ -256,9 +264,16 @@ def parse_label(value: Any, field: str = "label") -> float:
     return float(value)
 
 
-_ROLE_ALIASES: dict[str, Role] = {"user": "user", "human": "user", "prompter": "user",
-                                  "assistant": "assistant", "gpt": "assistant", "bot": "assistant",
-                                  "model": "assistant", "system": "system"}
+_ROLE_ALIASES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "prompter": "user",
+    "assistant": "assistant",
+    "gpt": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "system": "system",
+}
 
 
 def chat_turns(messages: Any, field: str = "prompt") -> tuple[Turn, ...]:
@@ -272,13 +287,17 @@ def chat_turns(messages: Any, field: str = "prompt") -> tuple[Turn, ...]:
         role = _ROLE_ALIASES.get(str(message.get("role", "")).lower())
         content = message.get("content")
         if role is None or not isinstance(content, str):
-            raise BadRow(f"message with role {message.get('role')!r} and content of type "
-                         f"{type(content).__name__} is not understood", field)
+            raise BadRow(
+                f"message with role {message.get('role')!r} and content of type "
+                f"{type(content).__name__} is not understood",
+                field,
+            )
         turns.append(Turn(role, content))
     return tuple(turns)
 
 
 # ------------------------------------------------------------------------------------------ HH format
+
 
 def longest_common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix of two strings."""
@@ -320,8 +339,11 @@ def parse_hh_transcript(text: str) -> tuple[Turn, ...]:
     while True:
         next_human = text.find(HH_HUMAN, pos)
         next_assistant = text.find(HH_ASSISTANT, pos)
-        candidates = [(i, r, m) for i, r, m in ((next_human, "user", HH_HUMAN),
-                                                (next_assistant, "assistant", HH_ASSISTANT)) if i >= 0]
+        candidates = [
+            (i, r, m)
+            for i, r, m in ((next_human, "user", HH_HUMAN), (next_assistant, "assistant", HH_ASSISTANT))
+            if i >= 0
+        ]
         nxt = min(candidates) if candidates else None
         end = nxt[0] if nxt else len(text)
         segment = text[pos:end].strip()

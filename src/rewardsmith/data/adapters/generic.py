@@ -56,8 +56,9 @@ def column_mapping(columns: Mapping[str, str]) -> dict[str, str]:
     """Our field -> source column for every field; ConfigError for a key that is not one of PAIR_FIELDS."""
     unknown = sorted(set(columns) - set(PAIR_FIELDS))
     if unknown:
-        raise ConfigError(f"unknown field(s) in the column mapping: {', '.join(unknown)}; "
-                          f"fields are {', '.join(PAIR_FIELDS)}")
+        raise ConfigError(
+            f"unknown field(s) in the column mapping: {', '.join(unknown)}; fields are {', '.join(PAIR_FIELDS)}"
+        )
     return {f: columns.get(f, f) for f in PAIR_FIELDS}
 
 
@@ -123,21 +124,32 @@ def parse_score_record(record: Any) -> tuple[PreferencePair, bool]:
         text, _ = parse_response(record["response"], "response")
         return PreferencePair(prompt, text, text), True
     if "chosen" in record and "rejected" in record:
-        return PreferencePair(prompt, parse_response(record["chosen"], "chosen")[0],
-                              parse_response(record["rejected"], "rejected")[0]), False
+        return PreferencePair(
+            prompt, parse_response(record["chosen"], "chosen")[0], parse_response(record["rejected"], "rejected")[0]
+        ), False
     raise BadRow("needs `response`, or `chosen` and `rejected`")
 
 
 class _RowConverter:
     """Turns one source row (a dict) into a PreferencePair under a column mapping."""
 
-    def __init__(self, mapping: dict[str, str], columns: set[str], explicit: set[str], default_domain: str,
-                 id_prefix: str, source: Path | str):
+    def __init__(
+        self,
+        mapping: dict[str, str],
+        columns: set[str],
+        explicit: set[str],
+        default_domain: str,
+        id_prefix: str,
+        source: Path | str,
+    ):
         self.mapping, self.default_domain, self.id_prefix = mapping, default_domain, id_prefix
         for field in (*REQUIRED_FIELDS, *(f for f in explicit if f not in REQUIRED_FIELDS)):
             if mapping[field] not in columns:
-                raise DataError(f"column {mapping[field]!r} (field {field!r}) not found; columns: "
-                                f"{one_line(', '.join(sorted(columns)) or '(none)')}", path=source)
+                raise DataError(
+                    f"column {mapping[field]!r} (field {field!r}) not found; columns: "
+                    f"{one_line(', '.join(sorted(columns)) or '(none)')}",
+                    path=source,
+                )
         self.has = {f: mapping[f] in columns for f in PAIR_FIELDS}
 
     def derive_prompt_ok(self, first_row: Mapping[str, Any] | None, source: Path | str) -> None:
@@ -148,8 +160,11 @@ class _RowConverter:
         transcript = isinstance(chosen, str) and HH_ASSISTANT in chosen
         conversation = isinstance(chosen, list | tuple) and _is_chat_list(chosen) and len(chosen) > 1
         if not (transcript or conversation):
-            raise DataError(f"column {self.mapping['prompt']!r} (field 'prompt') not found, and "
-                            "chosen/rejected are neither HH transcripts nor chat lists", path=source)
+            raise DataError(
+                f"column {self.mapping['prompt']!r} (field 'prompt') not found, and "
+                "chosen/rejected are neither HH transcripts nor chat lists",
+                path=source,
+            )
 
     def convert(self, record: Mapping[str, Any], index: int) -> PreferencePair:
         m = self.mapping
@@ -183,12 +198,14 @@ class _RowConverter:
         pair_id = f"{self.id_prefix}:{index}"
         if self.has["id"] and record.get(m["id"]) not in (None, ""):
             pair_id = str(record[m["id"]])
-        return PreferencePair(prompt=prompt, chosen=chosen, rejected=rejected, label=label, domain=domain,
-                              pair_id=pair_id)
+        return PreferencePair(
+            prompt=prompt, chosen=chosen, rejected=rejected, label=label, domain=domain, pair_id=pair_id
+        )
 
 
-def _collect(rows: Iterable[tuple[int, Any]], converter: _RowConverter, out: PairCollector,
-             path: Path | str) -> PairDataset:
+def _collect(
+    rows: Iterable[tuple[int, Any]], converter: _RowConverter, out: PairCollector, path: Path | str
+) -> PairDataset:
     def convert(index: int, record: Mapping[str, Any]) -> PreferencePair | str:
         try:
             pair = converter.convert(record, index)
@@ -256,8 +273,9 @@ def load_file(opts: LoadOptions) -> PairDataset:
         source = iter(enumerate(read_json_array(path), start=1)) if fmt == ".json" else iter_jsonl(path)
         first, rows = _peek(source)
         columns = set(first or {})
-    converter = _RowConverter(mapping, columns, set(opts.columns), f"file:{stem}",
-                              f"{stem}:{opts.split or 'all'}", path)
+    converter = _RowConverter(
+        mapping, columns, set(opts.columns), f"file:{stem}", f"{stem}:{opts.split or 'all'}", path
+    )
     if first is None and not converter.has["prompt"]:
         first, rows = _peek(rows)
     converter.derive_prompt_ok(first, path)
@@ -278,13 +296,14 @@ def load_hub(opts: LoadOptions) -> PairDataset:
         hub_data = datasets.load_dataset(dataset_id, split=split)
     except Exception as err:  # network, auth, missing id or split: all mean "cannot read it from here"
         cause = f"{type(err).__name__}: {one_line(str(err), 120)}"
-        raise DataError(f"cannot load {dataset_id!r} (split {split!r}) from the Hugging Face Hub: hub "
-                        f"unreachable or dataset not found ({cause}); use a dataset from --data-dir, or "
-                        "download this one and read it with the `file` dataset") from None
+        raise DataError(
+            f"cannot load {dataset_id!r} (split {split!r}) from the Hugging Face Hub: hub "
+            f"unreachable or dataset not found ({cause}); use a dataset from --data-dir, or "
+            "download this one and read it with the `file` dataset"
+        ) from None
     source = f"hub:{dataset_id}"
     columns = set(hub_data.column_names)
-    converter = _RowConverter(mapping, columns, set(opts.columns), source,
-                              f"{dataset_id}:{split}", source)
+    converter = _RowConverter(mapping, columns, set(opts.columns), source, f"{dataset_id}:{split}", source)
     rows: Iterator[tuple[int, Any]] = iter(enumerate(hub_data, start=1))
     first, rows = _peek(rows)
     converter.derive_prompt_ok(first, source)

@@ -114,16 +114,28 @@ def load_helpsteer2(opts: LoadOptions) -> PairDataset:
             out.drop("identical")
             continue
         c = 0 if margin > 0 else 1
-        out.add(PreferencePair(
-            prompt=turns, chosen=responses[c], rejected=responses[1 - c], label=1.0, domain=name,
-            pair_id=f"{name}:{split}:{prompt_index}",
-            metadata={"chosen_scores": scores[c], "rejected_scores": scores[1 - c],
-                      "helpfulness_margin": abs(margin), "rows": [row_a, row_a + 1]}))
+        out.add(
+            PreferencePair(
+                prompt=turns,
+                chosen=responses[c],
+                rejected=responses[1 - c],
+                label=1.0,
+                domain=name,
+                pair_id=f"{name}:{split}:{prompt_index}",
+                metadata={
+                    "chosen_scores": scores[c],
+                    "rejected_scores": scores[1 - c],
+                    "helpfulness_margin": abs(margin),
+                    "rows": [row_a, row_a + 1],
+                },
+            )
+        )
     return out.dataset
 
 
-def _pairs_of(rows: Iterator[tuple[int, dict[str, Any]]],
-              ) -> Iterator[tuple[tuple[int, dict[str, Any]], tuple[int, dict[str, Any]] | None]]:
+def _pairs_of(
+    rows: Iterator[tuple[int, dict[str, Any]]],
+) -> Iterator[tuple[tuple[int, dict[str, Any]], tuple[int, dict[str, Any]] | None]]:
     """Consecutive (row 2i, row 2i+1) groups; the second is None for a trailing odd row."""
     for first in rows:
         yield first, next(rows, None)
@@ -134,9 +146,15 @@ def _pairs_of(rows: Iterator[tuple[int, dict[str, Any]]],
 HELPSTEER3_SPLITS = ("train", "validation")
 # Looked for in this order under <data_dir>/helpsteer3/; {split} is the split name. The first layout is the
 # HF repository's own (preference/train.jsonl.gz); the last is the HF parquet conversion's folder.
-HELPSTEER3_CANDIDATES = ("preference/{split}.jsonl.gz", "preference/{split}.jsonl",
-                         "preference/{split}.parquet", "{split}.jsonl.gz", "{split}.jsonl", "{split}.parquet",
-                         "preference/{split}/*.parquet")
+HELPSTEER3_CANDIDATES = (
+    "preference/{split}.jsonl.gz",
+    "preference/{split}.jsonl",
+    "preference/{split}.parquet",
+    "{split}.jsonl.gz",
+    "{split}.jsonl",
+    "{split}.parquet",
+    "preference/{split}/*.parquet",
+)
 
 
 def helpsteer3_files(data_dir: Path, split: str) -> list[Path]:
@@ -150,9 +168,12 @@ def helpsteer3_files(data_dir: Path, split: str) -> list[Path]:
                 return found
         elif (root / relative).is_file():
             return [root / relative]
-    raise DataError(f"no HelpSteer3 {split!r} file; looked for "
-                    f"{', '.join(p.format(split=split) for p in HELPSTEER3_CANDIDATES)} "
-                    "(download the preference subset of nvidia/HelpSteer3 there)", path=root)
+    raise DataError(
+        f"no HelpSteer3 {split!r} file; looked for "
+        f"{', '.join(p.format(split=split) for p in HELPSTEER3_CANDIDATES)} "
+        "(download the preference subset of nvidia/HelpSteer3 there)",
+        path=root,
+    )
 
 
 def helpsteer3_pair(record: Mapping[str, Any], domain: str, pair_id: str) -> PreferencePair | None:
@@ -168,14 +189,23 @@ def helpsteer3_pair(record: Mapping[str, Any], domain: str, pair_id: str) -> Pre
         return None
     chosen_index = 0 if preference < 0 else 1  # negative: response1 is better
     individual = record.get("individual_preference") or []
-    scores = [int(x["score"]) for x in individual
-              if isinstance(x, Mapping) and isinstance(x.get("score"), int | float)]
+    scores = [int(x["score"]) for x in individual if isinstance(x, Mapping) and isinstance(x.get("score"), int | float)]
     return PreferencePair(
-        prompt=turns, chosen=responses[chosen_index], rejected=responses[1 - chosen_index], label=1.0,
-        domain=domain, pair_id=pair_id,
-        metadata={"task_domain": record.get("domain"), "language": record.get("language"),
-                  "overall_preference": preference, "preference_strength": abs(preference),
-                  "chosen_response": chosen_index + 1, "individual_scores": scores})
+        prompt=turns,
+        chosen=responses[chosen_index],
+        rejected=responses[1 - chosen_index],
+        label=1.0,
+        domain=domain,
+        pair_id=pair_id,
+        metadata={
+            "task_domain": record.get("domain"),
+            "language": record.get("language"),
+            "overall_preference": preference,
+            "preference_strength": abs(preference),
+            "chosen_response": chosen_index + 1,
+            "individual_scores": scores,
+        },
+    )
 
 
 def load_helpsteer3(opts: LoadOptions) -> PairDataset:

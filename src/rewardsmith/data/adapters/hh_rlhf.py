@@ -40,8 +40,9 @@ def hh_pair_from_transcripts(chosen: str, rejected: str, domain: str, pair_id: s
     turns = parse_hh_transcript(prompt_text)
     if not turns:
         raise BadRow("empty prompt", "chosen")
-    return PreferencePair(prompt=turns, chosen=chosen_response, rejected=rejected_response, label=1.0,
-                          domain=domain, pair_id=pair_id)
+    return PreferencePair(
+        prompt=turns, chosen=chosen_response, rejected=rejected_response, label=1.0, domain=domain, pair_id=pair_id
+    )
 
 
 def load_hh_rlhf(opts: LoadOptions, subset: str) -> PairDataset:

@@ -67,7 +67,7 @@ def perturb_number(digits: str, rng: random.Random) -> str:
 
 def _replace(text: str, match: re.Match[str], rng: random.Random) -> tuple[str, str, str]:
     new = perturb_number(match.group(), rng)
-    return text[: match.start()] + new + text[match.end():], match.group(), new
+    return text[: match.start()] + new + text[match.end() :], match.group(), new
 
 
 def corrupt_final_answer(solution: str, seed: str) -> tuple[str, dict[str, Any]] | None:
@@ -81,7 +81,7 @@ def corrupt_final_answer(solution: str, seed: str) -> tuple[str, dict[str, Any]]
     rng = random.Random(f"{seed}:final_answer")
     corrupted, old, new = _replace(solution, rng.choice(numbers), rng)
     span_after = last_boxed_span(corrupted)
-    answer = corrupted[span_after[0]:span_after[1]] if span_after else ""
+    answer = corrupted[span_after[0] : span_after[1]] if span_after else ""
     return corrupted, {"changed": [old, new], "corrupted_answer": answer}
 
 
@@ -90,8 +90,12 @@ def corrupt_wrong_step(solution: str, seed: str) -> tuple[str, dict[str, Any]] |
     span = last_boxed_span(solution)
     limit = solution.rfind("\\boxed{") if span else len(solution)
     masked = _ASY.sub(lambda m: " " * len(m.group()), solution)  # same offsets, no drawing code
-    numbers = [number for math in _MATH_SPAN.finditer(masked) if math.start() < limit
-               for number in _DIGITS.finditer(masked, math.start(), min(math.end(), limit))]
+    numbers = [
+        number
+        for math in _MATH_SPAN.finditer(masked)
+        if math.start() < limit
+        for number in _DIGITS.finditer(masked, math.start(), min(math.end(), limit))
+    ]
     if not numbers:
         return None
     rng = random.Random(f"{seed}:wrong_step")
@@ -105,8 +109,12 @@ _CORRUPTERS = {"final_answer": corrupt_final_answer, "wrong_step": corrupt_wrong
 _DROP_REASON = {"final_answer": "no_number_in_answer", "wrong_step": "no_intermediate_number"}
 
 
-def math_pairs(record: Mapping[str, Any], domain: str, row_index: int, split: str,
-               ) -> list[PreferencePair | str]:
+def math_pairs(
+    record: Mapping[str, Any],
+    domain: str,
+    row_index: int,
+    split: str,
+) -> list[PreferencePair | str]:
     """Up to one pair per corruption kind for one problem; a drop reason string where a kind fails."""
     problem = require_text(record, "problem")
     solution = require_text(record, "solution")
@@ -118,11 +126,25 @@ def math_pairs(record: Mapping[str, Any], domain: str, row_index: int, split: st
             out.append(_DROP_REASON[kind])
             continue
         corrupted, details = result
-        metadata = {"corruption": kind, "unique_id": unique_id, "subject": record.get("subject"),
-                    "level": record.get("level"), "answer": record.get("answer"), **details}
-        out.append(PreferencePair(prompt=user_prompt(problem), chosen=solution, rejected=corrupted, label=1.0,
-                                  domain=domain, pair_id=f"{domain}:{split}:{row_index}:{kind}",
-                                  metadata=metadata))
+        metadata = {
+            "corruption": kind,
+            "unique_id": unique_id,
+            "subject": record.get("subject"),
+            "level": record.get("level"),
+            "answer": record.get("answer"),
+            **details,
+        }
+        out.append(
+            PreferencePair(
+                prompt=user_prompt(problem),
+                chosen=solution,
+                rejected=corrupted,
+                label=1.0,
+                domain=domain,
+                pair_id=f"{domain}:{split}:{row_index}:{kind}",
+                metadata=metadata,
+            )
+        )
     return out
 
 
@@ -133,7 +155,8 @@ def load_math500(opts: LoadOptions) -> PairDataset:
     split = check_split(name, opts.split, ("test",), "test")
     path = data_file(opts, "math-500", f"{split}.jsonl")
     return PairCollector(name, path, opts).collect(
-        iter_jsonl(path), lambda row_index, record: math_pairs(record, name, row_index, split))
+        iter_jsonl(path), lambda row_index, record: math_pairs(record, name, row_index, split)
+    )
 
 
 DATASETS.add("math-500", load_math500)

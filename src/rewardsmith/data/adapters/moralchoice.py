@@ -31,8 +31,18 @@ from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.errors import DataError
 
 MORALCHOICE_QUESTION = "What do you do?"
-MORALCHOICE_RULES = ("death", "pain", "disable", "freedom", "pleasure", "deceive", "cheat", "break_promise",
-                     "break_law", "duty")
+MORALCHOICE_RULES = (
+    "death",
+    "pain",
+    "disable",
+    "freedom",
+    "pleasure",
+    "deceive",
+    "cheat",
+    "break_promise",
+    "break_law",
+    "duty",
+)
 _REQUIRED = ("scenario_id", "context", "action1", "action2")
 
 
@@ -62,16 +72,25 @@ def load_moralchoice(opts: LoadOptions, ambiguity: str) -> PairDataset:
         if action1.strip() == action2.strip():
             return "identical"
         metadata: dict[str, Any] = {
-            "scenario_id": record["scenario_id"], "ambiguity": ambiguity,
-            "generation_rule": record.get("generation_rule"), "ground_truth": has_truth,
-            "note": "action1 is the rule-consistent action" if has_truth
+            "scenario_id": record["scenario_id"],
+            "ambiguity": ambiguity,
+            "generation_rule": record.get("generation_rule"),
+            "ground_truth": has_truth,
+            "note": "action1 is the rule-consistent action"
+            if has_truth
             else "no ground truth: order is the file's, label 0.5",
             "action1_rules": {r: record.get(f"a1_{r}") for r in MORALCHOICE_RULES if f"a1_{r}" in record},
             "action2_rules": {r: record.get(f"a2_{r}") for r in MORALCHOICE_RULES if f"a2_{r}" in record},
         }
-        return PreferencePair(prompt=user_prompt(moralchoice_prompt(context)), chosen=action1.strip(),
-                              rejected=action2.strip(), label=1.0 if has_truth else 0.5, domain=name,
-                              pair_id=f"{name}:{record['scenario_id']}", metadata=metadata)
+        return PreferencePair(
+            prompt=user_prompt(moralchoice_prompt(context)),
+            chosen=action1.strip(),
+            rejected=action2.strip(),
+            label=1.0 if has_truth else 0.5,
+            domain=name,
+            pair_id=f"{name}:{record['scenario_id']}",
+            metadata=metadata,
+        )
 
     return PairCollector(name, path, opts).collect(iter_csv(path), convert)
 

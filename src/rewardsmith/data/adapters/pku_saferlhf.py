@@ -29,10 +29,22 @@ from rewardsmith.data.schema import PreferencePair, user_prompt
 PKU_SPLITS = ("test", "train")
 # preference name -> the label column that picks the chosen response
 PKU_LABEL_COLUMNS = {"harmless": "safer_response_id", "helpful": "better_response_id"}
-_COLUMNS = ("prompt", "extra_info", "response_0", "response_1", "is_response_0_safe", "is_response_1_safe",
-            "response_0_severity_level", "response_1_severity_level", "response_0_harm_category",
-            "response_1_harm_category", "better_response_id", "safer_response_id", "response_0_source",
-            "response_1_source")
+_COLUMNS = (
+    "prompt",
+    "extra_info",
+    "response_0",
+    "response_1",
+    "is_response_0_safe",
+    "is_response_1_safe",
+    "response_0_severity_level",
+    "response_1_severity_level",
+    "response_0_harm_category",
+    "response_1_harm_category",
+    "better_response_id",
+    "safer_response_id",
+    "response_0_source",
+    "response_1_source",
+)
 
 
 def _question(record: Mapping[str, Any]) -> str:
@@ -45,8 +57,12 @@ def _question(record: Mapping[str, Any]) -> str:
         return prompt
     if isinstance(prompt, list | tuple):
         for message in prompt:
-            if isinstance(message, Mapping) and message.get("role") == "user" \
-                    and isinstance(message.get("content"), str) and message["content"].strip():
+            if (
+                isinstance(message, Mapping)
+                and message.get("role") == "user"
+                and isinstance(message.get("content"), str)
+                and message["content"].strip()
+            ):
                 return str(message["content"])
     raise BadRow("no question in extra_info.question or prompt", "prompt")
 
@@ -65,28 +81,42 @@ def pku_pair(record: Mapping[str, Any], preference: str, domain: str, pair_id: s
     is_response_{0,1}_safe, response_{0,1}_severity_level, response_{0,1}_harms, response_{0,1}_source,
     and chosen_/rejected_ views of safety and severity.
     """
-    responses = (require_text(record, "response_0", allow_empty=True),
-                 require_text(record, "response_1", allow_empty=True))
+    responses = (
+        require_text(record, "response_0", allow_empty=True),
+        require_text(record, "response_1", allow_empty=True),
+    )
     better = require_int(record, "better_response_id", (0, 1))
     safer = require_int(record, "safer_response_id", (0, 1))
     chosen_id = safer if preference == "harmless" else better
     safe = (bool(record.get("is_response_0_safe")), bool(record.get("is_response_1_safe")))
     severity = (record.get("response_0_severity_level"), record.get("response_1_severity_level"))
     metadata: dict[str, Any] = {
-        "better_response_id": better, "safer_response_id": safer, "chosen_response_id": chosen_id,
+        "better_response_id": better,
+        "safer_response_id": safer,
+        "chosen_response_id": chosen_id,
         "labels_agree": better == safer,
-        "is_response_0_safe": safe[0], "is_response_1_safe": safe[1],
-        "response_0_severity_level": severity[0], "response_1_severity_level": severity[1],
+        "is_response_0_safe": safe[0],
+        "is_response_1_safe": safe[1],
+        "response_0_severity_level": severity[0],
+        "response_1_severity_level": severity[1],
         "response_0_harms": _harms(record.get("response_0_harm_category")),
         "response_1_harms": _harms(record.get("response_1_harm_category")),
         "response_0_source": record.get("response_0_source"),
         "response_1_source": record.get("response_1_source"),
-        "chosen_is_safe": safe[chosen_id], "rejected_is_safe": safe[1 - chosen_id],
-        "chosen_severity_level": severity[chosen_id], "rejected_severity_level": severity[1 - chosen_id],
+        "chosen_is_safe": safe[chosen_id],
+        "rejected_is_safe": safe[1 - chosen_id],
+        "chosen_severity_level": severity[chosen_id],
+        "rejected_severity_level": severity[1 - chosen_id],
     }
-    return PreferencePair(prompt=user_prompt(_question(record)), chosen=responses[chosen_id],
-                          rejected=responses[1 - chosen_id], label=1.0, domain=domain, pair_id=pair_id,
-                          metadata=metadata)
+    return PreferencePair(
+        prompt=user_prompt(_question(record)),
+        chosen=responses[chosen_id],
+        rejected=responses[1 - chosen_id],
+        label=1.0,
+        domain=domain,
+        pair_id=pair_id,
+        metadata=metadata,
+    )
 
 
 def load_pku_saferlhf(opts: LoadOptions, preference: str) -> PairDataset:

@@ -28,8 +28,11 @@ from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 RMBENCH_FILES: dict[str, tuple[str, ...]] = {
-    "chat": ("chat",), "code": ("code",), "safety-refuse": ("safety-refuse",),
-    "safety-response": ("safety-response",), "safety": ("safety-refuse", "safety-response"),
+    "chat": ("chat",),
+    "code": ("code",),
+    "safety-refuse": ("safety-refuse",),
+    "safety-response": ("safety-response",),
+    "safety": ("safety-refuse", "safety-response"),
 }
 RMBENCH_STYLES = ("concise", "detailed_plain", "detailed_markdown")
 Difficulty = Literal["easy", "normal", "hard"]
@@ -70,10 +73,12 @@ def rmbench_matrix_pairs(pairs: Sequence[PreferencePair]) -> list[PreferencePair
             raise ValueError(f"pair {pair.pair_id!r} has no RM-Bench style variants in its metadata")
         for i, chosen in enumerate(chosen_variants):
             for j, rejected in enumerate(rejected_variants):
-                metadata = dict(pair.metadata, chosen_style=i, rejected_style=j,
-                                difficulty=rmbench_difficulty(i, j))
-                out.append(PreferencePair(pair.prompt, chosen, rejected, pair.label, pair.domain,
-                                          f"{pair.pair_id}:{i}{j}", metadata))
+                metadata = dict(pair.metadata, chosen_style=i, rejected_style=j, difficulty=rmbench_difficulty(i, j))
+                out.append(
+                    PreferencePair(
+                        pair.prompt, chosen, rejected, pair.label, pair.domain, f"{pair.pair_id}:{i}{j}", metadata
+                    )
+                )
     return out
 
 
@@ -95,13 +100,24 @@ def rmbench_pair(row_index: int, record: Mapping[str, Any], domain: str, stem: s
     if "id" not in record:
         raise BadRow("missing value", "id")
     metadata: dict[str, Any] = {
-        "rmbench_id": record["id"], "subset": record.get("subset"), "file": stem,
-        "chosen_variants": chosen, "rejected_variants": rejected}
+        "rmbench_id": record["id"],
+        "subset": record.get("subset"),
+        "file": stem,
+        "chosen_variants": chosen,
+        "rejected_variants": rejected,
+    }
     for extra in ("error_key", "error", "language", "task_id"):
         if extra in record:
             metadata[extra] = record[extra]
-    return PreferencePair(prompt=user_prompt(prompt), chosen=chosen[0], rejected=rejected[0], label=1.0,
-                          domain=domain, pair_id=f"rm-bench/{stem}:{record['id']}", metadata=metadata)
+    return PreferencePair(
+        prompt=user_prompt(prompt),
+        chosen=chosen[0],
+        rejected=rejected[0],
+        label=1.0,
+        domain=domain,
+        pair_id=f"rm-bench/{stem}:{record['id']}",
+        metadata=metadata,
+    )
 
 
 def load_rm_bench(opts: LoadOptions, subset: str) -> PairDataset:
@@ -115,8 +131,7 @@ def load_rm_bench(opts: LoadOptions, subset: str) -> PairDataset:
     paths = [data_file(opts, "rm-bench", f"{stem}_filtered.json") for stem in RMBENCH_FILES[subset]]
     out = PairCollector(name, paths[0] if len(paths) == 1 else paths[0].parent, opts)
     for stem, path in zip(RMBENCH_FILES[subset], paths, strict=True):
-        out.collect(enumerate(read_json_array(path), start=1), partial(rmbench_pair, domain=name, stem=stem),
-                    path=path)
+        out.collect(enumerate(read_json_array(path), start=1), partial(rmbench_pair, domain=name, stem=stem), path=path)
         if out.full():
             break
     return out.dataset

@@ -58,11 +58,19 @@ def load_ultrafeedback(opts: LoadOptions, keep_ties: bool = False) -> PairDatase
         if tie and not keep_ties:
             return "tie"
         return PreferencePair(
-            prompt=user_prompt(prompt), chosen=chosen.strip(), rejected=rejected.strip(),
-            label=0.5 if tie else 1.0, domain=name, pair_id=f"{name}:{split}:{row_index}",
-            metadata={"score_chosen": score_chosen, "score_rejected": score_rejected,
-                      "score_margin": score_chosen - score_rejected,
-                      "source_index": record.get("source_index")})
+            prompt=user_prompt(prompt),
+            chosen=chosen.strip(),
+            rejected=rejected.strip(),
+            label=0.5 if tie else 1.0,
+            domain=name,
+            pair_id=f"{name}:{split}:{row_index}",
+            metadata={
+                "score_chosen": score_chosen,
+                "score_rejected": score_rejected,
+                "score_margin": score_chosen - score_rejected,
+                "source_index": record.get("source_index"),
+            },
+        )
 
     return PairCollector(name, path, opts).collect(iter_jsonl(path), convert)
 

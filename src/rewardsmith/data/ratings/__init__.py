@@ -30,13 +30,31 @@ from rewardsmith.registry import Registry
 
 RatingsAdapter = Callable[[RatingsOptions], RatingTable]
 RATINGS: Registry[RatingsAdapter] = Registry("ratings source")
-for _name, _reader in (("file", read_file_source), ("pluriharms", read_pluriharms), ("dices-350", read_dices),
-                       ("prism", read_prism)):
+for _name, _reader in (
+    ("file", read_file_source),
+    ("pluriharms", read_pluriharms),
+    ("dices-350", read_dices),
+    ("prism", read_prism),
+):
     RATINGS.add(_name, _reader)
 
-__all__ = ["RATINGS", "REQUIRED_COLUMNS", "OnBadRow", "RatingTable", "RatingsOptions", "cap_per_rater",
-           "clean_ratings", "dices_turns", "load_ratings", "rating_table", "read_model_scores", "read_table_file",
-           "require_ratings", "subsample_per_rater", "with_model_scores"]
+__all__ = [
+    "RATINGS",
+    "REQUIRED_COLUMNS",
+    "OnBadRow",
+    "RatingTable",
+    "RatingsOptions",
+    "cap_per_rater",
+    "clean_ratings",
+    "dices_turns",
+    "load_ratings",
+    "rating_table",
+    "read_model_scores",
+    "read_table_file",
+    "require_ratings",
+    "subsample_per_rater",
+    "with_model_scores",
+]
 
 
 def load_ratings(

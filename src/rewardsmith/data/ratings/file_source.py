@@ -62,8 +62,9 @@ def _file_items(frame: pd.DataFrame, path: Path) -> dict[str, tuple[tuple[Turn, 
     items: dict[str, tuple[tuple[Turn, ...], str]] = {}
     first = frame.drop_duplicates("item_id")
     prompts = first["prompt"] if "prompt" in first.columns else [None] * len(first)
-    for row, (item, prompt, response) in enumerate(zip(first["item_id"], prompts, first["response"], strict=True),
-                                                   start=1):
+    for row, (item, prompt, response) in enumerate(
+        zip(first["item_id"], prompts, first["response"], strict=True), start=1
+    ):
         if not isinstance(response, str) or not response.strip():
             continue
         try:

@@ -44,25 +44,24 @@ def read_pluriharms(opts: RatingsOptions) -> RatingTable:
     long = long.loc[long["score"].notna()].copy()
     long["item_id"] = long["item"].str.removeprefix("Rating_")
     long["rater_id"] = long["Participant_ID"].astype(int).astype(str)
-    long["Race_Ethnicity"] = long["Race_Ethnicity"].where(
-        ~long["Race_Ethnicity"].str.contains(","), "Multiple"
-    )
+    long["Race_Ethnicity"] = long["Race_Ethnicity"].where(~long["Race_Ethnicity"].str.contains(","), "Multiple")
     dropped: dict[str, int] = {}
     if opts.model_scores is not None:
         long = attach_model_scores(long, read_model_scores(opts.model_scores), dropped)
         model_note = f"model scores from {opts.model_scores}"
     else:
-        harm = dict(
-            zip(prompts["Question_Index"].astype(str), prompts["Harm_Level"].astype(float), strict=True)
-        )
+        harm = dict(zip(prompts["Question_Index"].astype(str), prompts["Harm_Level"].astype(float), strict=True))
         long["model_score"] = long["item_id"].map(harm)
         model_note = "model score = prompts.csv Harm_Level (0-1 classifier)"
     n_rows = len(long)
     long = long.sort_values(["rater_id", "item_id"], key=natural_key)
     # The rated text is the prompt itself: a reward model scores it as a text to no prompt.
     no_prompt: tuple[Turn, ...] = ()
-    items = {str(i): (no_prompt, str(text)) for i, text in zip(prompts["Question_Index"], prompts["Question_Content"],
-                                                        strict=True) if isinstance(text, str) and text.strip()}
+    items = {
+        str(i): (no_prompt, str(text))
+        for i, text in zip(prompts["Question_Index"], prompts["Question_Content"], strict=True)
+        if isinstance(text, str) and text.strip()
+    }
     return rating_table(
         long,
         name="pluriharms",
@@ -76,5 +75,3 @@ def read_pluriharms(opts: RatingsOptions) -> RatingTable:
         notes={"model_score": model_note},
         items=items,
     )
-
-

@@ -32,9 +32,7 @@ def read_prism(opts: RatingsOptions) -> RatingTable:
     folder = opts.path or resolve_data_dir(opts.data_dir) / "prism"
     utterances_path = folder / "utterances.jsonl"
     if not utterances_path.exists():
-        raise DataError(
-            "file not found (PRISM is not in the shared data; pass its folder)", path=utterances_path
-        )
+        raise DataError("file not found (PRISM is not in the shared data; pass its folder)", path=utterances_path)
     if opts.model_scores is None:
         raise ConfigError("PRISM has no model score: pass a model-scores file (utterance_id, model_score)")
     utterances = read_table_file(utterances_path)

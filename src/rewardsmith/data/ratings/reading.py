@@ -24,9 +24,7 @@ def read_table_file(path: str | Path) -> pd.DataFrame:
         if suffix in (".jsonl", ".ndjson"):
             return pd.read_json(path, lines=True, dtype=False)
         if suffix in (".csv", ".tsv", ".txt"):
-            return pd.read_csv(
-                path, sep="\t" if suffix == ".tsv" else ",", dtype={"rater_id": str, "item_id": str}
-            )
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype={"rater_id": str, "item_id": str})
     except (ValueError, OSError, pd.errors.ParserError) as exc:
         raise DataError(f"cannot read: {exc}", path=path) from None
     raise DataError(f"unsupported file type {suffix!r}; use .csv, .tsv, .parquet or .jsonl", path=path)
@@ -67,9 +65,7 @@ class RatingsOptions:
     columns: dict[str, str] = field(default_factory=dict)
 
 
-def attach_model_scores(
-    frame: pd.DataFrame, scores: dict[str, float], dropped: dict[str, int]
-) -> pd.DataFrame:
+def attach_model_scores(frame: pd.DataFrame, scores: dict[str, float], dropped: dict[str, int]) -> pd.DataFrame:
     frame = frame.copy()
     frame["model_score"] = frame["item_id"].astype(str).map(scores)
     n_missing = int(frame["model_score"].isna().sum())

@@ -96,8 +96,12 @@ def with_model_scores(table: RatingTable, scores: dict[str, float], note: str) -
     dropped = dict(table.dropped)
     if missing.any():
         dropped["item_without_model_score"] = dropped.get("item_without_model_score", 0) + int(missing.sum())
-    return replace(table, frame=frame.loc[~missing].reset_index(drop=True), dropped=dropped,
-                   notes={**table.notes, "model_score": note})
+    return replace(
+        table,
+        frame=frame.loc[~missing].reset_index(drop=True),
+        dropped=dropped,
+        notes={**table.notes, "model_score": note},
+    )
 
 
 def require_ratings(table: RatingTable, what: str = "calibrate") -> None:
@@ -106,15 +110,21 @@ def require_ratings(table: RatingTable, what: str = "calibrate") -> None:
     if table.n_ratings > 0:
         scores = table.frame["score"].to_numpy(np.float64)
         if np.all(scores == scores[0]):
-            raise DataError(f"all {table.n_ratings} ratings of {table.name} have the same score ({scores[0]:g}): "
-                            f"there is nothing to {what}", path=table.source or None)
+            raise DataError(
+                f"all {table.n_ratings} ratings of {table.name} have the same score ({scores[0]:g}): "
+                f"there is nothing to {what}",
+                path=table.source or None,
+            )
         return
     if table.n_rows == 0:
         raise DataError(f"no ratings to {what}: the file holds no rows (a header only?)", path=table.source or None)
     reasons = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in sorted(table.dropped.items()) if v)
     hint = _DROP_HINTS.get(max(table.dropped, key=lambda k: table.dropped[k]), "") if table.dropped else ""
-    raise DataError(f"no ratings to {what}: {table.n_rows} rows read, all dropped ({reasons or 'no reason'})"
-                    + (f"; {hint}" if hint else ""), path=table.source or None)
+    raise DataError(
+        f"no ratings to {what}: {table.n_rows} rows read, all dropped ({reasons or 'no reason'})"
+        + (f"; {hint}" if hint else ""),
+        path=table.source or None,
+    )
 
 
 _DROP_HINTS = {
@@ -158,8 +168,7 @@ def clean_ratings(
         if on_bad_row == "error":
             first = int(mask.index[mask.to_numpy()][0])
             raise DataError(
-                f"{what} ({n_bad} such rows; pass on_bad_row='skip' / --on-bad-row skip to drop "
-                "and count them)",
+                f"{what} ({n_bad} such rows; pass on_bad_row='skip' / --on-bad-row skip to drop and count them)",
                 path=path,
                 row=first,
                 field=fieldname,
@@ -173,9 +182,7 @@ def clean_ratings(
         out[col] = out[col].astype("string").str.strip().astype(str)
     for col in ("score", "model_score"):
         values = pd.to_numeric(out[col], errors="coerce").astype("float64")
-        reject(
-            ~np.isfinite(values), f"nonfinite_{col}", col, f"{col} is missing, NaN, infinite or not a number"
-        )
+        reject(~np.isfinite(values), f"nonfinite_{col}", col, f"{col} is missing, NaN, infinite or not a number")
         out[col] = pd.to_numeric(out[col], errors="coerce").astype("float64")
     if score_range is not None:
         low, high = score_range

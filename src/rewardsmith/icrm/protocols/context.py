@@ -57,13 +57,17 @@ RESPOND, REFUSE = "rm-bench/safety-response", "rm-bench/safety-refuse"
 RMBENCH_SUBSETS = ("rm-bench/chat", "rm-bench/code", REFUSE, RESPOND)
 # What each protocol scores as data from outside training (out of distribution). Steerability is not listed: it
 # measures following a demonstrated standard on pku-saferlhf, a training source, on its held-out test part.
-UNSEEN_SOURCES: dict[str, tuple[str, ...]] = {"calibration": (MORAL,), "rmbench": RMBENCH_SUBSETS,
-                                              "pareto": (RESPOND, REFUSE), "math500": (MATH,)}
+UNSEEN_SOURCES: dict[str, tuple[str, ...]] = {
+    "calibration": (MORAL,),
+    "rmbench": RMBENCH_SUBSETS,
+    "pareto": (RESPOND, REFUSE),
+    "math500": (MATH,),
+}
 TRAINING_SOURCE_TARGETS, UNSEEN_SOURCE_TARGETS = "test part of a training source", "unseen source"
 
 
 def dataset_family(source: str) -> str:
-    """"rm-bench" for "rm-bench/chat": the subsets of one family share prompts and authors."""
+    """ "rm-bench" for "rm-bench/chat": the subsets of one family share prompts and authors."""
     return source.split("/", 1)[0]
 
 
@@ -75,9 +79,11 @@ def check_training_sources(cfg: EpisodeConfig) -> None:
     for source in cfg.sources:
         for protocol, evaluated in UNSEEN_SOURCES.items():
             if dataset_family(source) in {dataset_family(s) for s in evaluated}:
-                raise ConfigError(f"episodes.sources: {source} belongs to {dataset_family(source)}, which the "
-                                  f"{protocol} protocol evaluates as unseen data; drop it or set "
-                                  "episodes.allow_eval_sources: true")
+                raise ConfigError(
+                    f"episodes.sources: {source} belongs to {dataset_family(source)}, which the "
+                    f"{protocol} protocol evaluates as unseen data; drop it or set "
+                    "episodes.allow_eval_sources: true"
+                )
 
 
 @dataclass
@@ -116,15 +122,20 @@ class EvalContext:
             if self.is_training_source(source):
                 self._pools[source] = load_pools(episodes, self.cfg.data_dir, [source])[source]
             else:
-                self._pools[source] = unseen_pools(source, read_source(source, episodes, self.cfg.data_dir),
-                                                   self.cfg.eval.unseen_test_fraction, episodes.split_salt)
+                self._pools[source] = unseen_pools(
+                    source,
+                    read_source(source, episodes, self.cfg.data_dir),
+                    self.cfg.eval.unseen_test_fraction,
+                    episodes.split_salt,
+                )
         return self._pools[source]
 
     def training_keys(self) -> set[str]:
         """Conversations (group keys) of every training pair: the train parts of all training sources."""
         if self._training_keys is None:
-            self._training_keys = {p.conversation_key() for source in self.cfg.episodes.sources
-                                   for p in self.pools(source)["train"].pairs}
+            self._training_keys = {
+                p.conversation_key() for source in self.cfg.episodes.sources for p in self.pools(source)["train"].pairs
+            }
         return self._training_keys
 
     def demo_pool(self, source: str) -> PairPool:
@@ -133,8 +144,11 @@ class EvalContext:
         demo, train = parts["demo"], parts["train"]
         if len(demo) > max(self.cfg.eval.n_values) or not len(train):
             return demo
-        return PairPool(f"{source}#demo+train", demo.pairs + train.pairs,
-                        {k: np.concatenate([demo.labellings[k], train.labellings[k]]) for k in demo.labellings})
+        return PairPool(
+            f"{source}#demo+train",
+            demo.pairs + train.pairs,
+            {k: np.concatenate([demo.labellings[k], train.labellings[k]]) for k in demo.labellings},
+        )
 
     def test_pool(self, source: str) -> PairPool:
         """Target pairs of `source`: its test part without any conversation of a training pair (the number
@@ -146,16 +160,26 @@ class EvalContext:
     def target_facts(self, *sources: str) -> dict[str, Any]:
         """What a protocol's metrics say about its targets: per source, the pairs dropped for sharing a
         conversation with training data, and whether the targets come from a training source's test part."""
-        return {"overlap_removed": {s: self.overlap_removed.get(s, 0) for s in sources},
-                "targets_from": {s: TRAINING_SOURCE_TARGETS if self.is_training_source(s) else UNSEEN_SOURCE_TARGETS
-                                 for s in sources}}
+        return {
+            "overlap_removed": {s: self.overlap_removed.get(s, 0) for s in sources},
+            "targets_from": {
+                s: TRAINING_SOURCE_TARGETS if self.is_training_source(s) else UNSEEN_SOURCE_TARGETS for s in sources
+            },
+        }
 
     def embeddings(self, pool: PairPool) -> PoolEmbeddings:
         key = pool_fingerprint(pool, "")
         if key not in self._emb:
-            self._emb[key] = embed_pool(self.model, self.encoder, pool, self.cfg.embed_batch_size, self.bf16,
-                                        self.cfg.train.progress, self.cache_dir,
-                                        embedding_settings(self.model_cfg, self.bf16))
+            self._emb[key] = embed_pool(
+                self.model,
+                self.encoder,
+                pool,
+                self.cfg.embed_batch_size,
+                self.bf16,
+                self.cfg.train.progress,
+                self.cache_dir,
+                embedding_settings(self.model_cfg, self.bf16),
+            )
         return self._emb[key]
 
     @torch.inference_mode()
@@ -169,12 +193,13 @@ class EvalContext:
             tables = {target.name: self.embeddings(target)}
             demo_tables = {target.name: self.embeddings(demos)}
             for k in range(0, len(episodes), 256):
-                tensors = set_episode_tensors(episodes[k: k + 256], tables, demo_tables)
+                tensors = set_episode_tensors(episodes[k : k + 256], tables, demo_tables)
                 parts.append(to_numpy(self.model({n: v.to(device) for n, v in tensors.items()})))
         else:
             for k in range(0, len(episodes), 16):
-                batch, _ = concat_episode_batch(episodes[k: k + 16], {target.name: target}, self.encoder,
-                                                {target.name: demos})
+                batch, _ = concat_episode_batch(
+                    episodes[k : k + 16], {target.name: target}, self.encoder, {target.name: demos}
+                )
                 parts.append(to_numpy(self.model({n: v.to(device) for n, v in batch.items()})))
         return {key: np.concatenate([p[key] for p in parts]) for key in parts[0]} if parts else {}
 
@@ -208,11 +233,14 @@ def oriented(scores: dict[str, np.ndarray], labels: np.ndarray) -> np.ndarray:
     return np.where(labels > 0.5, d, -d)
 
 
-def episodes_for(target: PairPool, demos: PairPool, standard: Standard, n: int,
-                 rng: np.random.Generator) -> list[Episode]:
+def episodes_for(
+    target: PairPool, demos: PairPool, standard: Standard, n: int, rng: np.random.Generator
+) -> list[Episode]:
     """One soft-labelled episode per target pair with n demonstrations of the standard."""
-    return [target_episode(target, demos, standard, i, n, rng, first_is_chosen=True, soft_label=True)
-            for i in range(len(target))]
+    return [
+        target_episode(target, demos, standard, i, n, rng, first_is_chosen=True, soft_label=True)
+        for i in range(len(target))
+    ]
 
 
 def renamed(pool: PairPool, name: str) -> PairPool:

@@ -62,8 +62,11 @@ def build(method: Any, context: StudentContext) -> AnchorObjective:
     layers = layers_for(a.layers, num_hidden_layers(context.model.backbone))
     reference: ReferenceProvider
     if a.reference in ("cache", "disk"):
-        reference = CachedReference(context.run.reference_cache(layers, a.reference == "disk", context.encoded,
-                                                                int(context.tokenizer.pad_token_id)))
+        reference = CachedReference(
+            context.run.reference_cache(
+                layers, a.reference == "disk", context.encoded, int(context.tokenizer.pad_token_id)
+            )
+        )
     elif a.reference == "copy":
         reference = FrozenCopyReference(context.model)
     else:

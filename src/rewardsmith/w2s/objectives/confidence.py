@@ -34,7 +34,7 @@ class ConfidenceObjective:
     def update(self, probs: torch.Tensor) -> None:
         """Appends the batch's student probabilities (detached) to the rolling buffer."""
         if self.buffer_size > 0:
-            self.buffer = torch.cat([self.buffer, probs.detach().float().cpu()])[-self.buffer_size:]
+            self.buffer = torch.cat([self.buffer, probs.detach().float().cpu()])[-self.buffer_size :]
 
     def __call__(self, model: Any, batch: dict[str, torch.Tensor], info: StepInfo) -> LossResult:
         chosen, rejected = split_rewards(model(batch).rewards)
