@@ -303,9 +303,8 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
     if f"{head_name}.weight" not in keys:
         raise CheckpointError(f"{folder}: an OpenRLHF config (normalize_reward) but no {head_name}.weight tensor")
     try:
-        base = AutoModel.from_pretrained(
-            str(folder), config=config, use_safetensors=True, **_model_kwargs(opts.trust_remote_code)
-        )
+        kwargs = _model_kwargs(opts.trust_remote_code)
+        base = AutoModel.from_pretrained(str(folder), config=config, use_safetensors=True, **kwargs)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the base model ({first_line(exc)})") from None
     from safetensors import safe_open
@@ -360,9 +359,8 @@ def _load_sequence_classification(folder: Path, opts: LoadOptions) -> LoadedMode
     if text_config.pad_token_id is None:
         text_config.pad_token_id = tokenizer.pad_token_id  # as TRL sets it, so batches can be pooled
     try:
-        hf = AutoModelForSequenceClassification.from_pretrained(
-            str(folder), config=config, use_safetensors=True, **_model_kwargs(opts.trust_remote_code)
-        )
+        kw = _model_kwargs(opts.trust_remote_code)
+        hf = AutoModelForSequenceClassification.from_pretrained(str(folder), config=config, use_safetensors=True, **kw)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the model ({first_line(exc)})") from None
     model = SequenceClassifierReward(hf.eval())

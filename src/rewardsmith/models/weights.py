@@ -28,7 +28,7 @@ def require_safetensors(folder: str | Path, what: str = "model", ignore: tuple[s
     if pickles:
         raise CheckpointError(
             f"{folder}: the {what} weights are pickle files only ({', '.join(pickles[:3])}); rewardsmith reads "
-            "safetensors only (a pickle runs code when loaded). Convert it once, if you trust the file: python -c "
-            f"\"from transformers import AutoModel; AutoModel.from_pretrained('{folder}').save_pretrained("
-            f"'{folder}-safetensors')\" (for a reward model use AutoModelForSequenceClassification)"
+            "safetensors only (a pickle runs code when loaded). Convert it once, if you trust the file: load it with "
+            "transformers (AutoModelForSequenceClassification for a reward model, else AutoModel) and call "
+            f"save_pretrained('{folder}-safetensors')"
         )
