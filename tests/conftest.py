@@ -226,3 +226,56 @@ def lora_adapter(tmp_path_factory: pytest.TempPathFactory, trl_chat_model: Path)
     config["base_model_name_or_path"] = str(trl_chat_model)
     (out / "adapter_config.json").write_text(json.dumps(config))
     return out
+
+
+@pytest.fixture
+def tiny_grpo_trainer(tmp_path: Path):
+    """A factory of TRL GRPOTrainers for a tiny Llama policy over MiniLM's vocabulary: 4 prompts, 2 generations of
+    6 tokens, 2 steps on the CPU. Call it with the reward functions to train against."""
+    pytest.importorskip("trl")
+    from datasets import Dataset
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rewardsmith.models.backbone import minilm_dir
+
+    def make(reward_funcs):
+        tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
+        tok.eos_token = tok.sep_token
+        tok.bos_token = tok.cls_token
+        config = LlamaConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=16,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=128,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.sep_token_id,
+            bos_token_id=tok.cls_token_id,
+        )
+        args = GRPOConfig(
+            output_dir=str(tmp_path / "grpo"),
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_completion_length=6,
+            max_steps=2,
+            learning_rate=1e-4,
+            logging_steps=1,
+            report_to=[],
+            use_cpu=True,
+            save_strategy="no",
+            bf16=False,
+            seed=0,
+        )
+        data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
+        return GRPOTrainer(
+            model=LlamaForCausalLM(config),
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=data,
+            processing_class=tok,
+        )
+
+    return make

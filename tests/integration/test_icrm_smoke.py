@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -177,61 +176,21 @@ def test_cli_eval_unknown_protocol(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "unknown icrm protocol" in bad.stderr
 
 
-def test_grpo_steps_with_icrm_reward(tmp_path: Path) -> None:
-    pytest.importorskip("trl")
-    from datasets import Dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
-
+def test_grpo_steps_with_icrm_reward(tiny_grpo_trainer) -> None:
     from rewardsmith.config import ICRMModelConfig
     from rewardsmith.data.collate import PairEncoder
     from rewardsmith.data.schema import PreferencePair, user_prompt
     from rewardsmith.icrm.reward import ICRMReward
     from rewardsmith.icrm.scoring import ICRMScorer
-    from rewardsmith.models.backbone import minilm_dir
     from rewardsmith.models.factory import build_model
 
-    t0 = time.perf_counter()
     rm, rm_tok = build_model(
         ICRMModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=16, context_dim=8, hidden_dim=16)
     )
     demos = [PreferencePair(user_prompt("say hi"), "hello there", "go away")]
     reward = ICRMReward(ICRMScorer(rm, PairEncoder(rm_tok, 48, 16)), demos)
 
-    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
-    tok.eos_token = tok.sep_token
-    tok.bos_token = tok.cls_token
-    policy = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            intermediate_size=32,
-            max_position_embeddings=128,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.sep_token_id,
-            bos_token_id=tok.cls_token_id,
-        )
-    )
-    data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=6,
-        max_steps=2,
-        learning_rate=1e-4,
-        logging_steps=1,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        bf16=False,
-        seed=0,
-    )
-    trainer = GRPOTrainer(model=policy, reward_funcs=reward, args=args, train_dataset=data, processing_class=tok)
+    trainer = tiny_grpo_trainer(reward)
     trainer.train()
     logged = [h for h in trainer.state.log_history if any("reward" in k for k in h)]
     assert logged and trainer.state.global_step == 2
-    assert time.perf_counter() - t0 < 300

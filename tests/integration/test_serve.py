@@ -1036,52 +1036,12 @@ def test_sigterm_under_load_answers_200_or_503_and_exits_within_the_timeout(bt_m
 
 
 @pytest.mark.slow
-def test_grpo_steps_with_rewards_from_the_server(bt_model: Path, tmp_path: Path) -> None:
-    pytest.importorskip("trl")
-    from datasets import Dataset
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-    from trl import GRPOConfig, GRPOTrainer
-
+def test_grpo_steps_with_rewards_from_the_server(bt_model: Path, tiny_grpo_trainer) -> None:
     from rewardsmith.client import AsyncGRPOReward, GRPOReward
-    from rewardsmith.models.backbone import minilm_dir
 
-    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
-    tok.eos_token = tok.sep_token
-    tok.bos_token = tok.cls_token
-    policy = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=tok.vocab_size,
-            hidden_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            intermediate_size=32,
-            max_position_embeddings=128,
-            pad_token_id=tok.pad_token_id,
-            eos_token_id=tok.sep_token_id,
-            bos_token_id=tok.cls_token_id,
-        )
-    )
-    data = Dataset.from_dict({"prompt": ["say hi", "greet me", "be kind", "hello?"]})
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=6,
-        max_steps=2,
-        learning_rate=1e-4,
-        logging_steps=1,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        bf16=False,
-        seed=0,
-    )
     with serving(build_app(bt_model, ServeConfig(max_wait_ms=10.0))) as url:
         sync_reward, async_reward = GRPOReward(url, name="served"), AsyncGRPOReward(url, name="served_async")
-        trainer = GRPOTrainer(
-            model=policy, reward_funcs=[sync_reward, async_reward], args=args, train_dataset=data, processing_class=tok
-        )
+        trainer = tiny_grpo_trainer([sync_reward, async_reward])
         trainer.train()
         served = _served(httpx.get(f"{url}/metrics", timeout=60).text)
     assert trainer.state.global_step == 2
