@@ -516,6 +516,19 @@ def _values(scores: TextScores, activation: bool) -> list[float]:
     return [float(v) for v in values]
 
 
+def _vllm_list(prefix: str, model: str, data: list[dict[str, Any]], scores: Any) -> dict[str, Any]:
+    """vLLM's list envelope of /classify and /pooling responses around `data`."""
+    return {
+        "id": f"{prefix}-{uuid.uuid4().hex}",
+        "object": "list",
+        "created": int(time.time()),
+        "model": model,
+        "data": data,
+        "usage": _usage(scores.tokens),
+        **_unsplit(scores),
+    }
+
+
 def _usage(tokens: int) -> dict[str, Any]:
     return {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0, "prompt_tokens_details": None}
 
@@ -558,17 +571,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             {"index": i, "label": LABEL, "probs": [v], "num_classes": 1}
             for i, v in enumerate(_values(scores, body.wants_activation()))
         ]
-        return JSONResponse(
-            {
-                "id": f"classify-{uuid.uuid4().hex}",
-                "object": "list",
-                "created": int(time.time()),
-                "model": state.name,
-                "data": data,
-                "usage": _usage(scores.tokens),
-                **_unsplit(scores),
-            }
-        )
+        return JSONResponse(_vllm_list("classify", state.name, data, scores))
 
     @app.post("/pooling")
     async def pooling(request: Request) -> JSONResponse:
@@ -581,17 +584,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             {"index": i, "object": "pooling", "data": [v]}
             for i, v in enumerate(_values(scores, body.wants_activation()))
         ]
-        return JSONResponse(
-            {
-                "id": f"pool-{uuid.uuid4().hex}",
-                "object": "list",
-                "created": int(time.time()),
-                "model": state.name,
-                "data": data,
-                "usage": _usage(scores.tokens),
-                **_unsplit(scores),
-            }
-        )
+        return JSONResponse(_vllm_list("pool", state.name, data, scores))
 
     @app.post("/predict")
     async def predict(request: Request) -> JSONResponse:
