@@ -131,9 +131,7 @@ def score_file(
         f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)",
         truncation_line(inference.counts, f"texts (at {loaded.max_length} tokens)"),
         *([note] if note else []),
-        f"wrote {output}"
-        if procs.main
-        else f"process {procs.index} of {procs.count}: scored its share; the main process wrote {output}",
+        f"wrote {output}",
     ]
     return JobResult(
         output,
