@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rewardsmith.data.prepare import Part, split_parts, unseen_mask
+from rewardsmith.data.prepare import Part, conversations, split_parts, unseen_mask
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.errors import ConfigError
@@ -103,6 +103,10 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
         {"train": Part(train_fraction), "demo": Part(cfg.demo_fraction), "test": Part(cfg.test_fraction)},
         salt=cfg.split_salt,
     )
+    # A repeat of a training conversation with other punctuation or spacing (the hash split keys on the exact
+    # text) is no held-out pair: it is dropped from the test part, as data/prepare.py drops it.
+    seen = conversations(parts["train"])
+    parts["test"] = [p for p, keep in zip(parts["test"], unseen_mask(parts["test"], seen), strict=True) if keep]
     return {part: PairPool(name, parts[part], labellings_for(name, parts[part])) for part in SPLIT_PARTS}
 
 
