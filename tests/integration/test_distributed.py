@@ -17,11 +17,10 @@ with the weights of an uninterrupted two-process run, bit for bit. FSDP and Deep
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
+import launcher
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -33,12 +32,6 @@ TOLERANCE = 1e-4
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(kind: str, out: Path, processes: int, kill_after: int | None = None) -> dict[str, torch.Tensor]:
     env = {
         **os.environ,
@@ -46,26 +39,7 @@ def _run(kind: str, out: Path, processes: int, kill_after: int | None = None) ->
         "HF_HUB_OFFLINE": "1",
         **({KILL_AFTER_STEP_ENV: str(kill_after)} if kill_after is not None else {}),
     }
-    if processes == 1:
-        cmd = [sys.executable, str(SCRIPT)]
-    else:
-        accelerate = Path(sys.executable).with_name("accelerate")
-        cmd = [
-            str(accelerate),
-            "launch",
-            "--multi_gpu",
-            "--num_processes",
-            str(processes),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            "--main_process_port",
-            str(_free_port()),
-            str(SCRIPT),
-        ]
+    cmd = launcher.command([str(SCRIPT)], processes)
     result = subprocess.run(
         [*cmd, "--kind", kind, "--out", str(out)], capture_output=True, text=True, env=env, timeout=900
     )

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
+import launcher
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -26,36 +25,10 @@ SCRIPT = Path(__file__).with_name("sharded_scoring.py")
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(args: list[str], processes: int, module: bool = False) -> subprocess.CompletedProcess[str]:
     """`python [-m] ARGS` in one process, or the same under `accelerate launch` with two."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    if processes == 1:
-        cmd = [sys.executable, *(["-m"] if module else []), *args]
-    else:
-        accelerate = Path(sys.executable).with_name("accelerate")
-        cmd = [
-            str(accelerate),
-            "launch",
-            "--multi_gpu",
-            "--num_processes",
-            str(processes),
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            "--main_process_port",
-            str(_free_port()),
-            *(["-m"] if module else []),
-            *args,
-        ]
+    cmd = launcher.command([*(["-m"] if module else []), *args], processes)
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return result

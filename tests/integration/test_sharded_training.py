@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import launcher
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -51,12 +51,6 @@ needs_deepspeed = pytest.mark.skipif(
 needs_two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA devices")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _launch(
     kind: str,
     out: Path,
@@ -71,20 +65,7 @@ def _launch(
         env["DS_ACCELERATOR"] = "cpu"
     if kill_after is not None:
         env[KILL_AFTER_STEP_ENV] = str(kill_after)
-    if config is None:
-        cmd = [sys.executable, str(SCRIPT)]
-    else:
-        cmd = [
-            str(Path(sys.executable).with_name("accelerate")),
-            "launch",
-            "--config_file",
-            str(CONFIGS / config),
-            "--num_processes",
-            str(processes),
-            "--main_process_port",
-            str(_free_port()),
-            str(SCRIPT),
-        ]
+    cmd = launcher.command([str(SCRIPT)], processes, None if config is None else CONFIGS / config)
     return subprocess.run(
         [*cmd, *KINDS[kind], "--out", str(out)], capture_output=True, text=True, env=env, timeout=600, cwd=ROOT
     )
