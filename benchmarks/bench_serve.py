@@ -455,6 +455,12 @@ def summarise(threads: int, args: argparse.Namespace, runs: dict[str, list[dict[
                 "batched_texts_per_s": med(x["texts_per_s"] for x in batched),
                 "one_per_forward_texts_per_s": med(x["texts_per_s"] for x in single),
                 "bare_texts_per_s": med(bare),
+                # What batching buys the model itself: the bare forward in groups of C over one text at a time.
+                "bare_over_bare_one": spread(
+                    [run["texts_per_s"][str(c)] / run["texts_per_s"]["1"] for run in runs["bare"]]
+                )
+                if "1" in runs["bare"][0]["texts_per_s"]
+                else None,
                 "batched_over_bare": spread([b["texts_per_s"] / x for b, x in zip(batched, bare, strict=True)]),
                 "batched_over_one_per_forward": spread(
                     [b["texts_per_s"] / s["texts_per_s"] for b, s in zip(batched, single, strict=True)]

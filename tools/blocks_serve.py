@@ -66,10 +66,17 @@ def verdicts(result: dict[str, Any]) -> list[str]:
             f"{_ratio(level['batched_over_bare'], percent=True)}, bar >= {100 * BARE_BAR:.0f}%: "
             f"{_held(level['batched_over_bare'], BARE_BAR)}{_disturbed(level['batched_over_bare'])}"
         )
+        ceiling = level.get("bare_over_bare_one")
         lines.append(
             f"{BAR_CLIENTS} clients, {_threads(block)}: server / one-request-one-forward server "
             f"{_ratio(level['batched_over_one_per_forward'])}, bar >= {ONE_PER_FORWARD_BAR:g}x: "
             f"{_held(level['batched_over_one_per_forward'], ONE_PER_FORWARD_BAR)}"
+            + (
+                ""
+                if ceiling is None
+                else f" (the bare forward itself, {BAR_CLIENTS} texts per call over one at a time: "
+                f"{_ratio(ceiling)}, the most batching can give here)"
+            )
         )
     mixed = block.get("mixed")
     if mixed:
@@ -87,6 +94,7 @@ def _levels_table(block: dict[str, Any]) -> str:
             str(lv["concurrency"]),
             f"{lv['batched_texts_per_s']:.1f}",
             f"{lv['bare_texts_per_s']:.1f}",
+            "-" if lv.get("bare_over_bare_one") is None else _ratio(lv["bare_over_bare_one"]),
             _ratio(lv["batched_over_bare"], percent=True),
             f"{lv['one_per_forward_texts_per_s']:.1f}",
             _ratio(lv["batched_over_one_per_forward"]),
@@ -102,6 +110,7 @@ def _levels_table(block: dict[str, Any]) -> str:
             "clients",
             "server texts/s",
             "bare batched forward texts/s",
+            "bare, C per call / 1 per call",
             "server / bare",
             "one-per-forward server texts/s",
             "server / one-per-forward",

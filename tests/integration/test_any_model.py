@@ -20,6 +20,8 @@ from rewardsmith.data.schema import Turn
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.models.loading import load_reward_model
 
+pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
+
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TOL = 1e-5
 KINDS = ["trl_chat_model", "trl_plain_model", "openrlhf_model", "lora_adapter"]

@@ -31,6 +31,7 @@ def test_smollm2_from_gguf_scores_the_same_across_padding_sides() -> None:
         assert np.abs(other[0] - right[0]).max() < 1e-4 and np.abs(other[1] - right[1]).max() < 1e-4
 
 
+@pytest.mark.slow
 def test_minilm_is_the_embedded_default() -> None:
     model, tok = build_reward_model(ModelConfig())
     assert model.kind == "encoder" and model.pooling == "mean" and model.config.num_hidden_layers == 6

@@ -28,6 +28,8 @@ from rewardsmith.cli import app
 from rewardsmith.io.runfolder import file_sha256
 from rewardsmith.jobs.bench import KILL_AFTER_MODEL_ENV
 
+pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
+
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -54,6 +54,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.slow
 @needs_data
 def test_train_resume_eval_and_score(tmp_path: Path) -> None:
     from rewardsmith.icrm.episodes import load_pools

@@ -6,12 +6,15 @@ the same in at least 98% of pairs. The batched inference path is the one `score`
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from rewardsmith.config import ModelConfig
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.evaluate.scoring import score_pairs
 from rewardsmith.jobs.demo import sample_dir
 from rewardsmith.models import build_reward_model
+
+pytestmark = pytest.mark.slow  # scores the pretrained MiniLM on real data: `make test`, not test-fast
 
 TOLERANCE = 0.05  # of the fp32 rewards' standard deviation
 

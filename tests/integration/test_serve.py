@@ -519,6 +519,7 @@ def test_bad_requests_get_one_line_while_good_load_is_answered(
 LONG_REPLY = "the cat sat on a mat while rain fell " * 4  # about 40 tokens: one text per round of 16 tokens
 
 
+@pytest.mark.slow
 def test_full_queue_gets_503_with_retry_after_and_the_client_retries(bt_model: Path) -> None:
     from rewardsmith.client import RewardClient
 
@@ -693,6 +694,7 @@ def test_items_and_messages_are_read_strictly(bt_url: str) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_4_mb_text_is_answered_as_tokenising_it_whole_would(bt_model: Path) -> None:
     from rewardsmith.evaluate.scoring import RewardScorer
     from rewardsmith.models.loading import load_reward_model
@@ -751,6 +753,7 @@ def _timed_posts(
             i += 1
 
 
+@pytest.mark.slow
 def test_one_large_request_does_not_hold_back_small_ones(bt_model: Path) -> None:
     # 8 single-sample clients; then one 1024-text request among them. Rounds of at most 256 tokens (about 16
     # texts), so the large request takes dozens of rounds, which the small requests share.

@@ -113,6 +113,7 @@ def test_overwrite_never_deletes_outside_the_folder_for_any_manifest(tmp_path_fa
     assert not (run / "report.md").exists()  # the run's own file went
 
 
+@pytest.mark.slow
 def test_overwrite_with_the_same_settings_trains_again(tmp_path: Path, trained: Path) -> None:
     import time
 
@@ -232,6 +233,7 @@ def test_an_icrm_on_a_local_frozen_backbone_scores_from_anywhere(
     ok(rk("score", "--model", moved, "--input", inp, "--out", tmp_path / "o.jsonl", "-q"))
 
 
+@pytest.mark.slow
 def test_a_full_disk_while_saving_is_one_line_and_leaves_no_half_model(tmp_path: Path) -> None:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (1_000_000, 1_000_000))  # the tiny model's weights are ~4 MB

@@ -160,6 +160,7 @@ def _evaluate(model, tok) -> tuple[float, float]:
     return float(spearmanr(np.r_[chosen, rejected], lengths).statistic), float((chosen > rejected).mean())
 
 
+@pytest.mark.slow
 def test_each_scheme_takes_length_off_the_reward(tmp_path) -> None:
     """Trained where the chosen response is longer in 80 % of pairs, plain BT's reward follows length. On pairs
     where length says nothing, the covariate and balanced schemes at least halve that correlation and are more

@@ -100,6 +100,7 @@ def _overlap(training: list[PreferencePair], evaluated: list[PreferencePair]) ->
     return sorted({p.first_user_turn()[:80] for p in evaluated if _loose(p) in keys})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["shift-harmless.yaml", "shift-helpful.yaml"])
 def test_real_shift_runs_share_no_prompt_between_training_and_evaluation(config: str, data_dir: Path) -> None:
     from rewardsmith.config import load_yaml
@@ -112,6 +113,7 @@ def test_real_shift_runs_share_no_prompt_between_training_and_evaluation(config:
         assert not _overlap(training, pairs), f"{config}: {name} repeats training prompts"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ["train-harmless.yaml", "train-helpful.yaml"])
 def test_real_train_runs_share_no_prompt_between_training_and_evaluation(config: str, data_dir: Path) -> None:
     from rewardsmith.config import RunConfig, load_yaml
@@ -123,6 +125,7 @@ def test_real_train_runs_share_no_prompt_between_training_and_evaluation(config:
         assert not _overlap(data.train, pairs), f"{config}: {name} repeats training prompts"
 
 
+@pytest.mark.slow
 def test_real_icrm_protocol_targets_share_no_prompt_with_training(data_dir: Path) -> None:
     from rewardsmith.config import load_yaml
     from rewardsmith.icrm.config import ICRMRunConfig

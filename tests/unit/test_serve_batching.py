@@ -220,6 +220,37 @@ def test_a_round_waits_for_as_many_requests_as_the_last_round_answered() -> None
     assert engine.rounds == [[1], [1, 1], [1, 1]]
 
 
+def test_a_round_that_continues_a_large_request_waits_from_the_first_new_arrival() -> None:
+    # Round 1 answers A and B and takes a share of the large request L; round 2 opens at once for the rest of L.
+    # A's client is back 0.3 s later and B's 0.65 s later: a wait counted from the opening (0.5 s) would close
+    # before B, a wait counted from A's arrival keeps the round open for it.
+    gate = Gate()
+    engine = FakeEngine(hook=gate)
+    batcher = _batcher(engine, max_batch_tokens=30, max_wait_s=0.5)
+    batcher.submit(prepared("w"))
+    gate.hold()
+    large = batcher.submit(prepared(*["L" * 10] * 10))
+    a, b = batcher.submit(prepared("a" * 10)), batcher.submit(prepared("b" * 10))
+    again: list[Any] = []
+
+    def client(job: Any, think_s: float) -> None:
+        job.future.result(10)
+        time.sleep(think_s)
+        again.append(batcher.submit(prepared("c" * 10)))
+
+    clients = [threading.Thread(target=client, args=(job, s)) for job, s in ((a, 0.3), (b, 0.65))]
+    for thread in clients:
+        thread.start()
+    gate.release.set()
+    for thread in clients:
+        thread.join(10)
+    for job in (large, *again):
+        job.future.result(10)
+    _stop(batcher)
+    assert engine.rounds[1] == [1, 1, 1]  # L's share, A, B
+    assert len(engine.rounds[2]) == 3, engine.rounds  # the rest of L, and both clients back
+
+
 def test_a_lone_request_does_not_wait() -> None:
     batcher = _batcher(FakeEngine(), max_wait_s=30.0)
     t0 = time.monotonic()
@@ -409,6 +440,7 @@ WORDS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("template", ["hh", "plain", "chat"])
 def test_long_texts_are_cut_before_tokenising_to_the_same_ids(template: str, chat_tokenizer_dir: Path) -> None:
     from transformers import AutoTokenizer
@@ -437,6 +469,7 @@ def test_long_texts_are_cut_before_tokenising_to_the_same_ids(template: str, cha
     assert counting.longest <= 3 * 8 * (64 + 16) + 1000, counting.longest
 
 
+@pytest.mark.slow
 def test_the_tokenizer_gives_the_same_ids_from_several_threads(chat_tokenizer_dir: Path) -> None:
     from transformers import AutoTokenizer
 

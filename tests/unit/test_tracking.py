@@ -147,6 +147,7 @@ train(Path(sys.argv[1]), report_to="tensorboard")
 """
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_the_same_tensorboard_run(tmp_path: Path) -> None:
     """SIGKILL right after step 7 (checkpoint at 6), then the same training again: TensorBoard shows every step
     once, with the values of log.jsonl (the resumed attempt's, items_per_s included); the event files keep
@@ -274,6 +275,7 @@ def _wandb_history(path: Path) -> list[dict[str, float]]:
     return rows
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_in_the_run_folder_resumes_the_same_run(tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("wandb")
     for var in ("WANDB_MODE", "WANDB_DIR", "WANDB_PROJECT"):

@@ -144,6 +144,7 @@ def test_seam_refiner_denoises_toward_strong_features() -> None:
     assert np.array_equal(seam_refine(q, features), refined)  # deterministic
 
 
+@pytest.mark.slow
 def test_run_shift_end_to_end_tiny(tmp_path: Path) -> None:
     tiny_model = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
     cfg = ShiftConfig(

@@ -7,7 +7,6 @@ DataError naming the file (and the row, for JSONL / JSON and for values of the w
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from rewardsmith.data.adapters._common import (
     read_json_array,
 )
 from rewardsmith.errors import DataError
+from rewardsmith.io.environment import hub_offline
 
 Kind = Literal["str", "id", "int", "bool", "list[str]", "list[bool]", "list[pair]", "mapping"]
 DATA_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".json")
@@ -164,7 +164,7 @@ def _records(path: Path) -> Iterator[tuple[int, Any]]:
 def open_hub(hub_id: str, split: str) -> Any:
     """The hub dataset `datasets.load_dataset(hub_id, split=split)`; only where the network allows: a one-line
     DataError when $HF_HUB_OFFLINE is set or the hub cannot be read."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0"):
+    if hub_offline():
         raise DataError(f"cannot read {hub_id} from the hub: HF_HUB_OFFLINE is set")
     import datasets
 

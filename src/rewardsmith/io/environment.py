@@ -1,7 +1,9 @@
-"""What a run folder records about the software it ran on (versions, git commit, seed)."""
+"""What a run folder records about the software it ran on (versions, git commit, seed), and whether the hub may
+be asked."""
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -9,6 +11,12 @@ from pathlib import Path
 from typing import Any
 
 _PACKAGES = ("rewardsmith", "torch", "transformers", "peft", "accelerate", "numpy", "scipy", "scikit-learn")
+
+
+def hub_offline() -> bool:
+    """Whether $HF_HUB_OFFLINE is set now. Read at each call: huggingface_hub reads it once, on import, so a value
+    set later (a test, a notebook) would otherwise be ignored and a hub id wait for the network to time out."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
 
 
 def git_commit(path: Path | None = None) -> str | None:

@@ -10,7 +10,11 @@ that no round has served yet fill the token budget (`max_batch_tokens`), until a
 round answered, or until `max_wait_s` after the round opened, whichever comes first. The wait is counted per
 round, not from the oldest request: the clients a round answers send their next requests a few milliseconds
 later, and the next round waits for them instead of closing at once on a request that waited through the last
-one (which splits the clients into two groups that alternate). The round then takes texts from every waiting
+one (which splits the clients into two groups that alternate). A round opened by a request that earlier rounds
+have already begun (the rest of a large one) counts the wait from the first new request to arrive, not from when
+it opened: it opens the moment the last round ends, before the clients that round answered have their replies,
+and a wait counted from then would close before they are back (each would then wait a whole round more, behind
+the large request's next share). The round then takes texts from every waiting
 request by fair share
 (plan_round: the request given the fewest tokens so far in the round adds its next text while the budget
 allows, requests in turn: the one waiting longest since it arrived or was last served first). So a large request
@@ -421,7 +425,13 @@ class Batcher:
         """Holds the round open for requests to join it (lock held; see the module docstring)."""
         limit = opened + self.max_wait_s
         expected = max(1, self._answered)
+        counted_from_arrival = self._fresh_jobs > 0
         while not self._closing and self._fresh_tokens < self.max_batch_tokens and self._fresh_jobs < expected:
+            if not counted_from_arrival and self._fresh_jobs:
+                # Opened by a request already being served (a large one): its first new request has come, the
+                # rest of the clients the last round answered come back over the next few milliseconds.
+                limit = max(limit, time.monotonic() + self.max_wait_s)
+                counted_from_arrival = True
             remaining = limit - time.monotonic()
             if remaining <= 0:
                 return
