@@ -36,9 +36,10 @@ class ServeConfig:
     )
     max_wait_ms: float = option(
         20.0,
-        "longest a scoring round waits, from when it opens, for requests to join "
-        "it; it closes sooner once the requests not yet served fill its budget or are "
-        "as many as the last round answered (0: score what is queued at once)",
+        "longest a scoring round waits, from when it opens (a round that continues a large "
+        "request: from the first new request), for requests to join it; it closes sooner "
+        "once the requests not yet served fill its budget or are as many as the last round "
+        "answered (0: score what is queued at once)",
         min=0.0,
     )
     max_items: int = option(1024, "most texts or pairs in one request (more: 413)", min=1)
