@@ -75,7 +75,7 @@ def verdicts(result: dict[str, Any]) -> list[str]:
                 ""
                 if ceiling is None
                 else f" (the bare forward itself, {BAR_CLIENTS} texts per call over one at a time: "
-                f"{_ratio(ceiling)}, the most batching can give here)"
+                f"{_ratio(ceiling)}: what batching buys the forward pass itself on this machine)"
             )
         )
     mixed = block.get("mixed")
