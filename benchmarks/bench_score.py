@@ -58,10 +58,12 @@ def prepare(folder: Path, n: int, max_length: int, data_dir: str | None) -> tupl
 
 
 def measure_score(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
+    from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.score import score_file
 
     with tempfile.TemporaryDirectory() as tmp:
-        result = score_file(model_dir, rows, Path(tmp) / "out.jsonl", bf16=bf16, batch_size=BATCH, progress=False)
+        options = InferenceOptions(batch_size=BATCH, bf16=bf16)
+        result = score_file(model_dir, rows, Path(tmp) / "out.jsonl", options=options, progress=False)
     m = result.metrics
     return {
         "pairs": m["rows"],

@@ -87,6 +87,7 @@ def prepare(folder: Path) -> Path:
 
 def measure_bench(model_dir: Path, limit: int, bf16: bool, data_dir: str | None) -> dict[str, Any]:
     from rewardsmith.jobs.bench import run_bench
+    from rewardsmith.jobs.inference import InferenceOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         result = run_bench(
@@ -96,8 +97,7 @@ def measure_bench(model_dir: Path, limit: int, bf16: bool, data_dir: str | None)
             data_dir=data_dir,
             limit=limit,
             n_boot=0,
-            bf16=bf16,
-            batch_size=BATCH,
+            options=InferenceOptions(batch_size=BATCH, bf16=bf16),
             progress=False,
         )
     label = result.metrics["models"][0]
@@ -114,9 +114,9 @@ def measure_bench(model_dir: Path, limit: int, bf16: bool, data_dir: str | None)
 
 
 def _bench_rewards(model_dir: Path, texts: list[Any], bf16: bool) -> Any:
-    from rewardsmith.jobs.inference import Inference
+    from rewardsmith.jobs.inference import Inference, InferenceOptions
 
-    return Inference.load(model_dir, batch_size=BATCH, bf16=bf16).score_texts(texts).rewards
+    return Inference.load(model_dir, InferenceOptions(batch_size=BATCH, bf16=bf16)).score_texts(texts).rewards
 
 
 def measure_bare_fp32_core(model_dir: Path, limit: int, bf16: bool, data_dir: str | None) -> dict[str, Any]:

@@ -87,6 +87,7 @@ def bench(
     """Benchmark reward models (rewardsmith's or any other) on RewardBench, RewardBench 2, PPE, RM-Bench and the
     local preference sets: scores with 95% CIs, the length rule, length-controlled accuracy, paired differences."""
     from rewardsmith.jobs.bench import run_bench
+    from rewardsmith.jobs.inference import InferenceOptions
 
     with handle_errors():
         print_result(
@@ -97,11 +98,13 @@ def bench(
                 data_dir=data_dir,
                 limit=limit,
                 n_boot=bootstrap,
-                bf16=bf16,
-                batch_size=batch_size,
-                template=template,
-                max_length=max_length,
-                trust_remote_code=trust_remote_code,
+                options=InferenceOptions(
+                    template=template,
+                    max_length=max_length,
+                    trust_remote_code=trust_remote_code,
+                    batch_size=batch_size,
+                    bf16=bf16,
+                ),
                 progress=not quiet,
                 overwrite=overwrite,
             )

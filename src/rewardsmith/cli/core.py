@@ -140,6 +140,7 @@ def eval_cmd(
     """Evaluate a reward model (rewardsmith's or any other): accuracy, length rule, length-controlled accuracy,
     reward-length correlation, calibration."""
     from rewardsmith.config import apply_overrides
+    from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.train import run_eval
 
     with handle_errors():
@@ -152,13 +153,15 @@ def eval_cmd(
                 sets,
                 out,
                 str(data_dir) if data_dir else None,
-                bf16,
-                batch_size,
+                InferenceOptions(
+                    template=template,
+                    max_length=max_length,
+                    trust_remote_code=trust_remote_code,
+                    batch_size=batch_size,
+                    bf16=bf16,
+                ),
                 progress=not quiet,
                 overwrite=overwrite,
-                template=template,
-                max_length=max_length,
-                trust_remote_code=trust_remote_code,
                 shift_config=shift_config,
             )
         )
@@ -223,6 +226,7 @@ def score(
     ] = False,
 ) -> None:
     """Score responses with a saved model (optionally mapped to one rater's scale, or steered by demos)."""
+    from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.score import score_file
 
     with handle_errors():
@@ -234,13 +238,15 @@ def score(
                 calibration=calibration,
                 rater=rater,
                 demos=demos,
-                bf16=bf16,
-                batch_size=batch_size,
+                options=InferenceOptions(
+                    template=template,
+                    max_length=max_length,
+                    trust_remote_code=trust_remote_code,
+                    batch_size=batch_size,
+                    bf16=bf16,
+                ),
                 progress=not quiet,
                 overwrite=overwrite,
-                template=template,
-                max_length=max_length,
-                trust_remote_code=trust_remote_code,
             )
         )
 

@@ -37,7 +37,7 @@ from rewardsmith.errors import CheckpointError, ConfigError, DataError
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder, config_hash
 from rewardsmith.jobs.common import JobResult, truncation_line, written_line
-from rewardsmith.jobs.inference import Inference
+from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.loading import load_reward_model
 from rewardsmith.report.bench import bench_report, summary_rows
 
@@ -133,12 +133,7 @@ def score_model(
     source: str,
     datasets: Sequence[SuiteData],
     options: EvalOptions,
-    *,
-    template: str = "auto",
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
-    batch_size: int = 64,
-    bf16: bool | None = None,
+    inference_options: InferenceOptions | None = None,
     progress: str | None = None,
 ) -> dict[str, Any]:
     """One model over the loaded suites: a JSON-ready record {model (what was loaded and how texts were written),
@@ -146,7 +141,7 @@ def score_model(
     texts_per_s), metrics (BenchResult.to_dict), units (BenchResult.units_dict)}. ConfigError for an in-context
     model."""
     start = time.perf_counter()
-    inference = Inference.load(source, template, max_length, trust_remote_code, batch_size, bf16)
+    inference = Inference.load(source, inference_options)
     load_seconds = time.perf_counter() - start
     if inference.in_context:
         raise ConfigError(f"{source}: an in-context (ICRM) model; benchmark it with `rewardsmith icrm eval`")
@@ -178,11 +173,9 @@ def score_model(
 # ----------------------------------------------------------------------------------------------------- checks
 
 
-def _check_options(models: Sequence[str], batch_size: int, n_boot: int, limit: int | None) -> None:
+def _check_options(models: Sequence[str], n_boot: int, limit: int | None) -> None:
     if not models:
         raise ConfigError("give at least one --model")
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     if n_boot < 0:
         raise ConfigError(f"--bootstrap must be at least 0, got {n_boot}")
     if limit is not None and limit < 1:
@@ -299,11 +292,7 @@ def run_bench(
     data_dir: str | Path | None = None,
     limit: int | None = None,
     n_boot: int = 1000,
-    bf16: bool | None = None,
-    batch_size: int = 64,
-    template: str = "auto",
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
+    options: InferenceOptions | None = None,
     progress: bool = True,
     overwrite: bool = False,
 ) -> JobResult:
@@ -311,18 +300,19 @@ def run_bench(
 
     suites: --suite names (all | rewardbench | rewardbench2 | ppe | rm-bench | local, or a suite's own name; None:
     all); data_dir: where the releases lie (default: $REWARDSMITH_DATA_DIR, else ../shared/data); limit: at most
-    this many rows per subset; n_boot: bootstrap replicates of every CI (0: none); bf16: None = as each model was
-    trained; template / max_length / trust_remote_code: how a model from elsewhere is read. Suites without data
+    this many rows per subset; n_boot: bootstrap replicates of every CI (0: none); options: how each model is
+    read and run (InferenceOptions; bf16 None = as each model was trained). Suites without data
     are reported with what to put where; DataError when none of the selected suites has data. Returns the run's
     metrics, the console table of each suite's headline scores and the summary lines.
     """
     sources = [str(m) for m in models]
-    _check_options(sources, batch_size, n_boot, limit)
+    options = options or InferenceOptions()
+    _check_options(sources, n_boot, limit)
     labels = model_labels(sources)
     names = select_suites(suites)
     root = resolve_data_dir(data_dir)
-    _check_model_folders(sources, trust_remote_code)
-    options = EvalOptions(n_boot=n_boot, seed=SEED, confidence=CONFIDENCE)
+    _check_model_folders(sources, options.trust_remote_code)
+    eval_options = EvalOptions(n_boot=n_boot, seed=SEED, confidence=CONFIDENCE)
     config = {
         "models": sources,
         "suites": names,
@@ -330,11 +320,11 @@ def run_bench(
         "n_boot": n_boot,
         "seed": SEED,
         "confidence": CONFIDENCE,
-        "bf16": bf16,
-        "template": template,
-        "max_length": max_length,
-        "trust_remote_code": trust_remote_code,
-        "batch_size": batch_size,
+        "bf16": options.bf16,
+        "template": options.template,
+        "max_length": options.max_length,
+        "trust_remote_code": options.trust_remote_code,
+        "batch_size": options.batch_size,
         "data_dir": str(root),
     }
     settings = config_hash(config, VOLATILE)
@@ -373,17 +363,7 @@ def run_bench(
         for done, (label, source) in enumerate(zip(labels, sources, strict=True), start=1):
             record = saved[source]
             if record is None:
-                record = score_model(
-                    source,
-                    datasets,
-                    options,
-                    template=template,
-                    max_length=max_length,
-                    trust_remote_code=trust_remote_code,
-                    batch_size=batch_size,
-                    bf16=bf16,
-                    progress=f"score {label}" if progress else None,
-                )
+                record = score_model(source, datasets, eval_options, options, f"score {label}" if progress else None)
                 record.update(
                     source=source, label=label, fingerprint=fingerprints[source], texts_digest=digest, settings=settings
                 )

@@ -37,7 +37,7 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.calibrate import run_calibrate
 from rewardsmith.jobs.common import JobResult
 from rewardsmith.jobs.icrm import run_icrm_train
-from rewardsmith.jobs.inference import Inference
+from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.jobs.shift import run_shift_job
 from rewardsmith.jobs.train import run_train
 from rewardsmith.report.demo import demo_index, steer_report
@@ -92,9 +92,11 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
         icrm = run_icrm_train(cfg, run.path / "icrm", overwrite=overwrite)
         pools = load_pools(cfg.episodes, cfg.data_dir, [HARMLESS])[HARMLESS]
         heldout, demo_pool = pools["test"].pairs, pools["demo"].pairs
-        steered = Inference.load(run.path / "icrm" / "model", bf16=cfg.train.bf16)
+        steered = Inference.load(run.path / "icrm" / "model", InferenceOptions(bf16=cfg.train.bf16))
         check = steering_check(steered.scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed, n_boot=cfg.eval.n_boot)
-        chosen, rejected = Inference.load(train_dir / "model", bf16=cfg.train.bf16).scorer.score_pairs(heldout)
+        chosen, rejected = Inference.load(
+            train_dir / "model", InferenceOptions(bf16=cfg.train.bf16)
+        ).scorer.score_pairs(heldout)
         bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
         metrics = {
             "check": check,

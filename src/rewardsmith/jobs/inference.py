@@ -35,24 +35,41 @@ class TextScores:
     confidence: np.ndarray | None = None
 
 
+@dataclass(frozen=True)
+class InferenceOptions:
+    """How `score`, `eval`, `bench` and the server read and run a model (the command-line options of cli/common.py:
+    --template, --max-length, --trust-remote-code, --batch-size, --bf16). template / max_length /
+    trust_remote_code: how a model from elsewhere is read (models.loading); batch_size: texts per forward pass;
+    bf16: autocast the backbone (None: as the model was trained). ConfigError for a batch size below 1."""
+
+    template: str = "auto"
+    max_length: int | None = None
+    trust_remote_code: bool = False
+    batch_size: int = 64
+    bf16: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"--batch-size must be at least 1, got {self.batch_size}")
+
+
 class Inference:
     """A loaded model and the scorer that turns its texts into scores (see the module docstring).
 
-    bf16: autocast the backbone (None: as the model was trained); max_tokens / max_padding: cap each forward
-    pass (the server's rounds)."""
+    options: its batch size and precision (InferenceOptions); max_tokens / max_padding: cap each forward pass (the
+    server's rounds)."""
 
     def __init__(
         self,
         loaded: LoadedModel,
-        batch_size: int = 64,
-        bf16: bool | None = None,
+        options: InferenceOptions | None = None,
         max_tokens: int | None = None,
         max_padding: float | None = None,
     ):
-        if batch_size < 1:
-            raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+        options = options or InferenceOptions()
+        batch_size = options.batch_size
         self.loaded = loaded
-        self.bf16 = loaded.bf16 if bf16 is None else bf16
+        self.bf16 = loaded.bf16 if options.bf16 is None else options.bf16
         self.encoder = loaded.encoder()
         self.scorer: Any
         if loaded.in_context:
@@ -76,18 +93,18 @@ class Inference:
     def load(
         cls,
         source: str | Path,
-        template: str = "auto",
-        max_length: int | None = None,
-        trust_remote_code: bool = False,
-        batch_size: int = 64,
-        bf16: bool | None = None,
+        options: InferenceOptions | None = None,
         max_tokens: int | None = None,
         max_padding: float | None = None,
     ) -> Inference:
-        """load_reward_model(source, ...) on the first CUDA device (else the CPU), with its scorer."""
-        loaded = load_reward_model(source, template, max_length, trust_remote_code=trust_remote_code)
+        """load_reward_model(source, ...) as `options` say, on the first CUDA device (else the CPU), with its
+        scorer."""
+        options = options or InferenceOptions()
+        loaded = load_reward_model(
+            source, options.template, options.max_length, trust_remote_code=options.trust_remote_code
+        )
         loaded.to(default_device())
-        return cls(loaded, batch_size, bf16, max_tokens, max_padding)
+        return cls(loaded, options, max_tokens, max_padding)
 
     @property
     def in_context(self) -> bool:

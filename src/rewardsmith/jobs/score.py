@@ -27,7 +27,7 @@ from rewardsmith.io.jsonsafe import json_ready
 from rewardsmith.io.outputs import check_output, write_output
 from rewardsmith.io.processes import processes
 from rewardsmith.jobs.common import JobResult, truncation_line
-from rewardsmith.jobs.inference import Inference, item_results, item_texts
+from rewardsmith.jobs.inference import Inference, InferenceOptions, item_results, item_texts
 
 
 def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair], list[bool], int]:
@@ -63,25 +63,19 @@ def score_file(
     calibration: str | Path | None = None,
     rater: str | None = None,
     demos: str | Path | None = None,
-    bf16: bool | None = None,
-    batch_size: int = 64,
+    options: InferenceOptions | None = None,
     progress: bool = True,
     overwrite: bool = False,
-    template: str = "auto",
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
 ) -> JobResult:
     """Adds rewards to every row of `input_file` and writes `output` atomically.
 
     calibration + rater: rewards mapped to that rater's scale by the fitted per-rater map (p_chosen stays on
-    the model's own scale). demos: demonstrations steering an in-context model. bf16: None = as trained.
-    overwrite: replace `output` when an earlier `rewardsmith score` wrote it (any other existing file is refused).
-    template / max_length / trust_remote_code: how a model from elsewhere is read (models.loading).
+    the model's own scale). demos: demonstrations steering an in-context model. options: how the model is read and
+    run (InferenceOptions). overwrite: replace `output` when an earlier `rewardsmith score` wrote it (any other
+    existing file is refused).
     """
     if (calibration is None) != (rater is None):
         raise ConfigError("--calibration and --rater go together")
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
     output = Path(output)
     input_path = Path(input_file)
     if output.resolve() == input_path.resolve():
@@ -99,7 +93,7 @@ def score_file(
 
         demo_pairs = read_demos(demos)
     t0 = time.perf_counter()
-    inference = Inference.load(model_dir, template, max_length, trust_remote_code, batch_size, bf16)
+    inference = Inference.load(model_dir, options)
     load_seconds = time.perf_counter() - t0
     if demos is not None and not inference.in_context:
         raise ConfigError(f"{model_dir}: a scalar reward model takes no --demos (only an in-context model does)")

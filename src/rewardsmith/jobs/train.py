@@ -25,7 +25,7 @@ from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, add_counts, dataset_lines, open_run, truncation_line, written_line
-from rewardsmith.jobs.inference import Inference
+from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.factory import build_reward_model, save_model
 from rewardsmith.report.render import with_interval
 from rewardsmith.report.train import eval_report, eval_rows, train_report
@@ -158,33 +158,28 @@ def run_eval(
     datasets: list[DatasetConfig],
     out: str | Path,
     data_dir: str | None = None,
-    bf16: bool | None = None,
-    batch_size: int = 64,
+    options: InferenceOptions | None = None,
     n_boot: int = 1000,
     progress: bool = True,
     overwrite: bool = False,
-    template: str = "auto",
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
     shift_config: str | Path | None = None,
 ) -> JobResult:
     """Evaluates a reward model (any kind models.loading reads) on each dataset into the run folder `out`.
-    bf16: None = as trained; template / max_length / trust_remote_code: how a model from elsewhere is read.
-    shift_config: a stress test under preference shift: the config's ID test split of its source and every target
-    (split as `rewardsmith shift` splits them), with each target's accuracy minus the ID accuracy and its CI."""
+    options: how the model is read and run (InferenceOptions; bf16 None = as trained). shift_config: a stress test
+    under preference shift: the config's ID test split of its source and every target (split as `rewardsmith shift`
+    splits them), with each target's accuracy minus the ID accuracy and its CI."""
     if not datasets and shift_config is None:
         raise ConfigError("give at least one --dataset, or a --shift-config whose source and targets to evaluate on")
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1, got {batch_size}")
+    options = options or InferenceOptions()
     config = {
         "model": str(model_dir),
         "datasets": [to_dict(d) for d in datasets],
-        "bf16": bf16,
+        "bf16": options.bf16,
         "n_boot": n_boot,
         "data_dir": data_dir,
-        "batch_size": batch_size,
-        "template": template,
-        "max_length": max_length,
+        "batch_size": options.batch_size,
+        "template": options.template,
+        "max_length": options.max_length,
         "shift_config": str(shift_config) if shift_config else None,
     }
     title = f"rewardsmith eval -> {out}"
@@ -211,7 +206,7 @@ def run_eval(
                     "used": len(pairs),
                     "overlap_removed": shift["overlap_removed"].get(name, 0),
                 }
-        inference = Inference.load(model_dir, template, max_length, trust_remote_code, batch_size, bf16)
+        inference = Inference.load(model_dir, options)
         if inference.in_context:
             raise ConfigError(f"{model_dir}: an in-context (ICRM) model; evaluate it with `rewardsmith icrm eval`")
         results, counts, scores = evaluate_sets(inference.scorer, sets, n_boot, progress)

@@ -56,7 +56,7 @@ import torch
 from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.errors import ConfigError, first_line
-from rewardsmith.jobs.inference import Inference
+from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.serve.metrics import ServeMetrics
 from rewardsmith.serve.requests import TextItem, encode_item, item_parts
 
@@ -229,13 +229,11 @@ class ScoringEngine:
         tokens = (
             max_batch_tokens if max_batch_tokens is not None else (GPU_BATCH_TOKENS if on_gpu else CPU_BATCH_TOKENS)
         )
+        # Rounds are capped by tokens, not by texts: no batch-size cap of its own.
+        options = InferenceOptions(template, max_length, trust_remote_code, batch_size=1 << 20, bf16=bf16)
         inference = Inference.load(
             model_dir,
-            template,
-            max_length,
-            trust_remote_code,
-            batch_size=1 << 20,
-            bf16=bf16,
+            options,
             max_tokens=tokens,
             max_padding=max_padding if max_padding is not None else (0.5 if on_gpu else 0.1),
         )
