@@ -19,6 +19,7 @@ from rewardsmith.cli.common import (
     TemplateOpt,
     TrustRemoteCodeOpt,
     handle_errors,
+    inference_options,
     print_result,
 )
 
@@ -87,7 +88,6 @@ def bench(
     """Benchmark reward models (rewardsmith's or any other) on RewardBench, RewardBench 2, PPE, RM-Bench and the
     local preference sets: scores with 95% CIs, the length rule, length-controlled accuracy, paired differences."""
     from rewardsmith.jobs.bench import run_bench
-    from rewardsmith.jobs.inference import InferenceOptions
 
     with handle_errors():
         print_result(
@@ -98,13 +98,7 @@ def bench(
                 data_dir=data_dir,
                 limit=limit,
                 n_boot=bootstrap,
-                options=InferenceOptions(
-                    template=template,
-                    max_length=max_length,
-                    trust_remote_code=trust_remote_code,
-                    batch_size=batch_size,
-                    bf16=bf16,
-                ),
+                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
                 progress=not quiet,
                 overwrite=overwrite,
             )

@@ -248,6 +248,25 @@ TrustRemoteCodeOpt = Annotated[
     bool,
     flag("--trust-remote-code", help="run the model's own code (auto_map in its config); only for models you trust"),
 ]
+
+
+def inference_options(
+    template: str, max_length: int | None, trust_remote_code: bool, batch_size: int, bf16: bool | None
+) -> Any:
+    """The jobs.inference.InferenceOptions of a command's --template, --max-length, --trust-remote-code,
+    --batch-size and --bf16 (imported on use: jobs.inference loads torch). ConfigError for a bad batch size, so
+    call it inside handle_errors()."""
+    from rewardsmith.jobs.inference import InferenceOptions
+
+    return InferenceOptions(
+        template=template,
+        max_length=max_length,
+        trust_remote_code=trust_remote_code,
+        batch_size=batch_size,
+        bf16=bf16,
+    )
+
+
 SetOption = Annotated[
     list[str] | None,
     typer.Option(

@@ -25,6 +25,7 @@ from rewardsmith.cli.common import (
     config_options,
     flag,
     handle_errors,
+    inference_options,
     keys_epilog,
     print_result,
 )
@@ -140,7 +141,6 @@ def eval_cmd(
     """Evaluate a reward model (rewardsmith's or any other): accuracy, length rule, length-controlled accuracy,
     reward-length correlation, calibration."""
     from rewardsmith.config import apply_overrides
-    from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.train import run_eval
 
     with handle_errors():
@@ -153,13 +153,7 @@ def eval_cmd(
                 sets,
                 out,
                 str(data_dir) if data_dir else None,
-                InferenceOptions(
-                    template=template,
-                    max_length=max_length,
-                    trust_remote_code=trust_remote_code,
-                    batch_size=batch_size,
-                    bf16=bf16,
-                ),
+                inference_options(template, max_length, trust_remote_code, batch_size, bf16),
                 progress=not quiet,
                 overwrite=overwrite,
                 shift_config=shift_config,
@@ -226,7 +220,6 @@ def score(
     ] = False,
 ) -> None:
     """Score responses with a saved model (optionally mapped to one rater's scale, or steered by demos)."""
-    from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.score import score_file
 
     with handle_errors():
@@ -238,13 +231,7 @@ def score(
                 calibration=calibration,
                 rater=rater,
                 demos=demos,
-                options=InferenceOptions(
-                    template=template,
-                    max_length=max_length,
-                    trust_remote_code=trust_remote_code,
-                    batch_size=batch_size,
-                    bf16=bf16,
-                ),
+                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
                 progress=not quiet,
                 overwrite=overwrite,
             )
