@@ -310,7 +310,7 @@ def _post_each(
     return [a.json() for a in answers]
 
 
-@pytest.mark.parametrize("concurrency", [1, 16])
+@pytest.mark.parametrize("concurrency", [pytest.param(1, marks=pytest.mark.slow), 16])  # 16 in test-fast
 def test_scores_equal_rewardsmith_score(bt_model: Path, tmp_path: Path, concurrency: int) -> None:
     rows = score_rows(48, seed=concurrency)
     expected = rewardsmith_score(bt_model, rows, tmp_path)
@@ -360,7 +360,7 @@ def test_decoder_and_lora_models_score_as_rewardsmith_score(kind: str, tmp_path:
         assert_same(answer["results"][0], want)
 
 
-@pytest.mark.parametrize("concurrency", [1, 16])
+@pytest.mark.parametrize("concurrency", [pytest.param(1, marks=pytest.mark.slow), 16])  # 16 in test-fast
 def test_rater_map_equals_rewardsmith_score(bt_model: Path, rater_maps: Path, tmp_path: Path, concurrency: int) -> None:
     rows = score_rows(24, seed=7)
     raw = rewardsmith_score(bt_model, rows, tmp_path)
@@ -384,7 +384,7 @@ def _demos(n: int = 4) -> list[dict[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("concurrency", [1, 16])
+@pytest.mark.parametrize("concurrency", [pytest.param(1, marks=pytest.mark.slow), 16])  # 16 in test-fast
 def test_icrm_demonstrations_equal_rewardsmith_score(icrm_model: Path, tmp_path: Path, concurrency: int) -> None:
     rows = score_rows(24, seed=13)
     demos = _demos()

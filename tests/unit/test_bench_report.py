@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from test_bench_fixtures import TableScore, all_rewards, synthetic_releases, write_reward_bench_2
 
 from rewardsmith.bench.compare import compare_models
@@ -27,6 +28,7 @@ def sample_metrics(data_dir: Path) -> dict[str, Any]:
     return bench_metrics(results, missing, compare_models(results, n_boot=200))
 
 
+@pytest.mark.slow
 def test_report_card_lays_out_every_suite(tmp_path: Path) -> None:
     metrics = sample_metrics(tmp_path / "data")
     json.dumps(metrics, allow_nan=False)  # JSON-ready

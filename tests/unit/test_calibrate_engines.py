@@ -269,6 +269,7 @@ def test_cli_fit_with_duckdb_engine(tmp_path: Path, frame: pd.DataFrame) -> None
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "named ratings source" in bad.stderr
 
 
+@pytest.mark.slow
 def test_importing_rewardsmith_starts_no_engine() -> None:
     """Importing the package, the engines and the CLI imports neither pyspark nor duckdb."""
     code = (

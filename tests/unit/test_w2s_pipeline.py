@@ -215,6 +215,7 @@ def test_bad_methods_fail_fast() -> None:
         check_methods(ShiftConfig(methods=[MethodConfig("x", "no-such-objective")]))
 
 
+@pytest.mark.slow
 def test_tfidf_teacher_calibrated_labels_and_anchor_weight_chosen_on_validation(tmp_path: Path) -> None:
     tiny_model = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
     cfg = ShiftConfig(
