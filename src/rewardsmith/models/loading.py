@@ -322,9 +322,25 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
     model = OpenRLHFReward(
         base, prefix, head, head_name, normalize, float(raw.get("mean", 0.0)), float(raw.get("std", 1.0))
     )
+    meta = {"normalize_reward": normalize, "mean": raw.get("mean"), "std": raw.get("std")}
+    return _from_elsewhere(folder, "openrlhf", model, tokenizer, config, opts, int(tokenizer.pad_token_id), meta)
+
+
+def _from_elsewhere(
+    folder: Path,
+    kind: str,
+    model: nn.Module,
+    tokenizer: Any,
+    config: Any,
+    opts: LoadOptions,
+    pad_id: int,
+    meta: dict[str, Any],
+) -> LoadedModel:
+    """The LoadedModel of a scalar reward model another tool wrote: its template and token budget read off its
+    config and tokenizer (or as `opts` set them), fp32 by default."""
     return LoadedModel(
         str(folder),
-        "openrlhf",
+        kind,
         "reward",
         model.eval(),
         tokenizer,
@@ -332,8 +348,8 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
         _budget(folder, config, tokenizer, opts.max_length),
         opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS,
         False,
-        int(tokenizer.pad_token_id),
-        {"normalize_reward": normalize, "mean": raw.get("mean"), "std": raw.get("std")},
+        pad_id,
+        meta,
     )
 
 
@@ -364,19 +380,9 @@ def _load_sequence_classification(folder: Path, opts: LoadOptions) -> LoadedMode
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the model ({first_line(exc)})") from None
     model = SequenceClassifierReward(hf.eval())
-    return LoadedModel(
-        str(folder),
-        "sequence-classification",
-        "reward",
-        model.eval(),
-        tokenizer,
-        _template(config, tokenizer, opts.template),
-        _budget(folder, config, tokenizer, opts.max_length),
-        opts.min_prompt_tokens or DEFAULT_MIN_PROMPT_TOKENS,
-        False,
-        int(text_config.pad_token_id),
-        {"architectures": raw.get("architectures")},
-    )
+    meta = {"architectures": raw.get("architectures")}
+    pad_id = int(text_config.pad_token_id)
+    return _from_elsewhere(folder, "sequence-classification", model, tokenizer, config, opts, pad_id, meta)
 
 
 def _is_adapter(folder: Path) -> bool:
