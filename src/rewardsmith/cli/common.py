@@ -11,12 +11,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from rewardsmith.config import default_of, help_of
 from rewardsmith.errors import RewardsmithError
+
+if TYPE_CHECKING:
+    from rewardsmith.jobs.inference import InferenceOptions
 
 
 @contextmanager
@@ -252,7 +255,7 @@ TrustRemoteCodeOpt = Annotated[
 
 def inference_options(
     template: str, max_length: int | None, trust_remote_code: bool, batch_size: int, bf16: bool | None
-) -> Any:
+) -> InferenceOptions:
     """The jobs.inference.InferenceOptions of a command's --template, --max-length, --trust-remote-code,
     --batch-size and --bf16 (imported on use: jobs.inference loads torch). ConfigError for a bad batch size, so
     call it inside handle_errors()."""
