@@ -9,6 +9,7 @@ Importing this module does nothing.
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,7 @@ def processes() -> Processes:
     from accelerate import PartialState
 
     state = PartialState(cpu=not torch.cuda.is_available())
+    release_at_exit()
     if state.num_processes != launched:
         raise ConfigError(
             f"the launcher started {launched} processes but accelerate {_accelerate_version()} counts "
@@ -69,6 +71,30 @@ def processes() -> Processes:
             "--num_processes N` (gloo); DeepSpeed and FSDP need GPUs"
         )
     return Processes(state.process_index, state.num_processes, state.device)
+
+
+_release_registered = False
+
+
+def release_at_exit() -> None:
+    """Has the process group destroyed when this process exits, while the interpreter is still whole. Left to
+    the interpreter's teardown, Gloo's worker threads can outlive it and abort a process whose work is done
+    (SIGABRT, "terminate called without an active exception"), which fails the whole launch. Registered once;
+    every command that joins a process group calls it."""
+    global _release_registered
+    if not _release_registered:
+        atexit.register(release)
+        _release_registered = True
+
+
+def release() -> None:
+    """Destroys this process's process group, if one is up (a no-op otherwise, and when torch.distributed was
+    never imported)."""
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def _accelerate_version() -> str:

@@ -38,6 +38,7 @@ from rewardsmith.data.collate import EncodedPair, collate_pairs, encode_pairs, l
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
+from rewardsmith.io.processes import release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.train.debias import debiased
@@ -261,6 +262,8 @@ class Trainer:
             **accelerator_options(cfg.report_to, self.run_dir),
         )
         check_engine(accelerator, engine)
+        if accelerator.num_processes > 1:
+            release_at_exit()
         fill_deepspeed_config(
             accelerator, math.ceil(self._items_per_batch() / accelerator.num_processes), cfg.max_grad_norm
         )
