@@ -186,6 +186,7 @@ def test_w2s_claims_from_metrics_without_claim_statistics() -> None:
     # (c): the choice 0.1 is the grid's smallest strength, so the trade-off cannot show
     trade = by_key["w2s.c"][0]
     assert trade.verdict == NOT_RUN and "at its edge" in trade.evidence and "naive, strength 0, 59.8" in trade.evidence
+    assert "grid (0, 0.1," in trade.evidence  # strength 0 is part of the grid
     strong = by_key["w2s.c.strong"][0]  # the strongest anchor's paired ID difference to naive, held below 0
     assert (strong.verdict, strong.estimate, strong.ci) == (HELD, -9.3, (-12.4, -6.3))
     # (d) last minus middle at 0.1, each against naive: -1 - 0.5 and 2 - 1
@@ -227,6 +228,18 @@ def test_w2s_trade_off_is_judged_only_on_a_grid_that_brackets_the_choice() -> No
         "claim_statistics": {**stats, "anchor": {"method": "anchor-1", "weight": 1.0}},
     }
     assert {r.claim.key: r for r in sweep_claims(edge, None, "harmless", ["t1"])}["w2s.c"].verdict == NOT_RUN
+    # The smallest positive strength, chosen: strength 0 (the naive student) lies below it, so the optimum is inside
+    # the grid when naive scores lower on validation, and at its edge (0) when naive scores higher.
+    smallest = {
+        **sweep,
+        "anchor_selection": [{"layers": [1.0], "chosen": "anchor-0.01", "weight": 0.01}],
+        "claim_statistics": {**stats, "anchor": {"method": "anchor-0.01", "weight": 0.01}},
+    }
+    for naive, verdict in ((59.0, HELD), (61.0, NOT_RUN)):
+        run = {**smallest, "validation": {"naive": {"accuracy": naive}, "anchor-0.01": {"accuracy": 60.0}}}
+        assert {r.claim.key: r for r in sweep_claims(run, None, "harmless", ["t1"])}["w2s.c"].verdict == verdict
+    without_naive = {**smallest, "validation": {"anchor-0.01": {"accuracy": 60.0}}}
+    assert {r.claim.key: r for r in sweep_claims(without_naive, None, "harmless", ["t1"])}["w2s.c"].verdict == NOT_RUN
 
 
 def test_icrm_claims_from_an_earlier_summary() -> None:

@@ -204,13 +204,29 @@ def _weights(m: Metrics) -> dict[str, float]:
     }
 
 
+def _grid(sweep: Metrics) -> list[float]:
+    """The strengths of the sweep's grid: every last-layer strength, and 0 where the sweep trained the naive student
+    (strength 0 is part of the grid: the issue of a trade-off is whether some anchoring beats none)."""
+    grid = list(_weights(sweep).values())
+    if NAIVE in sweep.get("validation", {}):
+        grid.append(0.0)
+    return sorted(grid)
+
+
 def _brackets(sweep: Metrics) -> bool:
-    """The validation choice lies strictly inside the grid (a strength below and one above it were run)."""
+    """The validation optimum lies strictly inside the grid: the choice has a strength below and one above it, and
+    strength 0 (the naive student) does not score higher on validation (then the optimum is 0, the grid's edge)."""
     weights = _weights(sweep)
     chosen = _anchor_method(sweep)
     if chosen not in weights:
         return False
-    return min(weights.values()) < weights[chosen] < max(weights.values())
+    validation = sweep.get("validation", {})
+    naive = validation.get(NAIVE, {}).get("accuracy")
+    best = validation.get(chosen, {}).get("accuracy")
+    if naive is not None and best is not None and naive > best:
+        return False
+    grid = _grid(sweep)
+    return grid[0] < weights[chosen] < grid[-1]
 
 
 def _grid_note(sweep: Metrics) -> str:
@@ -218,13 +234,14 @@ def _grid_note(sweep: Metrics) -> str:
     chosen = _anchor_method(sweep)
     if not weights or chosen not in weights:
         return ""
-    grid = ", ".join(f"{w:g}" for w in sorted(weights.values()))
-    note = f"the committed grid ({grid}) has its validation choice {weights[chosen]:g} at "
-    note += "its edge" if not min(weights.values()) < weights[chosen] < max(weights.values()) else "its inside"
+    grid = ", ".join(f"{w:g}" for w in _grid(sweep))
+    note = f"the committed grid ({grid}) has its validation optimum at "
+    note += "its edge" if not _brackets(sweep) else "its inside"
     naive = sweep.get("validation", {}).get(NAIVE, {}).get("accuracy")
     best = sweep.get("validation", {}).get(chosen, {}).get("accuracy")
     if naive is not None and best is not None:
-        note += f" (validation accuracy {best:.1f}; naive, strength 0, {naive:.1f})"
+        strength = f"{chosen}, strength {weights[chosen]:g}"
+        note += f" (validation accuracy of {strength}: {best:.1f}; naive, strength 0, {naive:.1f})"
     return note + "; "
 
 
