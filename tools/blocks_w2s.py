@@ -115,6 +115,7 @@ def block_choices() -> str:
     made = {Path(c).stem: r.get("choice", {}).get("chosen", "n/a") for c, r in teachers["configs"].items()}
     runs = {n: load(n) for n in ("shift-harmless", "shift-helpful") if (RESULTS / f"{n}.json").exists()}
     sweep = load("shift-harmless-sweep") if (RESULTS / "shift-harmless-sweep.json").exists() else {}
+    layer = load("shift-harmless-layer") if (RESULTS / "shift-harmless-layer.json").exists() else {}
     last = next((s for s in sweep.get("anchor_selection", []) if s.get("layers") == [1.0]), None)
     for choice in CHOICES:
         if choice.key == "w2s.teacher":
@@ -127,14 +128,9 @@ def block_choices() -> str:
             )
         elif choice.key == "w2s.layer-strength":
             chosen = f"lambda* = {last['weight']:g}" if last else "not made yet"
-            used = (
-                (
-                    "the committed sweep trained the middle layer at "
-                    + ", ".join(k for k in sweep.get("methods", {}) if k.endswith("-mid"))
-                )
-                if sweep
-                else "-"
-            )
+            source, run = ("the layer run", layer) if layer else ("the committed sweep", sweep)
+            middle = ", ".join(k for k in run.get("methods", {}) if k.endswith("-mid"))
+            used = f"{source} trained the middle layer at {middle}" if middle else "-"
         else:
             debias = load("debias") if (RESULTS / "debias.json").exists() else {}
             chosen = debias.get("choice", {}).get("kept", "not made yet")
@@ -147,8 +143,7 @@ def block_choices() -> str:
     return (
         "No reported number makes a choice: each setting below is chosen by the rule written in the file named, on "
         "the split named. The last column is what the committed runs used; where it differs from the choice, the "
-        f"runs predate it (the teacher of the committed runs was screened on the ID test) and `{RERUN}` reruns "
-        "them with the choice.\n\n"
+        f"runs predate it and `{RERUN}` reruns them with the choice.\n\n"
         + table(
             ["setting", "candidates", "rule", "made on", "chosen", "used by the committed runs", "rule written in"],
             rows,
