@@ -7,6 +7,8 @@ main process also saves the trained model folder (model/: heads.safetensors and 
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import random
 from pathlib import Path
 
@@ -33,12 +35,28 @@ def pairs(n: int) -> list[PreferencePair]:
     ]
 
 
+def record_threads_at_exit(out: Path) -> None:
+    """Writes out/threads-<rank>.txt at exit: the names of this process's native threads still running. Registered
+    before anything else, it runs after every other exit handler (rewardsmith's release of the process group
+    included), so a Gloo thread in it (gloo_tcp_loop, pt_gloo_runloop) outlived the group's destruction."""
+
+    def record() -> None:
+        tasks = Path("/proc/self/task")
+        names = sorted((tasks / t / "comm").read_text().strip() for t in os.listdir(tasks))
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"threads-{os.environ.get('RANK', '0')}.txt").write_text("\n".join(names))
+
+    if Path("/proc/self/task").is_dir():
+        atexit.register(record)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kind", choices=("bt", "icrm"), required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--lora-r", type=int, default=0, help="bt: train a LoRA adapter of this rank")
     args = parser.parse_args()
+    record_threads_at_exit(args.out)
     torch.set_num_threads(1)
     if args.kind == "bt":
         from rewardsmith.models.factory import build_reward_model

@@ -10,6 +10,7 @@ that. The runs differ only in the order of floating-point sums (a half-batch mea
 all-reduce). Weights are not compared one by one: AdamW's first steps move every weight by about +-lr whatever
 the size of its gradient, so a weight whose gradient is within rounding of zero can take either sign; a wrong
 shard, a double-counted gradient or a shortened schedule moves the outputs by far more than the tolerance.
+Every process of a launch ends with no Gloo thread left running (ddp_train.py records them at exit).
 
 A two-process run SIGKILLed after step 4 (its checkpoint holds whole state from step 3) and started again ends
 with the weights of an uninterrupted two-process run, bit for bit. FSDP and DeepSpeed: test_sharded_training.py."""
@@ -48,6 +49,11 @@ def _run(kind: str, out: Path, processes: int, kill_after: int | None = None) ->
         return {}
     assert result.returncode == 0, result.stderr[-3000:]
     assert (out / "processes.txt").read_text() == str(processes)
+    # No Gloo thread outlives the process group: left running into the interpreter's teardown, they abort a
+    # finished process now and then (rewardsmith.io.processes.before_group).
+    for rank in range(processes if processes > 1 else 0):
+        threads = (out / f"threads-{rank}.txt").read_text().split()
+        assert not [t for t in threads if "gloo" in t], (rank, threads)
     return load_file(str(out / "outputs.safetensors"))
 
 

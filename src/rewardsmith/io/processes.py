@@ -61,6 +61,7 @@ def processes() -> Processes:
     import torch
     from accelerate import PartialState
 
+    before_group()
     state = PartialState(cpu=not torch.cuda.is_available())
     release_at_exit()
     if state.num_processes != launched:
@@ -74,6 +75,21 @@ def processes() -> Processes:
 
 
 _release_registered = False
+
+
+def before_group() -> None:
+    """Readies this process for joining a process group; call it before anything creates one (PartialState,
+    Accelerator). It imports what accelerate and torch import on first use once a group exists: torch._dynamo
+    (DistributedDataParallel imports it when it wraps a model) and DeepSpeed where it is installed (accelerate's
+    unwrap_model imports it). Either, imported while a Gloo group exists, keeps that group alive, so
+    destroy_process_group leaves its worker threads running into the interpreter's teardown, which aborts the
+    process now and then (SIGABRT, "terminate called without an active exception") and fails a launch whose
+    work is done. Imported before, the group ends when it is destroyed (tests/integration/test_distributed.py)."""
+    import torch._dynamo  # noqa: F401
+    from accelerate.utils import is_deepspeed_available
+
+    if is_deepspeed_available():
+        import deepspeed  # noqa: F401
 
 
 def release_at_exit() -> None:

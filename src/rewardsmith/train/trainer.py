@@ -38,7 +38,7 @@ from rewardsmith.data.collate import EncodedPair, collate_pairs, encode_pairs, l
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
-from rewardsmith.io.processes import release_at_exit
+from rewardsmith.io.processes import before_group, launched_processes, release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.train.debias import debiased
@@ -254,6 +254,8 @@ class Trainer:
         _reset_single_process_state()
         engine = requested_engine()
         check_requested_engine(engine)
+        if launched_processes() > 1:
+            before_group()
         # DeepSpeed needs cpu=False to start its engine, also on its CPU accelerator (DS_ACCELERATOR=cpu).
         accelerator = Accelerator(
             mixed_precision="bf16" if cfg.bf16 else "no",
