@@ -5,8 +5,9 @@ reward model's score, and their summary.
     .venv/bin/python experiments/calibration.py run          # every `rewardsmith calibrate run` below
     .venv/bin/python experiments/calibration.py summarise    # docs/results/calibrat*.json, docs/results/pairs/
 
-`run` calls (a finished run folder is reused):
+`run` calls (a finished run folder is reused), the reward model first:
 
+    rewardsmith train --config configs/train-harmless.yaml --out runs/harmless
     rewardsmith calibrate run --config configs/calibrate-choice.yaml --ratings R --out runs/calibrate/choice-R
     rewardsmith calibrate run --config configs/calibrate-report[-25|-18].yaml --ratings R [--model M] \\
         --out runs/calibrate/R[-rm][-25|-18]
@@ -40,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 RUNS = "runs/calibrate"
 MODEL = "runs/harmless/model"
+# The reward model whose score the -rm runs use, trained first when its run folder is not complete.
+TRAIN_MODEL = ["rewardsmith", "train", "--config", "configs/train-harmless.yaml", "--out", "runs/harmless", "-q"]
 CORPORA = {"pluriharms": "pluriharms", "dices": "dices-350"}  # results name -> --ratings
 SIZES = {
     "": "configs/calibrate-report.yaml",
@@ -67,8 +70,9 @@ def _cli(config: str, ratings: str, out: str, model: str | None = None) -> list[
 
 
 def plan() -> dict[str, list[str]]:
-    """run folder -> CLI command, the choice runs first."""
-    out = {
+    """run folder -> CLI command: the reward model, then the choice runs, then the reported runs."""
+    out = {str(Path(MODEL).parent): TRAIN_MODEL}
+    out |= {
         f"{RUNS}/choice-{name}": _cli(CHOICE_CONFIG, ratings, f"{RUNS}/choice-{name}")
         for name, ratings in CORPORA.items()
     }
