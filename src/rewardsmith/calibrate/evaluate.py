@@ -396,7 +396,11 @@ def summarise(result: HoldoutResult) -> dict[str, Any]:
     if good:
         flat["forecast_gain_pct"] = float(np.mean([f["gain_pct"] for f in good]))
         flat["forecast_gain_ols_pct"] = float(np.mean([f["gain_ols_pct"] for f in good]))
-    for variant in {k for f in result.forecasts for k, v in f.items() if isinstance(v, dict) and "gain_pct" in v}:
+    # In the order the forecasts list them (a set's order would change with each process's string hashing).
+    variants = dict.fromkeys(
+        k for f in result.forecasts for k, v in f.items() if isinstance(v, dict) and "gain_pct" in v
+    )
+    for variant in variants:
         runs = [f[variant] for f in result.forecasts if "gain_pct" in f.get(variant, {})]
         flat[f"forecast_gain_pct.{variant}"] = float(np.mean([r["gain_pct"] for r in runs]))
         flat[f"forecast_full_pilot_gain_pct.{variant}"] = float(np.mean([r["full_pilot_gain_pct"] for r in runs]))
