@@ -1,5 +1,5 @@
 """Committed metrics files (rewardsmith.report.results): the bulky parts dropped at every depth, the command kept
-first, a run without a readable metrics.json refused in one line naming the file."""
+first, the run's environment kept, a run without a readable metrics.json refused in one line naming the file."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def test_save_results_writes_the_command_and_the_slimmed_metrics(tmp_path: Path)
     (run / "metrics.json").write_text(json.dumps({"x": 1.5, "environment": {"host": "h"}}))
     out = save_results("demo-x", run, "make x", tmp_path / "results")
     assert out == tmp_path / "results" / "demo-x.json"
-    assert json.loads(out.read_text()) == {"command": "make x", "x": 1.5}
+    # The environment stays: which code and versions made a committed result.
+    assert json.loads(out.read_text()) == {"command": "make x", "x": 1.5, "environment": {"host": "h"}}
     with pytest.raises(DataError, match=r"missing/metrics\.json: no readable metrics\.json"):
         save_results("y", tmp_path / "missing", "cmd", tmp_path / "results")
     (run / "metrics.json").write_text("[1, 2]")

@@ -1,6 +1,6 @@
 """Committed metrics files (docs/results/<name>.json): a run's metrics.json with the command that produced it and
-without the bulky parts no document shows. The experiments (experiments/*.py) write them; tools/build_docs.py
-renders the documents' result blocks from them."""
+without the bulky parts no document shows (its environment kept). The experiments (experiments/*.py) write them;
+tools/build_docs.py renders the documents' result blocks from them."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any
 from rewardsmith.errors import DataError
 from rewardsmith.io.atomic import atomic_write_text
 
-# Bulky parts of a run's metrics.json that no document shows.
-DROPPED = frozenset({"reliability", "curve", "tables", "environment"})
+# Bulky parts of a run's metrics.json that no document shows. The run's `environment` (package versions, git commit,
+# torch threads) is kept: it says which code made a committed result, so a rerun that differs can be traced.
+DROPPED = frozenset({"reliability", "curve", "tables"})
 
 
 def slim(metrics: Any) -> Any:
