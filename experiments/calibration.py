@@ -42,7 +42,8 @@ RESULTS = ROOT / "docs" / "results"
 RUNS = "runs/calibrate"
 MODEL = "runs/harmless/model"
 # The reward model whose score the -rm runs use, trained first when its run folder is not complete.
-TRAIN_MODEL = ["rewardsmith", "train", "--config", "configs/train-harmless.yaml", "--out", "runs/harmless", "-q"]
+MODEL_RUN = str(Path(MODEL).parent)
+TRAIN_MODEL = ["rewardsmith", "train", "--config", "configs/train-harmless.yaml", "--out", MODEL_RUN, "-q"]
 CORPORA = {"pluriharms": "pluriharms", "dices": "dices-350"}  # results name -> --ratings
 SIZES = {
     "": "configs/calibrate-report.yaml",
@@ -71,7 +72,7 @@ def _cli(config: str, ratings: str, out: str, model: str | None = None) -> list[
 
 def plan() -> dict[str, list[str]]:
     """run folder -> CLI command: the reward model, then the choice runs, then the reported runs."""
-    out = {str(Path(MODEL).parent): TRAIN_MODEL}
+    out = {MODEL_RUN: TRAIN_MODEL}
     out |= {
         f"{RUNS}/choice-{name}": _cli(CHOICE_CONFIG, ratings, f"{RUNS}/choice-{name}")
         for name, ratings in CORPORA.items()
