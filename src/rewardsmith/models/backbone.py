@@ -17,7 +17,7 @@ from torch import nn
 
 from rewardsmith.errors import ConfigError, RewardsmithError, first_line
 from rewardsmith.io.environment import hub_offline
-from rewardsmith.models.weights import require_safetensors
+from rewardsmith.models.weights import from_pretrained_exact, require_safetensors
 from rewardsmith.registry import Registry
 
 
@@ -86,7 +86,7 @@ def _load_pretrained(path: str | Path, **kwargs: Any) -> LoadedBackbone:
     try:
         config = AutoConfig.from_pretrained(str(path), **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-        model = AutoModel.from_pretrained(str(path), config=config, use_safetensors=True, **kwargs)
+        model = from_pretrained_exact(AutoModel, path, allow_missing=("pooler.",), config=config, **kwargs)
     except (OSError, ValueError, RuntimeError) as exc:
         raise RewardsmithError(f"cannot load backbone {str(path)!r}: {first_line(exc)}") from None
     return LoadedBackbone(strip_pooler(model), tokenizer, _kind_of(model.config), str(path))

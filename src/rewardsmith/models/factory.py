@@ -31,7 +31,7 @@ from rewardsmith.models.attention import use_rewardsmith_attention
 from rewardsmith.models.backbone import BACKBONES, load_backbone, quiet_transformers, strip_pooler
 from rewardsmith.models.beta import BetaRewardModel
 from rewardsmith.models.reward_model import PooledBackbone, RewardModel
-from rewardsmith.models.weights import require_safetensors
+from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
 
 META_FILE = "rewardsmith.json"
 HEADS_FILE = "heads.safetensors"
@@ -266,16 +266,16 @@ def load_model(folder: str | Path) -> tuple[Any, Any, dict[str, Any]]:
         if storage == "named":
             backbone = load_backbone(_base_name(cfg, meta), cfg.num_layers, cfg.dropout, allow_hub=False).model
         elif storage == "lora-adapter":
-            from peft import PeftModel
-
             base = load_backbone(_base_name(cfg, meta), cfg.num_layers, cfg.dropout, allow_hub=False).model
-            backbone = PeftModel.from_pretrained(base, str(folder), use_safetensors=True)
+            backbone = load_adapter_exact(base, folder)
         elif storage in ("full", "sequence-classification"):
-            backbone = strip_pooler(AutoModel.from_pretrained(str(folder), use_safetensors=True))
+            backbone = strip_pooler(from_pretrained_exact(AutoModel, folder, allow_missing=("pooler.",)))
         else:
             raise CheckpointError(f"{folder / META_FILE}: unknown backbone_storage {storage!r}")
     except (OSError, ValueError, RuntimeError, SafetensorError) as exc:
         raise CheckpointError(f"{folder}: cannot load the backbone ({first_line(exc)})") from None
+    except CheckpointError:
+        raise  # already names its folder
     except RewardsmithError as exc:
         raise CheckpointError(f"{folder}: {exc}") from None
     model = _assemble(cfg, backbone, meta["kind"])

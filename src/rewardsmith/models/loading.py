@@ -33,7 +33,7 @@ from rewardsmith.data.templates import TextEncoder, make_encoder, resolve_templa
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.models.backbone import quiet_transformers
 from rewardsmith.models.factory import META_FILE, load_model
-from rewardsmith.models.weights import require_safetensors
+from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
 from rewardsmith.registry import Registry
 
 DEFAULT_MAX_LENGTH = 1024  # TRL's RewardConfig default, capped at the model's positions
@@ -304,7 +304,7 @@ def _load_openrlhf(folder: Path, opts: LoadOptions) -> LoadedModel:
         raise CheckpointError(f"{folder}: an OpenRLHF config (normalize_reward) but no {head_name}.weight tensor")
     try:
         kwargs = _model_kwargs(opts.trust_remote_code)
-        base = AutoModel.from_pretrained(str(folder), config=config, use_safetensors=True, **kwargs)
+        base = from_pretrained_exact(AutoModel, folder, config=config, **kwargs)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the base model ({first_line(exc)})") from None
     from safetensors import safe_open
@@ -376,7 +376,7 @@ def _load_sequence_classification(folder: Path, opts: LoadOptions) -> LoadedMode
         text_config.pad_token_id = tokenizer.pad_token_id  # as TRL sets it, so batches can be pooled
     try:
         kw = _model_kwargs(opts.trust_remote_code)
-        hf = AutoModelForSequenceClassification.from_pretrained(str(folder), config=config, use_safetensors=True, **kw)
+        hf = from_pretrained_exact(AutoModelForSequenceClassification, folder, config=config, **kw)
     except (OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{folder}: cannot load the model ({first_line(exc)})") from None
     model = SequenceClassifierReward(hf.eval())
@@ -390,8 +390,6 @@ def _is_adapter(folder: Path) -> bool:
 
 
 def _load_adapter(folder: Path, opts: LoadOptions) -> LoadedModel:
-    from peft import PeftModel
-
     raw = _read_json(folder / "adapter_config.json")
     base_name = raw.get("base_model_name_or_path")
     if not isinstance(base_name, str) or not base_name:
@@ -409,7 +407,7 @@ def _load_adapter(folder: Path, opts: LoadOptions) -> LoadedModel:
         )
     target: nn.Module = base.model.hf_model if isinstance(base.model, SequenceClassifierReward) else base.model
     try:
-        adapted = PeftModel.from_pretrained(target, str(folder), use_safetensors=True)
+        adapted = load_adapter_exact(target, folder)
         merged = adapted.merge_and_unload()
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         raise CheckpointError(f"{folder}: cannot apply the adapter ({first_line(exc)})") from None
