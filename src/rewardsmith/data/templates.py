@@ -17,9 +17,10 @@ from its end only when it alone would leave fewer than `min_prompt_tokens` for t
 
 A conversation that arrives already rendered as one string (a vLLM `input`, a TEI text, an OpenRLHF query) is
 split back into turns by the template's own markers (learned by rendering a probe conversation) or the HH
-markers, then encoded as above, so the response is never the part that gets cut. A string that cannot be
-split is tokenised whole and, when too long, cut from its start (the end is kept, as vLLM does); its
-EncodedText says so (`unsplit`).
+markers, then encoded as above, so the response is never the part that gets cut. A chat-templated string is
+read back only when rendering its turns gives the same string (`read_back`; a BOS the sender stripped is put
+back first). A string that cannot be read back is tokenised whole and, when too long, cut from its start (the
+end is kept, as vLLM does); its EncodedText says so (`unsplit`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from rewardsmith.config import TEMPLATES
 from rewardsmith.data.adapters._common import HH_ASSISTANT, HH_HUMAN, parse_hh_transcript
 from rewardsmith.data.collate import EncodedText, PairEncoder
 from rewardsmith.data.schema import Turn, render_turns, user_prompt
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, DataError, first_line
 
 Prompt = Sequence[Turn] | str
 
@@ -77,14 +78,15 @@ class TextEncoder:
     """Encodes (prompt, response) into an EncodedText under a token budget; `counts` feeds run summaries.
 
     Subclasses implement `_encode(turns, response)`; `split(text)` reads a rendered conversation back (None when
-    the format has no markers to read)."""
+    the format has no markers to read). source: the model folder or id the tokenizer came from, named in errors."""
 
     template = ""
 
-    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64):
+    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64, source: str = ""):
         if max_length <= 8:
             raise ValueError(f"max_length must be > 8, got {max_length}")
         self.tokenizer = tokenizer
+        self.source = source
         self.max_length = max_length
         self.min_prompt_tokens = min_prompt_tokens
         self.counts = _empty_counts()
@@ -97,9 +99,9 @@ class TextEncoder:
         return encoded
 
     def encode_unsplit(self, text: str) -> EncodedText:
-        """A conversation that arrives as one string: split into turns and encoded, or tokenised whole (cut from
-        the start when too long, `unsplit` set) when it cannot be split."""
-        split = self.split(text)
+        """A conversation that arrives as one string: read back into turns and encoded, or tokenised whole (cut
+        from the start when too long, `unsplit` set) when it cannot be read back exactly (read_back)."""
+        split = self.read_back(text)
         if split is not None:
             return self.encode(split.prompt, split.response)
         ids, cut = _raw_encode(self.tokenizer, text, self.max_length)
@@ -110,6 +112,17 @@ class TextEncoder:
     def split(self, text: str) -> Split | None:
         """The turns and response of a rendered conversation; None when it holds no marker of this format."""
         return _split_hh(text)
+
+    def read_back(self, text: str) -> Split | None:
+        """The split of a whole conversation that arrived as one string, when scoring its turns gives what scoring
+        the same conversation gives (`score`); None when it must be tokenised as it came. HH framing is rewritten
+        from the turns exactly as it was read, so every split this format finds will do."""
+        return self.split(text)
+
+    def strip_closing(self, response: str) -> str:
+        """A response cut from a rendered string (prompt + response + the policy's end-of-turn token, as OpenRLHF
+        decodes its queries) without the markers that close it, which this format writes itself."""
+        return response
 
     def parse_prompt(self, text: str) -> tuple[Turn, ...]:
         """A prompt string as turns: a rendered conversation ending with the assistant's cue (this format's
@@ -156,8 +169,8 @@ class HHEncoder(TextEncoder):
 
     template = "hh"
 
-    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64):
-        super().__init__(tokenizer, max_length, min_prompt_tokens)
+    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64, source: str = ""):
+        super().__init__(tokenizer, max_length, min_prompt_tokens, source)
         self._pair = PairEncoder(tokenizer, max_length, min_prompt_tokens)
 
     def encode(self, prompt: Prompt, response: str) -> EncodedText:
@@ -183,8 +196,8 @@ class PlainEncoder(TextEncoder):
 
     template = "plain"
 
-    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64):
-        super().__init__(tokenizer, max_length, min_prompt_tokens)
+    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64, source: str = ""):
+        super().__init__(tokenizer, max_length, min_prompt_tokens, source)
         probe = list(tokenizer("hello")["input_ids"])
         bare = list(tokenizer("hello", add_special_tokens=False)["input_ids"])
         start = next((k for k in range(len(probe) - len(bare) + 1) if probe[k : k + len(bare)] == bare), 0)
@@ -327,8 +340,8 @@ class ChatEncoder(TextEncoder):
 
     template = "chat"
 
-    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64):
-        super().__init__(tokenizer, max_length, min_prompt_tokens)
+    def __init__(self, tokenizer: Any, max_length: int = 256, min_prompt_tokens: int = 64, source: str = ""):
+        super().__init__(tokenizer, max_length, min_prompt_tokens, source)
         if not has_chat_template(tokenizer):
             raise ConfigError("template chat: this tokenizer has no chat template; use --template plain (or hh)")
         self._prompt_ids: dict[tuple[tuple[str, str], ...], list[int]] = {}
@@ -336,9 +349,18 @@ class ChatEncoder(TextEncoder):
 
     # -- rendering ---------------------------------------------------------------------------------------
     def _ids(self, messages: list[dict[str, str]], generation: bool = False) -> list[int]:
-        out = self.tokenizer.apply_chat_template(
-            messages, tokenize=True, add_generation_prompt=generation, return_dict=True
-        )
+        from jinja2 import TemplateError
+
+        try:
+            out = self.tokenizer.apply_chat_template(
+                messages, tokenize=True, add_generation_prompt=generation, return_dict=True
+            )
+        except TemplateError as exc:  # the template's raise_exception (a role it refuses), or its own bug
+            roles = ", ".join(dict.fromkeys(m["role"] for m in messages))
+            raise DataError(
+                f"its chat template refused a conversation with roles {roles} ({first_line(exc, with_type=True)})",
+                path=self.source or "the tokenizer",
+            ) from None
         return list(out["input_ids"])
 
     def _render(self, turns: Sequence[Turn], response: str) -> list[int]:
@@ -439,6 +461,8 @@ class ChatEncoder(TextEncoder):
 
     def split(self, text: str) -> Split | None:
         marks = self.markers()
+        if marks is not None:
+            text = self._restore_bos(text, marks)
         found = _split_chat(text, marks) if marks is not None else None
         if found is None:
             return _split_hh(text)
@@ -451,6 +475,36 @@ class ChatEncoder(TextEncoder):
             return Split(turns, response, False)
         exact = _same_conversation(str(rendered), text, marks.tail if marks else "")
         return Split(turns, response, exact)
+
+    def read_back(self, text: str) -> Split | None:
+        """A chat-templated string is read back only when rendering its turns gives the same string (closing
+        markers aside): a split that does not (markers inside a message, a string cut from the left, another
+        template) would score another text than the one that arrived."""
+        split = self.split(text)
+        return split if split is not None and split.exact else None
+
+    def strip_closing(self, response: str) -> str:
+        """Without a trailing end-of-turn: the template's closing markers (whole, or as the policy's EOS ends
+        them), else the tokenizer's EOS token, once."""
+        marks = self.markers()
+        tail = marks.tail if marks is not None else ""
+        eos = getattr(self.tokenizer, "eos_token", None) or ""
+        for end in (tail, tail.rstrip(), tail.strip(), eos):
+            if end and response.endswith(end) and response[: -len(end)].strip():
+                return response[: -len(end)]
+        return response
+
+    def _restore_bos(self, text: str, marks: ChatMarkers) -> str:
+        """`text` with the BOS token put back when the template writes it first and the string arrived without it
+        (verl strips the reward tokenizer's BOS from the rendered conversation: a ChatML template whose BOS is
+        `<|im_start|>` then arrives as "system\n...")."""
+        bos = getattr(self.tokenizer, "bos_token", None)
+        if not bos or text.startswith(bos):
+            return text
+        for head in (marks.system_head, marks.head):
+            if head and head.startswith(bos) and len(head) > len(bos) and text.startswith(head[len(bos) :]):
+                return bos + text
+        return text
 
 
 def _same_conversation(rendered: str, received: str, tail: str) -> bool:
@@ -522,8 +576,10 @@ def encoder_for(tokenizer: Any, cfg: Any) -> TextEncoder:
     return make_encoder(tokenizer, cfg.template, cfg.max_length, cfg.min_prompt_tokens)
 
 
-def make_encoder(tokenizer: Any, template: str, max_length: int = 256, min_prompt_tokens: int = 64) -> TextEncoder:
-    """The encoder of `template` (auto resolved for this tokenizer)."""
+def make_encoder(
+    tokenizer: Any, template: str, max_length: int = 256, min_prompt_tokens: int = 64, source: str = ""
+) -> TextEncoder:
+    """The encoder of `template` (auto resolved for this tokenizer); source: the model it belongs to, for errors."""
     concrete = resolve_template(template, tokenizer)
     cls = {"chat": ChatEncoder, "plain": PlainEncoder, "hh": HHEncoder}[concrete]
-    return cls(tokenizer, max_length, min_prompt_tokens)
+    return cls(tokenizer, max_length, min_prompt_tokens, source)

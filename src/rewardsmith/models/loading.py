@@ -81,7 +81,7 @@ class LoadedModel:
 
     def encoder(self) -> TextEncoder:
         """A fresh encoder of this model's template and budget (its counts start at zero)."""
-        return make_encoder(self.tokenizer, self.template, self.max_length, self.min_prompt_tokens)
+        return make_encoder(self.tokenizer, self.template, self.max_length, self.min_prompt_tokens, self.source)
 
     def to(self, device: torch.device | str) -> LoadedModel:
         self.model.to(device)

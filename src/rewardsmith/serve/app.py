@@ -199,6 +199,16 @@ class ServerState:
         finally:
             gone.cancel()
 
+        if scores.unsplit:
+            endpoint = request.url.path
+            self.metrics.verbatim.labels(endpoint).inc(len(scores.unsplit))
+            log.warning(
+                "%s: %d of %d texts scored verbatim: not read back into turns by the model's template",
+                endpoint,
+                len(scores.unsplit),
+                len(texts),
+            )
+        return scores
     def _busy(self) -> RequestError:
         return RequestError(
             503,
@@ -534,8 +544,9 @@ def _usage(tokens: int) -> dict[str, Any]:
 
 
 UNSPLIT_NOTE = (
-    "texts {} could not be read back into turns by the model's template: each was tokenised whole "
-    "and, when too long, cut from its start"
+    "texts {} were scored verbatim: rendering the turns read off each with the model's template does not give the "
+    "text, so each was tokenised whole (cut from its start when too long) and its reward can differ from "
+    "`rewardsmith score` on the same conversation"
 )
 
 

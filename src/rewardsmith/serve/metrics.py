@@ -1,8 +1,9 @@
 """Prometheus metrics of one server, on its own CollectorRegistry (several apps in one process do not collide).
 
-Requests by endpoint and status, latency per endpoint, errors by kind, and per scoring round: requests merged,
-texts, tokens, time in the queue and time in the model. A request whose client went away before its answer is
-counted with status 499 (as nginx logs it) and kind `disconnected`, whatever the app would have answered."""
+Requests by endpoint and status, latency per endpoint, errors by kind, texts scored verbatim (not read back into
+turns) per endpoint, and per scoring round: requests merged, texts, tokens, time in the queue and time in the
+model. A request whose client went away before its answer is counted with status 499 (as nginx logs it) and kind
+`disconnected`, whatever the app would have answered."""
 
 from __future__ import annotations
 
@@ -95,6 +96,13 @@ class ServeMetrics:
             "rewardsmith_batch_tokens", "tokens scored in one round", buckets=TOKEN_BUCKETS, registry=r
         )
         self.texts = Counter("rewardsmith_texts_scored", "texts scored", registry=r)
+        self.verbatim = Counter(
+            "rewardsmith_texts_verbatim",
+            "texts scored as they came, per endpoint: one rendered string that could not be read back into turns "
+            "by the model's template (the response names them)",
+            ["endpoint"],
+            registry=r,
+        )
         self.waiting = Gauge("rewardsmith_queue_texts", "texts queued or being scored", registry=r)
 
     def observe_round(

@@ -43,19 +43,23 @@ class TextItem:
     """One text of a request. prompt: the turns before the response, or a prompt string the model's template
     reads (chat-templated, HH or plain text); None when `text` is a whole conversation rendered as one string.
     query: `text` is an OpenRLHF query that does not start with its prompt: the response is what follows its last
-    assistant marker."""
+    assistant marker. closing: `text` is the rest of a rendered string after its prompt, so it may end with the
+    policy's end-of-turn token, which the model's template writes itself (TextEncoder.strip_closing)."""
 
     prompt: tuple[Turn, ...] | str | None
     text: str
     query: bool = False
 
+    closing: bool = False
 
 def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str] | None:
-    """(prompt, response) of a text, read by the model's template; None when it cannot be split (it is then
-    tokenised whole)."""
+    """(prompt, response) of a text, read by the model's template; None when it cannot be read back exactly (it
+    is then tokenised whole, and the response says so)."""
     if item.prompt is not None and not item.query:
-        return item.prompt, item.text
-    split = encoder.split(item.text)
+        return item.prompt, encoder.strip_closing(item.text) if item.closing else item.text
+    # A query with its prompt given needs only the response's start from the split; a whole conversation needs a
+    # split that renders back to the string that arrived.
+    split = encoder.split(item.text) if item.query else encoder.read_back(item.text)
     if split is None or not split.response.strip():
         return None
     return (split.prompt if item.prompt is None else item.prompt), split.response
@@ -67,13 +71,13 @@ def encode_item(encoder: TextEncoder, item: TextItem) -> EncodedText:
     resolved = resolve_item(encoder, item)
     if resolved is not None:
         return encoder.encode(*bounded_parts(encoder, *resolved))
-    split = encoder.split(item.text)
+    split = encoder.read_back(item.text)
     if split is not None:  # turns ending in an empty response: encode_unsplit encodes them as turns
         return encoder.encode(*bounded_parts(encoder, split.prompt, split.response))
     # Tokenised whole: the pair template keeps an HH model's text from its start, the others from its end.
     keep = "start" if isinstance(encoder, HHEncoder) else "end"
     window = _window(encoder, item.text, keep)
-    if window is not item.text and encoder.split(window) is not None:
+    if window is not item.text and encoder.read_back(window) is not None:
         window = item.text  # the cut text reads as turns where the whole did not: tokenise the whole (exact)
     return encoder.encode_unsplit(window)
 
@@ -344,7 +348,7 @@ def query_texts(query: Sequence[str], prompts: Sequence[str | None] | None) -> l
             response = text[len(prompt) :]
             if not response.strip():
                 raise invalid(f"query[{i}]", "empty response (the query holds only its prompt)")
-            texts.append(TextItem(prompt, response))
+            texts.append(TextItem(prompt, response, closing=True))
         else:
             texts.append(TextItem(prompt, text, query=True))
     return texts
