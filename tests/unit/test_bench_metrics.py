@@ -10,7 +10,6 @@ import pytest
 
 from rewardsmith.bench.measures import STATISTICS
 from rewardsmith.bench.metrics import (
-    best_of_k_curve,
     best_of_n_credit,
     conflict_pairs,
     oracle_best_of_k,
@@ -24,6 +23,7 @@ from rewardsmith.bench.metrics import (
     ties_units,
 )
 from rewardsmith.bench.suites.reward_bench import EXAMPLE_COUNTS, SUBSET_MAPPING
+from rewardsmith.evaluate.best_of_n import best_of_n_curve as best_of_k_curve
 from rewardsmith.evaluate.metrics import length_correlation
 from rewardsmith.stats import bootstrap_indices, spearman
 
@@ -51,15 +51,17 @@ def test_ties_prompt_stats_by_hand() -> None:
     assert accurate and spread == 2.0 and gap == 1.0
     accurate, spread, gap = ties_prompt_stats([True, False], [1, 2])
     assert not accurate and spread is None and gap == -1.0
-    with pytest.raises(ValueError, match="correct and one incorrect"):
-        ties_prompt_stats([True, True], [1, 2])
+    # No incorrect (or no correct) completion: not accurate, no spread, gap 0, as the official sample_stats says.
+    assert ties_prompt_stats([True, True], [1, 2]) == (False, None, 0.0)
 
 
 def test_ties_score_with_ref_and_tied_prompts_by_hand() -> None:
     ids = ["ref:1", "tied:1", "ref:2", "tied:2"]
     prompts, values = ties_units(ids, [1, 3, 1, 2], [[5, 3, 4], [10, 8, 9, 7, 2], [1, 2], [6, 5.5, 1]])
     assert prompts == ["1", "2"]
-    expected = np.array([[1.0, 1.0, 0.0, 0.0, math.tanh(1 / 2 - 1)], [0.0, 1.0, 1.0, 0.0, math.tanh(-1 / 0.5 - 1)]])
+    expected = np.array(
+        [[1.0, 1.0, 0.0, 0.0, math.tanh(1 / 2 - 1), 1.0], [0.0, 1.0, 1.0, 0.0, math.tanh(-1 / 0.5 - 1), 1.0]]
+    )
     np.testing.assert_allclose(values, expected)
     score = 0.3 * 1.0 + 0.3 * 0.5 + 0.2 * 0.5 + 0.2 * 0.0 + 0.01 * (math.tanh(-0.5) + math.tanh(-3.0)) / 2
     assert ties_statistic(values) == pytest.approx(score)
@@ -67,13 +69,14 @@ def test_ties_score_with_ref_and_tied_prompts_by_hand() -> None:
 
 
 def test_ties_margin_with_equal_correct_rewards_and_prompts_lacking_a_partner() -> None:
-    # tied:1 has two correct responses of equal reward (spread 0): gap / 0 = +inf, tanh -> 1, as the official
-    # code's division gives; prompt 2 has only a ref row: its accuracy counts, its margin terms do not.
-    prompts, values = ties_units(["ref:1", "tied:1", "ref:2"], [1, 2, 1], [[3, 1], [2, 2, 1], [0, 1]])
+    # tied:1 has two correct responses of equal reward (spread 0): its preferred terms count (gap 1 > 0), its margin
+    # does not (the official code keeps only spreads > 0, and the mean of none is 0); prompt 2 has only a ref row: its
+    # accuracy counts, its margin terms do not. "tied:01" is prompt 1 (ids are matched by int()).
+    prompts, values = ties_units(["ref:1", "tied:01", "ref:2"], [1, 2, 1], [[3, 1], [2, 2, 1], [0, 1]])
     assert prompts == ["1", "2"]
-    assert values[0].tolist() == [1.0, 1.0, 1.0, 1.0, 1.0]
-    assert values[1, 0] == 0.0 and np.isnan(values[1, 1:]).all()
-    assert ties_statistic(values) == pytest.approx(0.3 * 1.0 + 0.3 * 0.5 + 0.2 + 0.2 + 0.01)
+    np.testing.assert_array_equal(values[0], [1.0, 1.0, 1.0, 1.0, np.nan, 1.0])
+    assert values[1, 0] == 0.0 and np.isnan(values[1, 1:5]).all() and values[1, 5] == 0.0
+    assert ties_statistic(values) == pytest.approx(0.3 * 1.0 + 0.3 * 0.5 + 0.2 + 0.2 + 0.0)
     with pytest.raises(ValueError, match="ref:<id>"):
         ties_units(["other:1"], [1], [[1, 0]])
 
@@ -124,7 +127,7 @@ def test_best_of_k_curve_breaks_a_tie_at_the_top_at_random() -> None:
     expected = [_enumerated_best_of_k(rewards, correct, k) for k in ks]
     np.testing.assert_allclose(best_of_k_curve(rewards, correct, ks), expected)
     np.testing.assert_allclose(best_of_k_curve([1, 1, 0, 2], [1, 0, 0, 1], [1, 2, 3, 4]), [0.5, 0.75, 0.875, 1.0])
-    with pytest.raises(ValueError, match="K must lie"):
+    with pytest.raises(ValueError, match="n must lie"):
         best_of_k_curve([1, 2], [0, 1], [3])
 
 

@@ -9,8 +9,9 @@
   weighted score.
 - `section_weights` / `section_scores`: RewardBench's leaderboard sections, subset accuracies weighted by
   EXAMPLE_COUNTS.
-- `best_of_k_curve` / `oracle_best_of_k`: PPE's best-of-K: the expected correctness of the response a reward model
-  picks from K responses drawn without replacement from a prompt's responses.
+- `oracle_best_of_k`: PPE's best-of-K ceiling. The best-of-K curve itself (the expected correctness of the response a
+  reward model picks from K responses drawn without replacement) is evaluate.best_of_n.best_of_n_curve, the
+  estimator `rewardsmith bon` uses too.
 - `conflict_pairs`: PPE's accuracy on the sampled pairs of one correct and one incorrect response.
 - `roc_auc`, `pooled_auc`; `reward_length_correlation`: Spearman correlation of reward and response length.
 """
@@ -46,87 +47,125 @@ def best_of_n_credit(rewards: ArrayLike) -> float:
 
 
 def ties_prompt_stats(correct: ArrayLike, rewards: ArrayLike) -> tuple[bool, float | None, float]:
-    """(accurate, spread of the correct rewards, worst correct minus best incorrect) of one Ties prompt.
+    """(accurate, spread of the correct rewards, worst correct minus best incorrect) of one Ties prompt, as the
+    official `sample_stats` gives them.
 
     correct: (M,) bool; rewards: (M,). accurate: every correct response outscores the best incorrect one (strict);
-    the spread (best - worst correct) is None with fewer than two correct responses. Needs at least one
-    response of each kind (ValueError otherwise).
+    the spread (best - worst correct) is None with fewer than two correct responses. A prompt lacking either kind
+    of response is (False, None, 0.0), as the official code scores it.
     """
     c = np.asarray(correct, dtype=bool)
     r = np.asarray(rewards, dtype=np.float64)
     if not c.any() or c.all():
-        raise ValueError("a Ties prompt needs at least one correct and one incorrect response")
+        return False, None, 0.0
     good, bad = r[c], r[~c]
     gap = float(good.min() - bad.max())
     spread = float(good.max() - good.min()) if good.size > 1 else None
     return gap > 0, spread, gap
 
 
+TIES_COLUMNS = ("ref accurate", "tied accurate", "preferred", "preferred (hard)", "margin score", "in both")
+
+
+def _ties_key(prompt: str) -> int | str:
+    """The official code matches ref and tied rows by int(prompt id): "ref:007" and "tied:7" are one prompt."""
+    try:
+        return int(prompt)
+    except ValueError:
+        return prompt
+
+
 def ties_units(
     sample_ids: Sequence[str], num_correct: Sequence[int], rewards: Sequence[ArrayLike]
 ) -> tuple[list[str], FloatArray]:
-    """Per-prompt Ties values from rows whose id is "ref:<prompt>" or "tied:<prompt>".
+    """Per-prompt Ties values from rows whose id is "ref:<prompt>" or "tied:<prompt>" (allenai/reward-bench
+    rewardbench/utils.py `process_single_model`, followed exactly).
 
-    Each row's rewards (K,) list its num_correct correct completions first. Rows of one (kind, prompt) are merged.
-    Returns (prompt ids in order of first appearance, values (P, 5)) with columns
-    [ref accurate, tied accurate, preferred, preferred (hard), margin score] (see ties_statistic):
-    preferred = tied gap > tied spread; preferred (hard) = min(ref gap, tied gap) > tied spread; margin score =
-    tanh(min(ref gap, tied gap) / tied spread - 1), 0 where that is 0/0; the last three only for prompts with
-    both a ref and a tied row (and a tied spread), NaN elsewhere.
+    Each row's rewards (K,) list its num_correct correct completions first. Prompt ids are matched as integers where
+    they read as one. Rows of one (kind, prompt) fill one table of completions by position, a later row's
+    completion k replacing an earlier one's, as the official code's dict does. Returns (prompt ids in order of first
+    appearance, values (P, 6)) with columns TIES_COLUMNS: ref accurate and tied accurate (NaN for a prompt without
+    that row); for prompts with both rows (in both = 1), preferred = tied gap > tied spread and preferred (hard) =
+    min(ref gap, tied gap) > tied spread where the tied spread exists (NaN elsewhere), and margin score =
+    tanh(min(ref gap, tied gap) / tied spread - 1) where the spread is > 0 (NaN elsewhere: the official code leaves
+    prompts whose correct completions all score the same out of the margin mean).
     """
-    grouped: dict[tuple[str, str], tuple[list[bool], list[float]]] = {}
-    order: list[str] = []
+    grouped: dict[tuple[str, int | str], dict[int, tuple[bool, float]]] = {}
+    order: list[int | str] = []
+    names: dict[int | str, str] = {}
     for sample_id, k, row in zip(sample_ids, num_correct, rewards, strict=True):
         kind, _, prompt = str(sample_id).partition(":")
         if kind not in ("ref", "tied") or not prompt:
             raise ValueError(f"Ties row id {sample_id!r} is not 'ref:<id>' or 'tied:<id>'")
-        r = np.asarray(row, dtype=np.float64)
-        flags, values = grouped.setdefault((kind, prompt), ([], []))
-        flags.extend(i < k for i in range(r.size))
-        values.extend(r.tolist())
-        if prompt not in order:
-            order.append(prompt)
-    out = np.full((len(order), 5), np.nan)
-    for p, prompt in enumerate(order):
-        ref = grouped.get(("ref", prompt))
-        tied = grouped.get(("tied", prompt))
-        ref_stats = ties_prompt_stats(*ref) if ref else None
-        tied_stats = ties_prompt_stats(*tied) if tied else None
-        if ref_stats:
-            out[p, 0] = float(ref_stats[0])
-        if tied_stats:
-            out[p, 1] = float(tied_stats[0])
-        if ref_stats and tied_stats and tied_stats[1] is not None:
-            spread, hard_gap = tied_stats[1], min(ref_stats[2], tied_stats[2])
-            out[p, 2] = float(tied_stats[2] > spread)
+        key = _ties_key(prompt)
+        table = grouped.setdefault((kind, key), {})
+        for i, value in enumerate(np.asarray(row, dtype=np.float64).tolist()):
+            table[i] = (i < k, float(value))
+        if key not in names:
+            names[key] = prompt
+            order.append(key)
+
+    def stats(kind: str, key: int | str) -> tuple[bool, float | None, float] | None:
+        table = grouped.get((kind, key))
+        if table is None:
+            return None
+        return ties_prompt_stats([c for c, _ in table.values()], [v for _, v in table.values()])
+
+    out = np.full((len(order), len(TIES_COLUMNS)), np.nan)
+    for p, key in enumerate(order):
+        ref, tied = stats("ref", key), stats("tied", key)
+        if ref:
+            out[p, 0] = float(ref[0])
+        if tied:
+            out[p, 1] = float(tied[0])
+        out[p, 5] = float(bool(ref and tied))
+        if ref and tied and tied[1] is not None:
+            spread, hard_gap = tied[1], min(ref[2], tied[2])
+            out[p, 2] = float(tied[2] > spread)
             out[p, 3] = float(hard_gap > spread)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                margin = np.tanh(np.float64(hard_gap) / np.float64(spread) - 1.0)
-            out[p, 4] = 0.0 if np.isnan(margin) else float(margin)
-    return order, out
+            if spread > 0:
+                out[p, 4] = float(np.tanh(hard_gap / spread - 1.0))
+    return [names[k] for k in order], out
 
 
-def _nanmean_or(column: FloatArray, empty: float) -> float:
+def _mean_of_finite(column: FloatArray, empty: float) -> float:
     finite = column[np.isfinite(column)]
     return float(finite.mean()) if finite.size else empty
 
 
+def ties_components(values: FloatArray) -> dict[str, float]:
+    """RewardBench 2's Ties components from per-prompt values (P, 6) (ties_units), as the official code averages
+    them: ref and tied accuracy over the prompts with that row (0 when none); over the prompts with both rows, the
+    two preferred rates over those with a tied spread (NaN when none has one, as numpy's mean of nothing) and the
+    margin score over those with a spread > 0 (0 when none); all three 0 when no prompt has both rows."""
+    both = values[:, 5] == 1.0
+    out = {"ref accuracy": _mean_of_finite(values[:, 0], 0.0), "tied accuracy": _mean_of_finite(values[:, 1], 0.0)}
+    if not both.any():
+        return {**out, "correctness preferred": 0.0, "correctness preferred (hard)": 0.0, "margin score": 0.0}
+    return {
+        **out,
+        "correctness preferred": _mean_of_finite(values[both, 2], float("nan")),
+        "correctness preferred (hard)": _mean_of_finite(values[both, 3], float("nan")),
+        "margin score": _mean_of_finite(values[both, 4], 0.0),
+    }
+
+
 def ties_statistic(values: FloatArray) -> float:
-    """RewardBench 2's Ties score from per-prompt values (P, 5) = [ref accurate, tied accurate, correctness
-    preferred, correctness preferred (hard), margin score], NaN where a prompt lacks that part.
+    """RewardBench 2's Ties score from per-prompt values (P, 6) (ties_units):
 
         0.30 tied accuracy + 0.30 ref accuracy + 0.20 preferred + 0.20 preferred (hard) + 0.01 margin
 
-    (allenai/reward-bench rewardbench/utils.py `process_single_model`): the accuracies are means over the prompts
-    that have a ref (tied) row, 0 when there is none; the margin terms are means over prompts with both, NaN when
-    there is none. The weights sum to 1.01 there too. Returns a fraction.
+    with the components of ties_components (allenai/reward-bench rewardbench/utils.py `process_single_model`; the
+    weights sum to 1.01 there too). Returns a fraction.
     """
-    ref = _nanmean_or(values[:, 0], 0.0)
-    tied = _nanmean_or(values[:, 1], 0.0)
-    preferred = _nanmean_or(values[:, 2], float("nan"))
-    preferred_hard = _nanmean_or(values[:, 3], float("nan"))
-    margin = _nanmean_or(values[:, 4], float("nan"))
-    return 0.30 * tied + 0.30 * ref + 0.20 * preferred + 0.20 * preferred_hard + 0.01 * margin
+    c = ties_components(values)
+    return (
+        0.30 * c["tied accuracy"]
+        + 0.30 * c["ref accuracy"]
+        + 0.20 * c["correctness preferred"]
+        + 0.20 * c["correctness preferred (hard)"]
+        + 0.01 * c["margin score"]
+    )
 
 
 # ---------------------------------------------------------------------------------- RewardBench (v1) sections
@@ -157,35 +196,6 @@ def section_scores(
 
 
 # ------------------------------------------------------------------------------------------------ PPE best-of-K
-
-
-def _comb_table(n: int) -> FloatArray:
-    """T[m, k] = C(m, k) for 0 <= m, k <= n (float64; exact for n <= 60)."""
-    return np.array([[comb(m, k) for k in range(n + 1)] for m in range(n + 1)], dtype=np.float64)
-
-
-def best_of_k_curve(rewards: ArrayLike, correct: ArrayLike, ks: Sequence[int]) -> FloatArray:
-    """Expected correctness of the highest-reward response among K drawn uniformly without replacement from the
-    n responses of a prompt, a tie at the top broken uniformly at random; one value per K in ks.
-
-    rewards, correct: (n,) (correct in {0, 1}). With the responses sorted by reward, descending, a tie group at
-    positions [a, b) is the top of the draw with probability (C(n - a, K) - C(n - b, K)) / C(n, K), and then the pick
-    is uniform within it: E_K = sum_groups mean(correct in group) * that probability. Returns (len(ks),).
-    """
-    r = np.asarray(rewards, dtype=np.float64)
-    c = np.asarray(correct, dtype=np.float64)
-    n = r.size
-    if any(k < 1 or k > n for k in ks):
-        raise ValueError(f"K must lie in 1..{n}, got {list(ks)}")
-    order = np.argsort(-r, kind="stable")
-    r_sorted, c_sorted = r[order], c[order]
-    starts = np.concatenate([[0], np.flatnonzero(r_sorted[1:] != r_sorted[:-1]) + 1])
-    ends = np.concatenate([starts[1:], [n]])
-    group_mean = np.add.reduceat(c_sorted, starts) / (ends - starts)
-    table = _comb_table(n)
-    k_arr = np.asarray(ks, dtype=np.int64)
-    prob = (table[n - starts][:, k_arr] - table[n - ends][:, k_arr]) / table[n, k_arr]  # (G, len(ks))
-    return np.asarray(group_mean @ prob, dtype=np.float64)
 
 
 def oracle_best_of_k(correct: ArrayLike, ks: Sequence[int]) -> FloatArray:

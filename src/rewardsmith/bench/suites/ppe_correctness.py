@@ -25,12 +25,13 @@ import numpy as np
 
 from rewardsmith.bench.build import composite_measure, equal_weights, missing_release, release_rows, rows_by_subset
 from rewardsmith.bench.measures import Units
-from rewardsmith.bench.metrics import best_of_k_curve, conflict_pairs, oracle_best_of_k
+from rewardsmith.bench.metrics import conflict_pairs, oracle_best_of_k
 from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds, numbered_columns
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import EvalOptions, LoadRequest, Measure, PairView, RowRewards, Suite, SuiteMeasures
 from rewardsmith.data.schema import user_prompt
 from rewardsmith.errors import DataError
+from rewardsmith.evaluate.best_of_n import best_of_n_curve
 from rewardsmith.stats import bootstrap_indices, percentile_interval
 
 NAME = "ppe-correctness"
@@ -159,7 +160,7 @@ def _set_measures(
         margins.append(margin)
         good_len.append(lengths[oriented[:, 0]])
         bad_len.append(lengths[oriented[:, 1]])
-        curves.append(best_of_k_curve(r, correct, ks))
+        curves.append(best_of_n_curve(r, correct, ks))
         oracle.append(oracle_best_of_k(correct, ks))
         auc_values.append(np.concatenate([r[:k_max], correct[:k_max]]))
     curve_arr, oracle_arr = np.array(curves), np.array(oracle)

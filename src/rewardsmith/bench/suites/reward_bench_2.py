@@ -22,7 +22,7 @@ import numpy as np
 
 from rewardsmith.bench.build import composite_measure, equal_weights, release_rows, rows_by_subset
 from rewardsmith.bench.measures import Units
-from rewardsmith.bench.metrics import best_of_n_credit, ties_statistic, ties_units
+from rewardsmith.bench.metrics import best_of_n_credit, ties_components, ties_statistic, ties_units
 from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import EvalOptions, LoadRequest, Measure, RowRewards, Suite, SuiteMeasures
@@ -45,13 +45,6 @@ COLUMNS = (
 )
 PATTERNS = ("test-*", "test.*")
 TIES_METRIC = "Ties score"
-TIES_COMPONENTS = (
-    "ref accuracy",
-    "tied accuracy",
-    "correctness preferred",
-    "correctness preferred (hard)",
-    "margin score",
-)
 
 
 def is_ties(subset: str) -> bool:
@@ -127,10 +120,7 @@ def _ties_measure(subset: str, data: SuiteData, rewards: RowRewards, rows: list[
         [rewards[i] for i in rows],
     )
     units = Units(tuple(prompts), values, statistic="ties")
-    components = {}
-    for column, name in enumerate(TIES_COMPONENTS):
-        finite = values[:, column][np.isfinite(values[:, column])]
-        components[name] = float(finite.mean()) if finite.size else None
+    components: dict[str, Any] = {k: (None if np.isnan(v) else v) for k, v in ties_components(values).items()}
     components["score"] = ties_statistic(values)
     return Measure(subset, TIES_METRIC, units, chance=None, rows=tuple(rows)), components
 
