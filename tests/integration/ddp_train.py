@@ -1,8 +1,9 @@
 """Trains a tiny Bradley-Terry model (optionally a LoRA adapter) or a tiny set-mode ICRM through the shared
 Trainer and saves the final weights and the outputs on held-out inputs; run by test_distributed.py and
 test_sharded_training.py as a plain script (one process) and under `accelerate launch` (DDP over gloo on CPU
-processes; DeepSpeed on its CPU accelerator; FSDP and DeepSpeed on GPUs), with the same global batch. The
-main process also saves the trained model folder (model/: heads.safetensors and the backbone or adapter)."""
+processes; FSDP2 on CPU processes over gloo; DeepSpeed on its CPU accelerator; FSDP and DeepSpeed on GPUs), with
+the same global batch. The main process also saves the trained model folder (model/: heads.safetensors and the
+backbone or adapter; for a decoder without LoRA, a *ForSequenceClassification folder)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ def main() -> None:
     parser.add_argument("--kind", choices=("bt", "icrm"), required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--lora-r", type=int, default=0, help="bt: train a LoRA adapter of this rank")
+    parser.add_argument("--backbone", default="tiny-bert", help="bt: tiny-bert or tiny-llama")
     args = parser.parse_args()
     record_threads_at_exit(args.out)
     torch.set_num_threads(1)
@@ -63,7 +65,7 @@ def main() -> None:
         from rewardsmith.train.trainer import train_pairs
 
         model_cfg = ModelConfig(
-            backbone="tiny-bert",
+            backbone=args.backbone,
             max_length=32,
             min_prompt_tokens=8,
             lora=LoraSettings(r=args.lora_r, alpha=max(1, 2 * args.lora_r)),
@@ -143,6 +145,7 @@ def main() -> None:
                 str(args.out / f"{name}.safetensors"),
             )
         (args.out / "processes.txt").write_text(str(PartialState().num_processes))
+        (args.out / "engine.txt").write_text(str(PartialState().distributed_type.value))  # e.g. FSDP, MULTI_CPU
 
 
 if __name__ == "__main__":

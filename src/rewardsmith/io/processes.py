@@ -69,7 +69,7 @@ def processes() -> Processes:
             f"the launcher started {launched} processes but accelerate {_accelerate_version()} counts "
             f"{state.num_processes} ({state.distributed_type}); every process would take itself for "
             "the only one. On CPU processes launch with `accelerate launch --multi_gpu "
-            "--num_processes N` (gloo); DeepSpeed and FSDP need GPUs"
+            "--num_processes N` (gloo); DeepSpeed with several processes and FSDP1 need GPUs"
         )
     return Processes(state.process_index, state.num_processes, state.device)
 
@@ -106,11 +106,36 @@ def release_at_exit() -> None:
 def release() -> None:
     """Destroys this process's process group, if one is up (a no-op otherwise, and when torch.distributed was
     never imported)."""
-    import sys
-
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
+        _drop_device_meshes()
         dist.destroy_process_group()
+
+
+def _drop_device_meshes() -> None:
+    """Lets go of the device meshes torch.distributed.tensor keeps in its caches, where it was imported (FSDP2
+    holds parameters as DTensors). A cached DTensorSpec or redistribution plan holds its DeviceMesh, the mesh
+    holds the process group, and a group still held when it is destroyed keeps its Gloo threads running into the
+    interpreter's teardown (see release_at_exit). The caches are torch 2.13's; one missing from another torch is
+    skipped (tests/integration/test_sharded_training.py checks that no Gloo thread is left)."""
+    if "torch.distributed.tensor" not in sys.modules:
+        return
+    import gc
+
+    from torch.distributed.tensor import _collective_utils, _redistribute, debug
+
+    for owner, path in (
+        (debug, "_clear_sharding_prop_cache"),
+        (_redistribute, "clear_redistribute_planner_cache"),
+        (_redistribute, "_gen_transform_infos.cache_clear"),
+        (_collective_utils, "MeshTopoInfo.build_from_mesh.cache_clear"),
+    ):
+        clear: Any = owner
+        for name in path.split("."):
+            clear = getattr(clear, name, None)
+        if callable(clear):
+            clear()
+    gc.collect()  # the module, optimiser and meshes of a finished run may sit in reference cycles
 
 
 def _accelerate_version() -> str:

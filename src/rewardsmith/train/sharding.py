@@ -1,6 +1,7 @@
 """What the Trainer needs to run under a sharding engine that accelerate drives (FSDP, FSDP2, DeepSpeed ZeRO): which
-engine the launcher asked for and whether accelerate runs it, the DeepSpeed settings the Trainer fills, whole
-(unsharded) state for checkpoints, and a plain model after the run.
+engine the launcher asked for and whether accelerate runs it (FSDP2 on CPU processes included, see
+run_fsdp2_on_cpu_processes), the DeepSpeed settings the Trainer fills, whole (unsharded) state for checkpoints, and
+a plain model after the run.
 
 Whole state: a checkpoint holds the full model state dict (the names of the unwrapped module's state_dict) and
 the full optimiser state in torch.distributed.checkpoint's full form ({"state": {name: {"step", "exp_avg",
@@ -46,17 +47,56 @@ def engine_of(accelerator: Any) -> str | None:
 
 
 _GPU_ONLY = (
-    "accelerate runs FSDP and DeepSpeed only on GPUs (and other accelerators). On CPU processes use DDP: "
-    "`accelerate launch --multi_gpu --num_processes N` on a machine without GPUs"
+    "accelerate runs FSDP1, and DeepSpeed with several processes, only on GPUs (and other accelerators). On CPU "
+    "processes use FSDP2 (configs/accelerate/fsdp.yaml) or DDP (`accelerate launch --multi_gpu --num_processes N` "
+    "on a machine without GPUs)"
 )
 
 
+def requested_fsdp_version() -> int:
+    """The FSDP version the launch asked for: FSDP_VERSION, which accelerate's launcher sets from the config's
+    fsdp_config.fsdp_version (1 when unset, as accelerate's FullyShardedDataParallelPlugin reads it)."""
+    return int(os.environ.get("FSDP_VERSION", "1"))
+
+
 def check_requested_engine(requested: str | None) -> None:
-    """ConfigError, before any Accelerator exists, for FSDP on a machine without an accelerator: accelerate would
-    train it as DDP (FSDP2) or fail in its FSDP1 plugin with a device error. (DeepSpeed on its CPU accelerator is
-    allowed here; check_engine refuses it with more than one process.)"""
-    if requested == "fsdp" and not _has_accelerator():
-        raise ConfigError(f"the launcher asked for FSDP on a machine without GPUs: {_GPU_ONLY}")
+    """ConfigError, before any Accelerator exists, for FSDP1 on a machine without an accelerator: accelerate's FSDP1
+    plugin fails there with a device error. (FSDP2 runs on CPU processes: run_fsdp2_on_cpu_processes. DeepSpeed on
+    its CPU accelerator is allowed here; check_engine refuses it with more than one process.)"""
+    if requested == "fsdp" and requested_fsdp_version() != 2 and not _has_accelerator():
+        raise ConfigError(f"the launcher asked for FSDP1 on a machine without GPUs: {_GPU_ONLY}")
+
+
+def run_fsdp2_on_cpu_processes(accelerator: Any, requested: str | None) -> bool:
+    """Has accelerate run the FSDP2 the launch asked for on CPU processes joined over gloo; True when it did so.
+
+    accelerate 1.15 chooses DistributedType.FSDP only for accelerator process groups (MULTI_GPU, MULTI_NPU, ...,
+    in AcceleratorState.__init__), never for MULTI_CPU, so on CPU processes it drops the FSDP plugin and prepare()
+    wraps the model in DDP. torch's fully_shard runs on CPU over gloo, so this makes the one choice accelerate
+    makes on GPUs (the FSDP distributed type and the plugin read from the launcher's FSDP_* settings, with the
+    run's mixed precision); everything after it is accelerate's own FSDP2 path (prepare() -> fsdp2_prepare_model
+    -> fully_shard, no_sync, clip_grad_norm_) and torch.distributed.checkpoint, as on GPUs. Call it right after
+    the Accelerator is made and before anything is prepared."""
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    state = accelerator.state
+    if (
+        requested != "fsdp"
+        or requested_fsdp_version() != 2
+        or state.distributed_type != DistributedType.MULTI_CPU
+        or state.backend != "gloo"
+    ):
+        return False
+    plugin = FullyShardedDataParallelPlugin()
+    if state.mixed_precision != "no":
+        plugin.set_mixed_precision(state.mixed_precision)
+    # What AcceleratorState.__init__ sets for FSDP on accelerators (AcceleratorState and PartialState share state
+    # across instances: every later Accelerator or PartialState of this process sees FSDP).
+    state.fsdp_plugin = plugin
+    state.distributed_type = DistributedType.FSDP
+    PartialState._shared_state["distributed_type"] = DistributedType.FSDP
+    return True
 
 
 def _has_accelerator() -> bool:
@@ -65,10 +105,10 @@ def _has_accelerator() -> bool:
 
 
 def check_engine(accelerator: Any, requested: str | None) -> None:
-    """ConfigError when accelerate does not run what was launched: an engine asked for that it set aside (it runs
-    FSDP and DeepSpeed only on accelerators: on CPU processes an FSDP config would silently train as DDP), or a
-    process count other than the launcher's (DeepSpeed on CPU processes: each would take itself for the only
-    one)."""
+    """ConfigError when accelerate does not run what was launched: an engine asked for that it set aside (e.g. FSDP2
+    on CPU processes joined over another backend than gloo, which run_fsdp2_on_cpu_processes leaves alone: it
+    would silently train as DDP), or a process count other than the launcher's (DeepSpeed on CPU processes: each
+    would take itself for the only one)."""
     running = engine_of(accelerator)
     if requested is not None and running != requested:
         raise ConfigError(

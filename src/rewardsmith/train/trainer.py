@@ -7,10 +7,11 @@ The Trainer is generic over two things:
   length-grouped pairs over epochs; the ICRM episode plan (rewardsmith.icrm.train) serves sampled episodes.
 - an objective: objective(model, batch, StepInfo) -> LossResult, a thin glue to a pure loss function.
 
-Single process on CPU or one GPU, or many under `accelerate launch` (DDP; FSDP, FSDP2 and DeepSpeed ZeRO-1/2/3
-on GPUs, configs/accelerate/): the same code; each process takes its slice of every micro-batch, and gradients
-are averaged across processes, so the result matches a single process with the same global batch. A launch whose
-engine accelerate does not run (FSDP or DeepSpeed on CPU processes) is refused, not trained as something else.
+Single process on CPU or one GPU, or many under `accelerate launch` (DDP; FSDP2, also on CPU processes over gloo;
+FSDP1 and DeepSpeed ZeRO-1/2/3 on GPUs; configs/accelerate/): the same code; each process takes its slice of every
+micro-batch, and gradients are averaged across processes, so the result matches a single process with the same
+global batch. A launch whose engine accelerate does not run (FSDP1, or DeepSpeed with several processes, on CPU
+processes) is refused, not trained as something else.
 Checkpoints are pickle-free state folders (safetensors + JSON), written atomically, holding whole state (full
 model and optimiser state, train.sharding) under every engine, so a run resumes exactly under any of them.
 After a sharded run trainer.model is a plain module again, with whole weights on every process.
@@ -51,6 +52,7 @@ from rewardsmith.train.sharding import (
     fill_deepspeed_config,
     load_whole_optimizer_state,
     requested_engine,
+    run_fsdp2_on_cpu_processes,
     shards_in_place,
     whole_model_state,
     whole_optimizer_state,
@@ -263,6 +265,7 @@ class Trainer:
             cpu=not torch.cuda.is_available() and engine != "deepspeed",
             **accelerator_options(cfg.report_to, self.run_dir),
         )
+        run_fsdp2_on_cpu_processes(accelerator, engine)
         check_engine(accelerator, engine)
         if accelerator.num_processes > 1:
             release_at_exit()
