@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ T = TypeVar("T")
 
 _MISSING = object()
 MAX_SEED = 2**32 - 1  # numpy's seeds are 32-bit; one bound for every seed option
+MAX_THREADS = 1024  # one bound for every thread-count option: beyond any machine's cores, far more only exhausts memory
 
 
 def option(
@@ -300,6 +302,10 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+# A decimal number as people write one: 0.1, .5, 3, 1e-5, 2.5E+3 (not nan, inf, 1_000 or words).
+_FLOAT_LITERAL = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
 def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
@@ -339,6 +345,8 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
             raise ConfigError(f"config key {key!r} must be an integer, got {_show(value)}")
         return int(value)
     if tp is float:
+        if isinstance(value, str) and _FLOAT_LITERAL.fullmatch(value):
+            value = float(value)  # YAML 1.1 reads 1e-5 (no dot, or no exponent sign) as a string
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
             raise ConfigError(f"config key {key!r} must be a number, got {_show(value)}")
         return float(value)
@@ -390,20 +398,29 @@ def validate(obj: Any, where: str = "") -> None:
         _check_range(f, getattr(obj, f.name), key)
 
 
-def load_yaml(cls: type[T], path: str | Path) -> T:
+def load_yaml(cls: type[T], path: str | Path, require: dict[str, str] | None = None) -> T:
+    """The config of a YAML file, checked as from_dict checks it. require: dotted keys the file must set (a
+    default would silently stand in for them) -> what to say when it does not."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+    except (yaml.YAMLError, UnicodeDecodeError, ValueError) as exc:  # ValueError: an integer too long for int()
         raise ConfigError(f"{path}: invalid YAML ({first_line(exc)})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     try:
-        return from_dict(cls, data)
+        config = from_dict(cls, data)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    for dotted, hint in (require or {}).items():
+        section: Any = data
+        for name in dotted.split("."):
+            section = section.get(name) if isinstance(section, dict) else None
+        if section is None:
+            raise ConfigError(f"{path}: sets no {dotted}; {hint}")
+    return config
 
 
 def dump_yaml(obj: Any) -> str:
@@ -440,16 +457,19 @@ def _holds_dataclass(tp: Any) -> bool:
     return any(_holds_dataclass(arg) for arg in typing.get_args(tp))
 
 
-def config_keys(cls: type, prefix: str = "") -> list[tuple[str, str, Any]]:
-    """(dotted YAML key, help, default) of every field of a nested config class, sections flattened."""
+def config_keys(cls: type, prefix: str = "", defaults: Any = None) -> list[tuple[str, str, Any]]:
+    """(dotted YAML key, help, default) of every field of a nested config class, sections flattened. The defaults
+    are those of `defaults` (default: `cls()`), so a section whose default factory sets other values than its
+    class's fields (ICRMRunConfig.train) shows the values a run gets."""
+    defaults = cls() if defaults is None else defaults
     out: list[tuple[str, str, Any]] = []
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         tp = hints[f.name]
         if dataclasses.is_dataclass(tp):
-            out += config_keys(tp, f"{prefix}{f.name}.")  # type: ignore[arg-type]
+            out += config_keys(tp, f"{prefix}{f.name}.", getattr(defaults, f.name))  # type: ignore[arg-type]
         else:
-            out.append((f"{prefix}{f.name}", str(f.metadata.get("help", "")), _field_default(f)))
+            out.append((f"{prefix}{f.name}", str(f.metadata.get("help", "")), getattr(defaults, f.name)))
     return out
 
 
@@ -463,8 +483,8 @@ def parse_set_options(values: Sequence[str] | None) -> dict[str, Any]:
             raise ConfigError(f"--set takes KEY=VALUE (e.g. --set train.grad_accum=4), got {item!r}")
         try:
             out[key.strip()] = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"--set {key.strip()}: invalid value {text!r} ({first_line(exc)})") from None
+        except (yaml.YAMLError, ValueError) as exc:  # ValueError: an integer too long for int()
+            raise ConfigError(f"--set {key.strip()}: invalid value {_show(text)} ({first_line(exc)})") from None
     return out
 
 

@@ -473,7 +473,7 @@ def _c42(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     return (
         ["score", "--model", model, "--input", inp, "--out", model / "model.safetensors"],
-        ["model.safetensors", "not written by rewardsmith"],
+        ["model.safetensors", "is part of a rewardsmith model folder"],
         None,
     )
 
@@ -485,7 +485,7 @@ def _c43(w, m, i):
     inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
     return (
         ["score", "--model", run / "model", "--input", inp, "--out", run / "manifest.json"],
-        ["manifest.json", "not written by rewardsmith"],
+        ["manifest.json", "is part of the `train` run folder"],
         None,
     )
 
@@ -525,7 +525,7 @@ def _c47(w, m, i):
     shutil.copytree(m, run)
     return (
         ["calibrate", "fit", "--ratings", _varied_ratings(w), "--out", run / "manifest.json"],
-        ["manifest.json", "not written by rewardsmith"],
+        ["manifest.json", "is part of the `train` run folder"],
         None,
     )
 
@@ -839,6 +839,160 @@ def _c82(w, m, i):
     )
 
 
+# ---------------------------------------------------------------------------------------------------------
+# The third pass: inputs that ended in a traceback, a wrong result or silence.
+
+
+def _chat_template_model(w: Path, m: Path, template: str) -> Path:
+    """The trained model with a chat template of its own (a jinja text), read through it."""
+    model = w / "model"
+    shutil.copytree(m / "model", model)
+    config = json.loads((model / "tokenizer_config.json").read_text())
+    config["chat_template"] = template
+    write(model / "tokenizer_config.json", json.dumps(config))
+    meta = json.loads((model / "rewardsmith.json").read_text())
+    meta["template"] = "chat"
+    write(model / "rewardsmith.json", json.dumps(meta))
+    return model
+
+
+@case("score: a chat template that raises for any conversation")
+def _c83(w, m, i):
+    model = _chat_template_model(w, m, "{{ raise_exception('this template renders nothing') }}")
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (
+        ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"],
+        [str(model), "chat template", "this template renders nothing"],
+        None,
+    )
+
+
+@case("score: a chat template that refuses the system role")
+def _c84(w, m, i):
+    template = (
+        "{% for m in messages %}{% if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{% endif %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}"
+    )
+    model = _chat_template_model(w, m, template)
+    system = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    inp = jsonl(w / "in.jsonl", [{"prompt": "q", "response": "a"}, {"prompt": system, "response": "hello"}])
+    return (
+        ["score", "--model", model, "--input", inp, "--out", w / "o.jsonl"],
+        [str(model), "system, user, assistant", "System role not supported"],
+        None,
+    )
+
+
+def _constant_model_score(w: Path) -> Path:
+    return _ratings(w, "flat.csv", [f"{r},{k},{(k * 7 + ord(r)) % 10},0.5" for r in "abcdefgh" for k in range(12)])
+
+
+@case("calibrate: every model score identical")
+def _c85(w, m, i):
+    ratings = _constant_model_score(w)
+    return (
+        ["calibrate", "--ratings", ratings, "--out", w / "c", "--seeds", "1", "--bootstrap", "20"],
+        ["flat.csv", "same model score (0.5)", "no information to fit a slope"],
+        w / "c",
+    )
+
+
+@case("calibrate fit: every model score identical")
+def _c86(w, m, i):
+    ratings = _constant_model_score(w)
+    return (
+        ["calibrate", "fit", "--ratings", ratings, "--out", w / "maps.json"],
+        ["flat.csv", "same model score (0.5)"],
+        None,
+    )
+
+
+@case("calibrate fit --engine duckdb: every model score identical")
+def _c87(w, m, i):
+    import pandas as pd
+
+    pd.read_csv(_constant_model_score(w)).to_parquet(w / "flat.parquet")
+    return (
+        ["calibrate", "fit", "--engine", "duckdb", "--ratings", w / "flat.parquet", "--out", w / "maps.json"],
+        ["flat.parquet", "same model score (0.5)"],
+        None,
+    )
+
+
+def _maps_with(w: Path, edit: Callable[[dict], None]) -> Path:
+    """Maps fitted by `calibrate fit`, then edited as JSON (Python's json writes a NaN as the literal NaN)."""
+    fitted = rk("calibrate", "fit", "--ratings", _varied_ratings(w), "--out", w / "fitted.json")
+    assert fitted.exit_code == 0, fitted.output
+    maps = json.loads((w / "fitted.json").read_text())
+    edit(maps)
+    return write(w / "maps.json", json.dumps(maps))
+
+
+@case("score: calibration map with a NaN population slope")
+def _c88(w, m, i):
+    maps = _maps_with(w, lambda d: d["population"].update(slope=float("nan")))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o", "--calibration", maps, "--rater", "z"],
+        ["maps.json", "population.slope", "nan"],
+        None,
+    )
+
+
+@case("score: calibration map with a null rater intercept")
+def _c89(w, m, i):
+    maps = _maps_with(w, lambda d: d["raters"]["intercept"].__setitem__(1, None))
+    inp = jsonl(w / "in.jsonl", GOOD_ROWS[:2])
+    return (
+        ["score", "--model", m / "model", "--input", inp, "--out", w / "o", "--calibration", maps, "--rater", "a"],
+        ["maps.json", "raters.intercept", "rater 'b'"],
+        None,
+    )
+
+
+@case("shift: --threads 100000")
+def _c90(w, m, i):
+    cfg = write(w / "s.yaml", "name: x\n")
+    return (
+        ["shift", "--config", cfg, "--out", w / "s", "--threads", "100000"],
+        ["threads", "at most", "100000"],
+        w / "s",
+    )
+
+
+@case("shift: --threads 0")
+def _c91(w, m, i):
+    cfg = write(w / "s.yaml", "name: x\n")
+    return ["shift", "--config", cfg, "--out", w / "s", "--threads", "0"], ["threads", "at least 1"], w / "s"
+
+
+@case("train: an empty config file")
+def _c92(w, m, i):
+    cfg = write(w / "empty.yaml", "")
+    return ["train", "--config", cfg, "--out", w / "r"], ["empty.yaml", "data.train.name", "--train"], w / "r"
+
+
+@case("train: a config that names no training set")
+def _c93(w, m, i):
+    cfg = write(w / "c.yaml", "train: {lr: 0.001}\ndata: {train_pairs: 32}\n")
+    return ["train", "--config", cfg, "--out", w / "r"], ["c.yaml", "data.train.name", "--train"], w / "r"
+
+
+@case("calibrate fit --engine duckdb: a CSV beside the Parquet parts")
+def _c94(w, m, i):
+    import pandas as pd
+
+    frame = pd.read_csv(_varied_ratings(w))
+    (w / "ratings").mkdir()
+    frame.iloc[:48].to_parquet(w / "ratings" / "part-0.parquet")
+    frame.iloc[48:].to_csv(w / "ratings" / "part-1.csv", index=False)
+    return (
+        ["calibrate", "fit", "--engine", "duckdb", "--ratings", w / "ratings", "--out", w / "maps.json"],
+        ["part-1.csv", "not a Parquet file"],
+        None,
+    )
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     name: str, tmp_path: Path, trained: Path, icrm_model: Path
@@ -916,3 +1070,83 @@ def test_rerun_with_another_seed_is_refused_and_the_finished_model_kept(tmp_path
     result = rk("train", "--train", "synthetic/source", *TINY, "--out", run, "--seed", "3")
     assert_one_line_error(result, "train.seed: 0 -> 3")
     assert snapshot(run) == before
+
+
+@pytest.mark.slow  # whole commands in fresh processes, killed and run again
+@pytest.mark.parametrize(("step", "earlier"), [("recorded", True), ("replaced", True), ("replaced", False)])
+def test_a_kill_between_an_output_and_its_record_leaves_a_file_the_rerun_may_replace(
+    step: str, earlier: bool, tmp_path: Path
+) -> None:
+    """A real SIGKILL after the record names the new bytes (old output still in place) or after the new output is
+    renamed into place (its record not yet final): the file left is recognised as rewardsmith's, so a rerun asks for
+    --overwrite and then replaces it; a file nobody recorded stays refused."""
+    import sys
+
+    from rewardsmith.io.outputs import KILL_AT_ENV, written_by_tool
+
+    ratings = _varied_ratings(tmp_path)
+    out = tmp_path / "maps.json"
+    args = [sys.executable, "-m", "rewardsmith.cli", "calibrate", "fit", "--ratings", str(ratings), "--out", str(out)]
+    env = {**os.environ, **ENV}
+    if earlier:
+        first = subprocess.run(args, env=env, capture_output=True, text=True)
+        assert first.returncode == 0, first.stderr
+    before = out.read_bytes() if earlier else None
+    rerun = [*args, "--overwrite"] if earlier else args
+    killed = subprocess.run(rerun, env={**env, KILL_AT_ENV: step}, capture_output=True, text=True)
+    assert killed.returncode == -9, killed.stderr
+    if step == "recorded":
+        assert (out.read_bytes() if out.exists() else None) == before
+    else:
+        assert out.is_file() and json.loads(out.read_text())["format"] == "rewardsmith.calibration/1"
+    if out.exists():
+        assert written_by_tool(out)
+        assert_one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out), "maps.json", "--overwrite")
+    again = subprocess.run([*args, "--overwrite"], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert written_by_tool(out)
+    # The record never vouches for other bytes: an edited output is someone's, even after the kill.
+    out.write_text(out.read_text() + " ")
+    assert_one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out, "--overwrite"), "changed since")
+
+
+def test_a_hub_id_while_offline_asks_no_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HF_HUB_OFFLINE set after huggingface_hub was imported (it reads it once): a hub id as --model or --backbone
+    is one line at once, and no host name is even looked up."""
+    import socket
+
+    import huggingface_hub  # noqa: F401  (imported before the variable is set)
+
+    looked_up: list[str] = []
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: looked_up.append(str(host)) or real(host, *a, **k))
+    inp = jsonl(tmp_path / "in.jsonl", GOOD_ROWS[:2])
+    scored = rk("score", "--model", "someone/not-a-model", "--input", inp, "--out", tmp_path / "o.jsonl")
+    assert_one_line_error(scored, "someone/not-a-model", "HF_HUB_OFFLINE")
+    trained = rk("train", "--train", "synthetic/source", "--backbone", "someone/not-a-model", "--out", tmp_path / "r")
+    assert_one_line_error(trained, "someone/not-a-model", "HF_HUB_OFFLINE")
+    assert looked_up == []
+
+
+def test_a_hub_id_without_a_network_is_one_line_without_retry_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not offline, but the hub unreachable (a closed local port stands in for it; the back-off waits are skipped):
+    huggingface_hub's line per retried request is not printed, and the error is one line."""
+    import time
+
+    from huggingface_hub import constants
+
+    closed = "http://127.0.0.1:9"  # the discard port: nothing listens, the connection is refused at once
+    monkeypatch.setattr(constants, "ENDPOINT", closed)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", closed + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    env = {**ENV, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": closed}
+    result = CliRunner().invoke(
+        app,
+        ["train", "--train", "synthetic/source", "--backbone", "someone/not-a-model", "--out", str(tmp_path / "r")],
+        env=env,
+    )
+    assert_one_line_error(result, "someone/not-a-model")
+    assert "Retry" not in result.stderr + result.stdout

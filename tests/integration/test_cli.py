@@ -426,3 +426,65 @@ def test_installed_entry_point_runs() -> None:
         [str(exe), "train", "--epochs", "one", "--out", "x"], capture_output=True, text=True, env=env, timeout=120
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: ")
+
+
+def _defaults_shown(text: str) -> list[str]:
+    """Every `[default: ...]` of a help text (its wrapped lines joined), brackets inside a default kept."""
+    flat = " ".join(text.split())
+    found: list[str] = []
+    start = flat.find("[default: ")
+    while start >= 0:
+        depth, end = 0, start
+        for end in range(start, len(flat)):
+            depth += {"[": 1, "]": -1}.get(flat[end], 0)
+            if depth == 0:
+                break
+        found.append(flat[start + len("[default: ") : end])
+        start = flat.find("[default: ", end)
+    return found
+
+
+def test_every_help_shows_defaults_as_typed_and_only_what_the_command_reads() -> None:
+    """Walks every command's --help: no default is a Python repr; a group with a default action shows its
+    command as optional; `icrm eval` lists only the config keys it reads; `icrm train`'s flags show the defaults its
+    config gives, the same as its config-key list."""
+    import re
+
+    import typer
+
+    from rewardsmith.cli.icrm import TRAIN_OPTIONS
+    from rewardsmith.config import config_keys
+    from rewardsmith.icrm.config import ICRMRunConfig
+
+    def walk(command, path: list[str]):
+        yield path, command
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            yield from walk(sub, [*path, name])
+
+    repr_like = re.compile(r"^\[|^\(|^\{|<function|<class|<bound|PosixPath\(|^None$|'\]|\w+Config\(|\w+Settings\(")
+    helps: dict[str, str] = {}
+    for path, _ in walk(typer.main.get_command(app), []):
+        result = rk(*path, "--help")
+        assert result.exit_code == 0, (path, result.output)
+        helps[" ".join(path)] = result.stdout
+        for shown in _defaults_shown(result.stdout):
+            assert not repr_like.search(shown), (" ".join(path), shown)
+    assert len(helps) >= 17
+
+    assert "rewardsmith calibrate [OPTIONS] [COMMAND] [ARGS]..." in helps["calibrate"]
+
+    listed = re.findall(r"^\s+([a-z0-9_.]+): ", helps["icrm eval"].split("Config keys", 1)[1], re.M)
+    assert listed and {key.split(".")[0] for key in listed} <= {"eval", "embed_batch_size", "data_dir"}, listed
+
+    train_help = helps["icrm train"]
+    keys_part = train_help.split("Config keys", 1)[1]
+    epilog = dict(re.findall(r"^\s+([a-z0-9_.]+): .*\[default: (.*)\]$", keys_part, re.M))
+    assert set(epilog) == {key for key, _, _ in config_keys(ICRMRunConfig)}
+    flags = option_blocks(train_help.split("Config keys", 1)[0])
+    for key, spec in TRAIN_OPTIONS.items():
+        name = (spec if isinstance(spec, str) else spec.flags[0]).split("/")[0]
+        (flag_default,) = _defaults_shown(flags[name])
+        config_default = {"--bf16": "true", "--fp32": "false"}.get(flag_default, flag_default)
+        unwrapped = "".join(config_default.split())  # help wraps long defaults, also at hyphens
+        assert unwrapped == "".join(epilog[key].split()), (name, flag_default, epilog[key])
+    assert "[default: 4000]" in flags["--steps"] and epilog["train.max_steps"] == "4000"  # ICRMRunConfig().train

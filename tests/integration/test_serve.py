@@ -417,6 +417,40 @@ def test_icrm_demonstrations_equal_rewardsmith_score(icrm_model: Path, tmp_path:
     assert models["model_type"] == "icrm" and models["standards"] == ["kind"]
 
 
+def test_identical_demonstrations_follow_one_rule_in_score_and_serve(icrm_model: Path, tmp_path: Path) -> None:
+    """A demonstration with the same response on both sides states no preference: `score --demos` and the server
+    both leave it out (the same rewards, the count said by both); with none left, both refuse in one line."""
+    rows = score_rows(6, seed=17)
+    good = _demos(2)
+    same = [{"prompt": d["prompt"], "chosen": d["chosen"], "rejected": d["chosen"]} for d in _demos(3)]
+    demos = [same[0], good[0], same[1], good[1], good[1], same[2]]  # a duplicate steers twice, in both
+    demo_file = tmp_path / "demos.jsonl"
+    demo_file.write_text("".join(json.dumps(d) + "\n" for d in demos))
+    steered = rewardsmith_score(icrm_model, rows, tmp_path, "--demos", demo_file)
+    only_good = tmp_path / "good.jsonl"
+    only_good.write_text("".join(json.dumps(d) + "\n" for d in [good[0], good[1], good[1]]))
+    assert steered == rewardsmith_score(icrm_model, rows, tmp_path, "--demos", only_good)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    said = rk("score", "--model", icrm_model, "--input", inp, "--out", tmp_path / "o.jsonl", "--demos", demo_file)
+    assert said.exit_code == 0 and "steered by 3 of 6 demonstrations (3 left out" in said.output, said.output
+    all_same = tmp_path / "same.jsonl"
+    all_same.write_text("".join(json.dumps(d) + "\n" for d in same))
+    refused = rk("score", "--model", icrm_model, "--input", inp, "--out", tmp_path / "x.jsonl", "--demos", all_same)
+    assert refused.exit_code == 2 and not (tmp_path / "x.jsonl").exists()
+    assert refused.stderr.strip().startswith("error: ") and "\n" not in refused.stderr.strip()
+    assert "same.jsonl" in refused.stderr and "nothing to steer by" in refused.stderr
+    with serving(build_app(icrm_model, ServeConfig(max_wait_ms=10.0))) as url:
+        served = _post_each(url, [{"items": rows, "demonstrations": demos}], 1)[0]
+        registered = httpx.post(f"{url}/v1/standards", json={"id": "mixed", "demonstrations": demos}, timeout=60)
+        none_left = httpx.post(f"{url}/v1/score", json={"items": rows, "demonstrations": same}, timeout=60)
+    assert served["n_demonstrations"] == 3
+    assert registered.json() == {"standard": "mixed", "n_demonstrations": 3}
+    one_line_error(none_left, 422, "demonstrations", "nothing to steer by")
+    for got, want in zip(served["results"], steered, strict=True):
+        assert_same(got, want)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Bad requests under load
 
@@ -692,6 +726,22 @@ def test_items_and_messages_are_read_strictly(bt_url: str) -> None:
         "items[0].colour",
         "unknown field",
     )
+
+
+def test_an_integer_too_long_for_python_is_a_422_naming_its_field(bt_url: str) -> None:
+    huge = "9" * 5000  # beyond Python's int <-> str digit limit (4300)
+    item = '{"prompt": "p", "response": "r"}'
+    for body, field in (
+        ('{"items": [' + item + '], "rater": ' + huge + "}", "rater"),
+        ('{"items": [' + item + '], "standard": -' + huge + "}", "standard"),
+        ('{"items": [{"prompt": ' + huge + ', "response": "r"}]}', "items[0].prompt"),
+    ):
+        answer = httpx.post(
+            f"{bt_url}/v1/score", content=body, headers={"content-type": "application/json"}, timeout=60
+        )
+        one_line_error(answer, 422, field, "5000 digits" if field != "items[0].prompt" else "")
+    # Integers within the limit still parse as integers (and are refused where a string belongs, as before).
+    one_line_error(httpx.post(f"{bt_url}/v1/score", json={"items": [], "rater": 10**4000}, timeout=60), 422, "rater")
 
 
 @pytest.mark.slow

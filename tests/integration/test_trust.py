@@ -374,3 +374,36 @@ def test_maps_of_another_scale_are_named_when_scoring(tmp_path: Path, trained: P
     )
     ok(result)
     assert "outside the model-score scale the calibration was fitted on" in result.stdout
+    # Said before the scale test: the maps were fitted on the ratings' own model scores, not on this model's rewards,
+    # and what scale the rewards are on now.
+    assert f"the calibration was fitted on the model_score column of {ratings}, not on rewards of" in result.stdout
+    assert f"calibrate fit --model {trained / 'model'}" in result.stdout
+    assert f"calibrated: rewards mapped onto rater a's rating scale in {ratings}" in result.stdout
+
+
+def test_maps_fitted_on_the_scored_models_rewards_pass_and_another_models_are_named(
+    tmp_path: Path, trained: Path
+) -> None:
+    """`calibrate fit --model M` records M: scoring with M says only which scale the rewards are on; scoring another
+    model (here a copy of M in another folder) with those maps is warned about, naming both."""
+    lines = ["rater_id,item_id,score,model_score,prompt,response"]
+    for rater, slope in (("a", 10), ("b", 30)):
+        for item in range(12):
+            lines.append(f"{rater},{item},{slope * (item % 5) + item},0,question {item},answer number {item}")
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    model = trained / "model"
+    ok(rk("calibrate", "fit", "--model", model, "--ratings", ratings, "--out", tmp_path / "maps.json"))
+    info = json.loads((tmp_path / "maps.json").read_text())["info"]
+    assert info["model"] == str(model.resolve()) and info["rating_range"] == [0.0, 129.0]
+    inp = jsonl(tmp_path / "in.jsonl", PAIRS[:4])
+    args = ["--input", inp, "-q", "--calibration", tmp_path / "maps.json", "--rater", "b"]
+    same = rk("score", "--model", model, "--out", tmp_path / "same.jsonl", *args)
+    ok(same)
+    assert "warning" not in same.stdout, same.stdout
+    assert f"rewards mapped onto rater b's rating scale in {ratings} (0 to 129; pebs maps)" in same.stdout
+    other_model = tmp_path / "other-model"
+    shutil.copytree(model, other_model)
+    other = rk("score", "--model", other_model, "--out", tmp_path / "other.jsonl", *args)
+    ok(other)
+    assert f"fitted on rewards of {model.resolve()}, not of {other_model}" in other.stdout, other.stdout

@@ -102,6 +102,34 @@ def test_duckdb_matches_numpy_to_1e9_across_files_and_orders(tmp_path: Path, fra
         np.testing.assert_allclose(PEBS().fit(got).maps_.slope, PEBS().fit(want).maps_.slope, rtol=1e-9)
 
 
+def test_a_ratings_folder_is_read_whole_or_refused_naming_a_stray_file(tmp_path: Path, frame: pd.DataFrame) -> None:
+    """Every Parquet part of a folder is read (.parquet and .pq, in subfolders), hidden and metadata files
+    (_SUCCESS, .crc) are left aside, and any other file (a CSV beside the parts) is refused by name: it would
+    otherwise be left out without a word."""
+    folder = tmp_path / "ratings"
+    (folder / "year=2025").mkdir(parents=True)
+    half = len(frame) // 2
+    frame.iloc[:half].to_parquet(folder / "part-0.parquet")
+    frame.iloc[half:].to_parquet(folder / "year=2025" / "part-1.pq")
+    (folder / "_SUCCESS").write_text("")
+    (folder / ".part-0.parquet.crc").write_bytes(b"crc")
+    got, counts = engine_rater_stats("duckdb", folder)
+    assert counts["rows_read"] == len(frame)
+    assert_same_moments(got, rater_stats(frame))
+    frame.iloc[:10].to_csv(folder / "year=2025" / "extra.csv", index=False)
+    with pytest.raises(ConfigError, match=r"extra\.csv: not a Parquet file"):
+        engine_rater_stats("duckdb", folder)
+    (folder / "year=2025" / "extra.csv").unlink()
+    (folder / "notes.txt").write_text("where these came from")
+    with pytest.raises(ConfigError, match=r"notes\.txt: not a Parquet file"):
+        engine_rater_stats("duckdb", folder)
+    empty = tmp_path / "empty"
+    (empty / "_logs").mkdir(parents=True)
+    (empty / "_logs" / "run.txt").write_text("log")
+    with pytest.raises(DataError, match="no Parquet file"):
+        engine_rater_stats("duckdb", empty)
+
+
 def test_integer_ids_and_other_column_names(tmp_path: Path) -> None:
     """Integer rater ids come back as their text, as the memory path reads them; columns may be renamed."""
     data = pd.DataFrame(

@@ -26,7 +26,7 @@ from rewardsmith.calibrate.estimators import shared_params
 from rewardsmith.calibrate.evaluate import _pair_concordance
 from rewardsmith.calibrate.shrinkage import STATUS_SINGLE_MODEL_SCORE, STATUS_SPARSE, shrink
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardsmith.errors import ConfigError, UnknownNameError
+from rewardsmith.errors import ConfigError, DataError, UnknownNameError
 
 
 def _frame(rows: list[tuple[str, str, float, float]]) -> pd.DataFrame:
@@ -179,6 +179,13 @@ def test_mixedlm_close_to_joint_pebs():
     assert np.corrcoef(mixed.maps_.slope, pebs.maps_.slope)[0, 1] > 0.95
     with pytest.raises(ConfigError):
         MixedLMCalibrator().fit(rater_stats(table))
+
+
+def test_mixedlm_on_a_constant_model_score_is_a_data_error():
+    # Every model score 0.5: the design's slope column is all zeros after centring, a singular system.
+    rows = [(r, str(k), float((k * 7 + ord(r)) % 10), 0.5) for r in "abcdefgh" for k in range(12)]
+    with pytest.raises(DataError, match="mixedlm"):
+        MixedLMCalibrator().fit(_frame(rows))
 
 
 # ---------------------------------------------------------------------------------------------- invariance

@@ -279,7 +279,39 @@ def check_parquet_location(location: str, engine: str) -> str:
             f"--engine {engine} reads Parquet, not {path.suffix or 'this file'} ({path}); convert "
             "it (e.g. duckdb -c \"COPY (FROM 'in.csv') TO 'out.parquet'\") or use --engine memory"
         )
+    if path.is_dir():
+        _check_parquet_folder(path, engine)
     return str(path)
+
+
+def _folder_files(folder: Path) -> list[Path]:
+    """The data files under `folder`, in sorted order: hidden and metadata entries ("." or "_" names, as Spark
+    writes _SUCCESS and .crc files) and what lies under them left aside."""
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+    )
+
+
+def _check_parquet_folder(folder: Path, engine: str) -> None:
+    """A folder of ratings holds Parquet files only: another file (a CSV export beside them) would be left out
+    without a word, so it is a ConfigError naming it; a folder without a Parquet file is a DataError."""
+    files = _folder_files(folder)
+    stray = next((p for p in files if p.suffix.lower() not in PARQUET_SUFFIXES), None)
+    if stray is not None:
+        raise ConfigError(
+            f"{stray}: not a Parquet file, in the ratings folder {folder} that --engine {engine} reads; move it "
+            f"out, or give the Parquet files as a glob ({folder / '*.parquet'})"
+        )
+    if not files:
+        raise DataError("no Parquet file in this folder", path=folder)
+
+
+def _parquet_globs(folder: Path) -> list[str]:
+    """The globs of a checked ratings folder's Parquet files, one per suffix it holds."""
+    suffixes = {p.suffix.lower() for p in _folder_files(folder)}
+    return [str(folder / "**" / f"*{suffix}") for suffix in PARQUET_SUFFIXES if suffix in suffixes]
 
 
 def _locations(location: str | Path | Sequence[str | Path], engine: str) -> tuple[str, ...]:
@@ -287,6 +319,10 @@ def _locations(location: str | Path | Sequence[str | Path], engine: str) -> tupl
     if not items:
         raise ConfigError("no ratings location given")
     return tuple(check_parquet_location(str(item), engine) for item in items)
+
+
+def _local_dir(location: str) -> bool:
+    return not is_uri(location) and Path(location).is_dir()
 
 
 def _as_count(value: Any) -> int:
@@ -410,10 +446,8 @@ class DuckDBEngine(SQLEngine):
 class _DuckDBSession(SQLSession):
     def __init__(self, con: Any, locations: Sequence[str]):
         self.con = con
-        # read_parquet takes files, globs and URIs; a local folder becomes the glob of its Parquet files.
-        sources = [
-            str(Path(loc) / "**" / "*.parquet") if not is_uri(loc) and Path(loc).is_dir() else loc for loc in locations
-        ]
+        # read_parquet takes files, globs and URIs; a local folder becomes the globs of its Parquet files.
+        sources = [glob_ for loc in locations for glob_ in (_parquet_globs(Path(loc)) if _local_dir(loc) else [loc])]
         self.source = "read_parquet([" + ", ".join("'" + s.replace("'", "''") + "'" for s in sources) + "])"
 
     def schema(self) -> dict[str, bool]:

@@ -33,7 +33,7 @@ from rewardsmith.calibrate.shrinkage import (
 )
 from rewardsmith.calibrate.stats import RaterStats, rater_moments, rater_stats
 from rewardsmith.data.ratings import RatingTable
-from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.errors import ConfigError, DataError, first_line
 from rewardsmith.registry import Registry
 
 Ratings: TypeAlias = RatingTable | pd.DataFrame | RaterStats
@@ -436,7 +436,12 @@ class MixedLMCalibrator(AffineCalibrator):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = MixedLM(s, design, groups, exog_re=design)
-            result = model.fit(reml=self.reml, method=["lbfgs"], maxiter=self.max_iter)
+            try:
+                result = model.fit(reml=self.reml, method=["lbfgs"], maxiter=self.max_iter)
+            except np.linalg.LinAlgError as exc:  # a singular design: no spread of model scores to fit on
+                raise DataError(
+                    f"the mixed model (mixedlm) cannot be fitted to these ratings: {first_line(exc)}"
+                ) from None
         fixed = np.asarray(result.fe_params, dtype=np.float64)
         ids = np.array(sorted(set(groups.tolist())))
         effects = np.array([np.asarray(result.random_effects[g], dtype=np.float64) for g in ids])

@@ -136,6 +136,33 @@ class CalibrationMaps:
             f"fitted on (mean {mean:.3g}, SD {sd:.3g}): the maps may belong to another model's scale"
         )
 
+    def scale_line(self, rater: str) -> str:
+        """One summary line saying what scale calibrated rewards are on: the rater's, in the ratings the maps were
+        fitted on (their name and range, where the maps record them)."""
+        ratings = self.info.get("ratings_source") or self.info.get("ratings") or "the calibration's ratings"
+        low_high = self.info.get("rating_range")
+        scale = f"{low_high[0]:g} to {low_high[1]:g}; " if isinstance(low_high, list) and len(low_high) == 2 else ""
+        return f"calibrated: rewards mapped onto rater {rater}'s rating scale in {ratings} ({scale}{self.method} maps)"
+
+    def provenance_note(self, model: str | Path) -> str | None:
+        """A warning when the maps were not fitted on the rewards of `model` (the model being scored): fitted on the
+        model scores that came with the ratings, or on another model's rewards; then each rater's map reads these
+        rewards on a scale it was not fitted on (another model, another task). None when they were fitted on
+        `model`, or when the maps do not record it (written before they did)."""
+        if "model" not in self.info:
+            return None
+        fitted, here = self.info["model"], model_identity(model)
+        if fitted == here:
+            return None
+        refit = f"fit them on its rewards: rewardsmith calibrate fit --model {model} --ratings ..."
+        if fitted is None:
+            scores = self.info.get("model_scores") or "the model scores that came with the ratings"
+            return (
+                f"warning: the calibration was fitted on {scores}, not on rewards of {model}: its maps read these "
+                f"rewards on a scale they were not fitted on; {refit}"
+            )
+        return f"warning: the calibration was fitted on rewards of {fitted}, not of {model}; {refit}"
+
     def predict_var(
         self,
         rater_ids: Sequence[str] | np.ndarray,
@@ -173,6 +200,13 @@ class CalibrationMaps:
         }
 
 
+def model_identity(model: str | Path) -> str:
+    """How maps record the model whose rewards they were fitted on: a local folder by its resolved path (the same
+    folder named from anywhere), anything else (a hub id) as given."""
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else str(model)
+
+
 def maps_bytes(maps: CalibrationMaps, suffix: str) -> bytes:
     """The bytes of a maps file: JSON (`.json`) or Parquet (`.parquet`, header in the schema metadata)."""
     frame = maps.to_frame()
@@ -199,6 +233,14 @@ def save_maps(maps: CalibrationMaps, path: str | Path) -> Path:
 
 
 _CORE = ("rater_id", *PER_RATER_FIELDS)
+
+
+def _finite(value: Any, name: str, path: Path) -> float:
+    """A header number of a maps file; DataError naming the file and the field when it is not a finite number (a
+    NaN map would turn every reward into null)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value):
+        raise DataError(f"must be a finite number, got {value!r}", path=path, field=name)
+    return float(value)
 
 
 def load_maps(path: str | Path) -> CalibrationMaps:
@@ -230,20 +272,39 @@ def load_maps(path: str | Path) -> CalibrationMaps:
     missing = [c for c in ("rater_id", "slope", "intercept") if c not in frame.columns]
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)}", path=path)
+    if not isinstance(pop, dict):
+        raise DataError("must be an object with slope and intercept", path=path, field="population")
+    population = {key: _finite(pop.get(key), f"population.{key}", path) for key in ("slope", "intercept")}
+    pop_noise = 0.0 if pop.get("noise_var") is None else _finite(pop["noise_var"], "population.noise_var", path)
+    rater_ids = frame["rater_id"].astype(str).to_numpy()
 
     def col(name: str, default: float = 0.0) -> np.ndarray:
-        return frame[name].to_numpy(np.float64) if name in frame.columns else np.full(len(frame), default)
+        if name not in frame.columns:
+            return np.full(len(frame), default)
+        values = pd.to_numeric(frame[name], errors="coerce").to_numpy(np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            k = int(bad[0])
+            found = frame[name].iloc[k]
+            found = float(found) if isinstance(found, float | np.floating) else found
+            raise DataError(
+                f"must be a finite number, got {found!r} for rater {rater_ids[k]!r}"
+                + (f" (and {bad.size - 1} more raters)" if bad.size > 1 else ""),
+                path=path,
+                field=f"raters.{name}",
+            )
+        return values
 
     return CalibrationMaps(
         method=str(header.get("method", "")),
-        rater_ids=frame["rater_id"].astype(str).to_numpy(),
+        rater_ids=rater_ids,
         slope=col("slope"),
         intercept=col("intercept"),
-        noise_var=col("noise_var", float(pop.get("noise_var") or 0.0)),
+        noise_var=col("noise_var", pop_noise),
         n_ratings=col("n_ratings"),
-        population_slope=float(pop["slope"]),
-        population_intercept=float(pop["intercept"]),
-        population_noise_var=float(pop.get("noise_var") or 0.0),
+        population_slope=population["slope"],
+        population_intercept=population["intercept"],
+        population_noise_var=pop_noise,
         var_slope=col("var_slope"),
         var_intercept=col("var_intercept"),
         cov_slope_intercept=col("cov_slope_intercept"),

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig
+from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, RatingsSource
 from rewardsmith.calibrate.engines import ENGINES
 from rewardsmith.calibrate.estimators import create_calibrator, shared_params
 from rewardsmith.calibrate.evaluate import evaluate_holdout, summarise
-from rewardsmith.calibrate.maps import CalibrationMaps
-from rewardsmith.calibrate.stats import RaterStats, model_score_location, rater_stats
+from rewardsmith.calibrate.maps import CalibrationMaps, model_identity
+from rewardsmith.calibrate.stats import RaterStats, model_score_location, rater_moments, rater_stats
 from rewardsmith.config import to_dict
 from rewardsmith.data.ratings import RatingTable
-from rewardsmith.errors import ConfigError
+from rewardsmith.errors import ConfigError, DataError
 
 SWEEP_KEYS = (
     "rmse",
@@ -69,6 +69,24 @@ def pebs_summary(maps: CalibrationMaps) -> dict[str, Any]:
     return out
 
 
+def require_model_score_spread(ratings: RatingTable | RaterStats, name: str, path: str | None = None) -> None:
+    """DataError (one line) when every rating carries the same model score (to the tolerance that marks a rater's
+    single model score): a constant model score carries no information to fit a slope on, so every map's slope
+    (and the mixed model) would be undetermined. No ratings: nothing to say here (require_ratings says it)."""
+    if isinstance(ratings, RatingTable) and ratings.n_ratings == 0:
+        return
+    stats = ratings if isinstance(ratings, RaterStats) else rater_stats(ratings)
+    n = int(stats.n.sum())
+    if n == 0 or not bool(rater_moments(stats.total()).single_model_score[0]):
+        return
+    mean, _ = model_score_location(stats)
+    raise DataError(
+        f"all {n} ratings of {name} have the same model score ({mean:g}): a constant model score carries no "
+        "information to fit a slope on",
+        path=path or None,
+    )
+
+
 def evaluate_calibration(
     config: CalibrateRunConfig, progress: bool = False, table: RatingTable | None = None
 ) -> tuple[dict[str, Any], CalibrationMaps]:
@@ -81,6 +99,7 @@ def evaluate_calibration(
             "calibrate fit, or evaluate on a sample of the raters (docs/scale.md)"
         )
     table = table if table is not None else config.source.load()
+    require_model_score_spread(table, table.name, table.source)
     evaluation = config.evaluation
     main = summarise(evaluate_holdout(table, evaluation, "calibrate" if progress else None))
     sweep = {}
@@ -110,7 +129,7 @@ def evaluate_calibration(
         "score_range": table.score_range,
         "demographic_columns": list(table.demographic_columns),
     }
-    pebs.maps_.info = {**pebs.maps_.info, **score_scale(table)}
+    pebs.maps_.info = {**pebs.maps_.info, **score_scale(table), **fitted_on(config.source, table)}
     metrics["pebs_full_fit"] = pebs_summary(pebs.maps_)
     metrics["config"] = {**to_dict(config), "group_column_used": main["tables"].get("group_column")}
     metrics["tables"] = {
@@ -133,6 +152,8 @@ def fit_calibration(config: CalibrateFitConfig, table: RatingTable | None = None
         )
     wants_group = "group_column" in estimator.get_params()
     data = reader.read(config.source, config.group_column, wants_group, table)
+    where = data.ratings.source if isinstance(data.ratings, RatingTable) else config.source.ratings
+    require_model_score_spread(data.ratings, data.name, where)
     estimator = create_calibrator(
         config.method, **shared_params(config.method, n_min=config.n_min, group_column=data.group_column)
     )
@@ -147,8 +168,36 @@ def fit_calibration(config: CalibrateFitConfig, table: RatingTable | None = None
         "ratings": data.name,
         "engine": config.source.engine,
         **score_scale(data.ratings),
+        **fitted_on(config.source, data.ratings),
     }
     return maps
+
+
+def fitted_on(source: RatingsSource, ratings: RatingTable | RaterStats) -> dict[str, Any]:
+    """What maps are fitted on, recorded in their info so that scoring says when they meet rewards they were not
+    fitted on (CalibrationMaps.provenance_note, scale_line): the ratings file or source, the range of its scores,
+    the model whose rewards are the model scores (calibrate.maps.model_identity; None: the scores that came with the
+    ratings) and a description of those scores."""
+    table = ratings if isinstance(ratings, RatingTable) else None
+    where = (table.source if table is not None else "") or source.ratings
+    if source.model is not None:
+        scores = f"rewards of {source.model}"
+    elif table is not None and table.notes.get("model_score"):
+        scores = table.notes["model_score"]
+    elif source.model_scores is not None:
+        scores = f"the model scores of {source.model_scores}"
+    else:
+        scores = f"the model_score column of {where}"
+    out: dict[str, Any] = {
+        "ratings_source": where,
+        "model": model_identity(source.model) if source.model is not None else None,
+        "model_scores": scores,
+    }
+    if table is not None and table.n_ratings:
+        out["rating_range"] = [float(table.frame["score"].min()), float(table.frame["score"].max())]
+    elif source.score_min is not None and source.score_max is not None:
+        out["rating_range"] = [float(source.score_min), float(source.score_max)]
+    return out
 
 
 def score_scale(ratings: Any) -> dict[str, float]:

@@ -31,6 +31,7 @@ from rewardsmith.cli.common import (
 
 app = typer.Typer(
     invoke_without_command=True,
+    subcommand_metavar="[COMMAND] [ARGS]...",  # without a command, `calibrate` is `calibrate run`
     rich_markup_mode=None,
     help="Per-rater calibration of reward-model scores (PEBS and baselines).",
 )

@@ -63,12 +63,22 @@ def int_list(
 
 
 def _shown(value: Any) -> str:
+    """A default as --help shows it: as it would be typed (a list comma-separated, a config section by its name),
+    never a Python repr."""
     if value is None or value == "":
         return "none"
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(map(str, value)) or "none"
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return str(getattr(value, "name", None) or type(value).__name__)
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(_shown(v) for v in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_shown(v)}" for k, v in value.items()) or "none"
+    if callable(value):
+        return str(getattr(value, "__name__", type(value).__name__))
     return str(value)
 
 
@@ -282,15 +292,18 @@ SetOption = Annotated[
 ]
 
 
-def keys_epilog(cls: type) -> str:
-    """The --help section listing every config key of `cls` by its YAML name, with its help and default (click
-    keeps the lines of a paragraph that starts with a backspace as they are)."""
+def keys_epilog(cls: type, sections: Sequence[str] | None = None, note: str = "") -> str:
+    """The --help section listing the config keys of `cls` by their YAML names, with help and default (the defaults
+    of `cls()`, which a section's default factory may set apart from its class's own); `sections`: only the keys
+    under these top-level names (those the command reads), `note` a last line. Click keeps the lines of a
+    paragraph that starts with a backspace as they are."""
     from rewardsmith.config import config_keys
 
     lines = ["Config keys (YAML names, for --config FILE or --set KEY=VALUE):"]
     for key, text, default in config_keys(cls):
-        lines.append(f"  {key}: {text}  [default: {_shown(default)}]")
-    return "\b\n" + "\n".join(lines)
+        if sections is None or key.split(".", 1)[0] in sections:
+            lines.append(f"  {key}: {text}  [default: {_shown(default)}]")
+    return "\b\n" + "\n".join([*lines, *([note] if note else [])])
 
 
 def print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:

@@ -92,15 +92,19 @@ def train(
     from rewardsmith.jobs.train import run_train
 
     with handle_errors():
-        if config is None and overrides["data.train.name"] is None:
+        settings = parse_set_options(set_keys)
+        named = overrides["data.train.name"] is not None or bool({"data.train", "data.train.name"} & set(settings))
+        if config is None and not named:
             raise ConfigError(
                 "--train is required (a dataset name, `file --path FILE` or `hub --path ID`), or a "
                 "--config that names one"
             )
-        cfg = load_yaml(RunConfig, config) if config else RunConfig()
+        # A config that names no training set would train on the default (synthetic) data without a word.
+        require = {} if named else {"data.train.name": "give --train, or name the training set in the file"}
+        cfg = load_yaml(RunConfig, config, require) if config else RunConfig()
         if eval_sets:
             cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
-        apply_overrides(cfg, {**overrides, "train.progress": False if quiet else None, **parse_set_options(set_keys)})
+        apply_overrides(cfg, {**overrides, "train.progress": False if quiet else None, **settings})
         print_result(run_train(cfg, out, overwrite))
 
 
@@ -171,7 +175,8 @@ def score(
             "-i",
             help="JSONL rows with `prompt` and `response` "
             "(scores one text) or `prompt`, `chosen`, `rejected` (scores both); a "
-            "prompt may be plain text, an HH transcript or a chat list",
+            "prompt may be plain text, an HH transcript or a chat list; also JSON, Parquet or CSV by suffix, "
+            "and /dev/stdin or a pipe as JSONL",
         ),
     ],
     output: Annotated[

@@ -85,7 +85,18 @@ def train(
             print_result(run_icrm_train(cfg, out, overwrite))
 
 
-@app.command("eval", epilog=keys_epilog(ICRMRunConfig))
+# What `icrm eval` reads of ICRMRunConfig: the episode split comes from the training run's config.yaml.
+EVAL_SECTIONS = ("eval", "embed_batch_size", "data_dir")
+
+
+@app.command(
+    "eval",
+    epilog=keys_epilog(
+        ICRMRunConfig,
+        EVAL_SECTIONS,
+        "  (the episode split, episodes.*, is the training run's: its config.yaml beside the model folder)",
+    ),
+)
 @config_options(ICRMRunConfig, EVAL_OPTIONS)
 def eval_cmd(
     protocol: Annotated[

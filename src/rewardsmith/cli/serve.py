@@ -88,7 +88,14 @@ def serve(
         def ready(url: str) -> None:
             typer.echo(f"serving {model} on {url} (Ctrl-C or SIGTERM stops it within --shutdown-timeout-s)")
 
-        run_server(model, settings, calibration, on_ready=ready)
+        def stopping() -> None:
+            typer.echo(
+                f"stopping: new requests are refused (503); those under way finish within "
+                f"{settings.shutdown_timeout_s:g} s",
+                err=True,
+            )
+
+        run_server(model, settings, calibration, on_ready=ready, on_stop=stopping)
         typer.echo("stopped")
         # What is alive now is left to the process exit: collecting it object by object (torch, transformers and
         # the model) takes seconds on a busy machine, past --shutdown-timeout-s.

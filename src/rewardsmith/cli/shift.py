@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,6 +13,7 @@ from rewardsmith.cli.common import (
     Overwrite,
     Quiet,
     SetOption,
+    config_options,
     flag,
     handle_errors,
     int_list,
@@ -26,9 +27,11 @@ app = typer.Typer()
 
 
 @app.command("shift", epilog=keys_epilog(ShiftConfig))
+@config_options(ShiftConfig, {"threads": "--threads"})
 def shift(
     config: Annotated[Path, typer.Option("--config", "-c", help="shift config YAML (see configs/shift-*.yaml)")],
     out: OutDir,
+    overrides: dict[str, Any],
     quick: Annotated[bool, flag("--quick", help="the config's quick sizes: a few-minute run")] = False,
     data_dir: DataDir = None,
     seeds: Annotated[
@@ -36,9 +39,6 @@ def shift(
         typer.Option(
             "--seeds", help="comma-separated student seeds, e.g. 0,1,2  [default: the config's]", show_default=False
         ),
-    ] = None,
-    threads: Annotated[
-        int | None, typer.Option("--threads", help="torch intra-op threads  [default: torch's]", show_default=False)
     ] = None,
     no_train: Annotated[
         bool, flag("--no-train", help="evaluate the models already trained in --out; train nothing")
@@ -50,16 +50,11 @@ def shift(
     """Weak teacher, students per method and ceiling; ID and per-target transfer metrics and a report."""
     with handle_errors():
         from rewardsmith.config import apply_overrides, load_yaml, parse_set_options
-        from rewardsmith.errors import ConfigError
         from rewardsmith.jobs.shift import run_shift_job
-        from rewardsmith.w2s.pipeline import torch_threads
 
         cfg = load_yaml(ShiftConfig, config)
-        apply_overrides(cfg, parse_set_options(set_keys))
+        apply_overrides(cfg, {**overrides, **parse_set_options(set_keys)})
         seed_list = int_list(seeds, "--seeds", 0, MAX_SEED)
-        if threads is not None and threads < 1:
-            raise ConfigError(f"--threads must be at least 1, got {threads}")
-        torch_threads(threads)
         print_result(
             run_shift_job(
                 cfg,

@@ -18,6 +18,7 @@ import torch
 from rewardsmith.data.collate import Encoder
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import PreferencePair, render_turns, stable_hash
+from rewardsmith.errors import DataError
 from rewardsmith.evaluate.scoring import batched_forward
 from rewardsmith.icrm.features import concat_prompt, embed_texts
 from rewardsmith.losses.beta_elbo import beta_posterior
@@ -164,7 +165,43 @@ def pair_scores(
     )
 
 
-def read_demos(path: str | Path) -> list[PreferencePair]:
+@dataclass(frozen=True)
+class Demonstrations:
+    """The demonstrations that steer an in-context model (steering_demos) and how many were given."""
+
+    pairs: tuple[PreferencePair, ...]
+    given: int
+
+    def line(self) -> str:
+        """One summary line: how many demonstrations steered the scores."""
+        left_out = self.given - len(self.pairs)
+        if not left_out:
+            return f"steered by {len(self.pairs)} demonstrations"
+        return (
+            f"steered by {len(self.pairs)} of {self.given} demonstrations ({left_out} left out: no preference, "
+            "the same or an empty response on both sides)"
+        )
+
+
+def steering_demos(pairs: Sequence[PreferencePair], where: str | Path, given: int | None = None) -> Demonstrations:
+    """The one rule of `score --demos` and the server for which demonstrations steer: a pair whose chosen and
+    rejected responses are the same states no preference and is left out (as every dataset leaves it out). given:
+    how many were given (default len(pairs); more when a reader already left some out). DataError naming `where`
+    when none is left: scores would silently be those of no demonstrations."""
+    given = len(pairs) if given is None else given
+    kept = tuple(p for p in pairs if p.chosen != p.rejected)
+    if not kept:
+        raise DataError(
+            f"none of the {given} demonstrations states a preference (the same or an empty response on both sides): "
+            "nothing to steer by",
+            path=where,
+        )
+    return Demonstrations(kept, given)
+
+
+def read_demos(path: str | Path) -> Demonstrations:
     """Demonstrations from a preference file: any format the `file` dataset reads (JSONL / JSON / Parquet /
-    CSV rows with prompt, chosen, rejected; HH transcripts; chat lists), malformed rows an error."""
-    return load_dataset("file", path=path).pairs
+    CSV rows with prompt, chosen, rejected; HH transcripts; chat lists), malformed rows an error; those that
+    steer chosen by steering_demos."""
+    dataset = load_dataset("file", path=path)
+    return steering_demos(dataset.pairs, path, dataset.n_rows)

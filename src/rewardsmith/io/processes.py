@@ -10,7 +10,9 @@ Importing this module does nothing.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,10 +88,47 @@ def before_group() -> None:
     process now and then (SIGABRT, "terminate called without an active exception") and fails a launch whose
     work is done. Imported before, the group ends when it is destroyed (tests/integration/test_distributed.py)."""
     import torch._dynamo  # noqa: F401
+
+    import_deepspeed()
+
+
+class _DeepSpeedToStderr(logging.Filter):
+    """Sends each record of DeepSpeed's logger to stderr (whatever sys.stderr is then), but those of its accelerator
+    detection, and keeps it from the logger's own handler, which DeepSpeed points at stdout."""
+
+    formatter = logging.Formatter("[%(asctime)s] [%(levelname)s] [%(filename)s:%(lineno)d:%(funcName)s] %(message)s")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # "Setting accelerator to CPU. If you have GPU ...": said on every import without a GPU, about a choice
+        # rewardsmith makes itself (its device); stderr keeps to errors, progress and DeepSpeed's own warnings.
+        if record.filename != "real_accelerator.py":
+            sys.stderr.write(self.formatter.format(record) + "\n")
+        return False
+
+
+def deepspeed_log_to_stderr() -> None:
+    """Keeps DeepSpeed's log off stdout, which holds only rewardsmith's own output: its logger ("DeepSpeed")
+    writes to stdout, and importing it on a machine without an accelerator logs "[WARNING] ... Setting
+    accelerator to CPU". accelerate and transformers import it on first use (unwrap_model, save_pretrained), so
+    the command line calls this once at start; the filter it adds to the logger (which DeepSpeed takes over
+    when imported, keeping its filters) sends its records to stderr instead, the accelerator detection's
+    dropped. Imports nothing."""
+    log = logging.getLogger("DeepSpeed")
+    if not any(isinstance(f, _DeepSpeedToStderr) for f in log.filters):
+        log.addFilter(_DeepSpeedToStderr())
+
+
+def import_deepspeed() -> bool:
+    """Imports DeepSpeed where it is installed (returns whether it is), its log kept off stdout
+    (deepspeed_log_to_stderr)."""
     from accelerate.utils import is_deepspeed_available
 
-    if is_deepspeed_available():
-        import deepspeed  # noqa: F401
+    deepspeed_log_to_stderr()
+    if not is_deepspeed_available():
+        return False
+    import deepspeed  # noqa: F401
+
+    return True
 
 
 def release_at_exit() -> None:

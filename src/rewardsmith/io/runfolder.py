@@ -317,9 +317,8 @@ class RunFolder:
         target = self.path / name
         if self.main and not self.owns(name):
             if target.exists() or target.is_symlink():
-                raise RunFolderError(
-                    f"{target}: exists and was not written by rewardsmith; it is left alone: choose another --out"
-                )
+                # Not `parents`: this run folder holds the path, yet did not write it.
+                raise RunFolderError(not_yours_message(target, "--out", parents=False))
             self.manifest["files"] = sorted({*self.manifest["files"], Path(name).as_posix()})
             self._write_manifest()
         return target
@@ -376,6 +375,45 @@ class RunFolder:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Folders the tool wrote
+
+# The marker file of each kind of folder rewardsmith writes, and what the folder is called: a run folder's
+# manifest, a model folder's rewardsmith.json (models.factory.META_FILE), a named output folder's record
+# (io.outputs.FOLDER_RECORD). Each holds JSON whose "format" starts with "rewardsmith.".
+_MARKERS = {MANIFEST: "run folder", "rewardsmith.json": "model folder", ".rewardsmith-output.json": "output folder"}
+
+
+def rewardsmith_folder(path: str | Path, parents: bool = True) -> tuple[Path, str] | None:
+    """The folder rewardsmith wrote that `path` is (or, with `parents`, lies in), and what it is ("the `train` run
+    folder", "a rewardsmith model folder"); None when there is none. An output the tool will not write over may
+    still be the tool's: the message that refuses it says whose it is, rather than "not written by rewardsmith"."""
+    path = Path(path)
+    for folder in [path, *path.parents] if parents else [path]:
+        for marker, kind in _MARKERS.items():
+            try:
+                data = json.loads((folder / marker).read_text(encoding="utf-8"))
+            except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+                continue
+            if isinstance(data, dict) and str(data.get("format", "")).startswith("rewardsmith."):
+                command = data.get("command")
+                return folder, f"the `{command}` {kind}" if isinstance(command, str) else f"a rewardsmith {kind}"
+    return None
+
+
+def not_yours_message(path: Path, option: str, parents: bool = True, foreign: str | None = None) -> str:
+    """The one line refusing to write `path` (an existing path the tool did not write as this output): whose it is
+    when it is (or, with `parents`, lies in) a folder rewardsmith wrote, else `foreign` (default: that rewardsmith
+    did not write it)."""
+    found = rewardsmith_folder(path, parents)
+    if found is None:
+        theirs = f"{path}: exists and was not written by rewardsmith; it is left alone: choose another {option}"
+        return foreign or theirs
+    folder, kind = found
+    where = f"is {kind}" if folder == path else f"is part of {kind} {folder}"
+    return f"{path}: exists and {where}; it is left alone: choose another {option}"
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def run_calibrate_fit(cfg: CalibrateFitConfig, out: str | Path, overwrite: bool 
     data = maps.info.get("data", {})
     return JobResult(
         path,
-        f"wrote {path}: {maps.n_raters} raters, method {maps.method}",
+        f"fitted {maps.method} maps of {maps.n_raters} raters -> {path}",
         {"raters": maps.n_raters},
         [],
         [*scored, *_data_lines(data), f"wrote {path}"],

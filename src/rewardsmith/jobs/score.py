@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.data.adapters._common import BadRow
-from rewardsmith.data.adapters.generic import iter_records, parse_score_record
+from rewardsmith.data.adapters._common import BadRow, iter_jsonl
+from rewardsmith.data.adapters.generic import FILE_SUFFIXES, iter_records, parse_score_record
 from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.io.jsonsafe import json_ready
@@ -32,14 +32,18 @@ from rewardsmith.jobs.inference import Inference, InferenceOptions, item_results
 
 def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair], list[bool], int]:
     """The rows of a scoring file, one PreferencePair per row (a single response sits on both sides), whether
-    each row is a single response, and the number of rows whose text had unpaired UTF-16 surrogates replaced."""
-    if not path.is_file():
+    each row is a single response, and the number of rows whose text had unpaired UTF-16 surrogates replaced.
+    A stream (/dev/stdin, a pipe, a character device) is read once, as JSONL unless its name says otherwise."""
+    if path.is_dir():
+        raise DataError("is a folder; --input names a file", path=path)
+    if not path.exists():
         raise DataError("file not found", path=path)
+    stream = not path.is_file() and not path.name.lower().endswith(FILE_SUFFIXES)
     rows: list[dict[str, Any]] = []
     pairs: list[PreferencePair] = []
     singles: list[bool] = []
     repaired = 0
-    for row_no, record in iter_records(path):
+    for row_no, record in iter_jsonl(path) if stream else iter_records(path):
         try:
             if isinstance(record, BadRow):
                 raise record
@@ -87,27 +91,27 @@ def score_file(
         from rewardsmith.calibrate.maps import load_maps
 
         maps = load_maps(calibration)
-    demo_pairs: list[PreferencePair] = []
+    steering = None
     if demos is not None:
         from rewardsmith.icrm.scoring import read_demos
 
-        demo_pairs = read_demos(demos)
+        steering = read_demos(demos)
     t0 = time.perf_counter()
     inference = Inference.load(model_dir, options)
     load_seconds = time.perf_counter() - t0
     if demos is not None and not inference.in_context:
         raise ConfigError(f"{model_dir}: a scalar reward model takes no --demos (only an in-context model does)")
     t1 = time.perf_counter()
+    demo_pairs = steering.pairs if steering is not None else ()
     scores = inference.score_texts(item_texts(pairs, singles), demo_pairs, progress="score" if progress else None)
     score_seconds = time.perf_counter() - t1
     results = item_results(singles, scores, maps, rater)
-    note = ""
-    if maps is not None:
-        note = maps.range_note(scores.rewards) or ""
+    notes: list[str] = []
+    if maps is not None:  # what scale the rewards are on now, and whether the maps were fitted on this model
+        notes.append(maps.scale_line(str(rater)))
         if not maps.apply(str(rater), scores.rewards[:1])[1]:
-            note = "; ".join(
-                x for x in (f"rater {rater!r} is not in {calibration}: the population map was used", note) if x
-            )
+            notes.append(f"rater {rater!r} is not in {calibration}: the population map was used")
+        notes += [n for n in (maps.provenance_note(model_dir), maps.range_note(scores.rewards)) if n]
     # ASCII escapes: a text's unpaired surrogates are written as it held them; values JSON lacks (a Parquet
     # timestamp) as text.
     text = "".join(
@@ -121,16 +125,22 @@ def score_file(
         f"read {input_path}: {len(rows)} rows"
         + (f" ({repaired} with unpaired UTF-16 surrogates, scored with U+FFFD in their place)" if repaired else ""),
         loaded.describe(),
+        *([steering.line()] if steering is not None else []),
         f"model load {load_seconds:.1f} s; scoring {score_seconds:.1f} s "
         f"({len(rows) / max(score_seconds, 1e-9):.1f} rows/s)",
         truncation_line(inference.counts, f"texts (at {loaded.max_length} tokens)"),
-        *([note] if note else []),
+        *notes,
         f"wrote {output}",
     ]
     return JobResult(
         output,
         f"scored {len(rows)} rows -> {output}",
-        {"rows": len(rows), "load_seconds": load_seconds, "score_seconds": score_seconds},
+        {
+            "rows": len(rows),
+            "load_seconds": load_seconds,
+            "score_seconds": score_seconds,
+            **({"demonstrations": len(steering.pairs)} if steering is not None else {}),
+        },
         [],
         summary,
     )

@@ -15,7 +15,7 @@ from rewardsmith.jobs.common import JobResult, open_run, written_line
 from rewardsmith.report.render import with_interval
 from rewardsmith.report.w2s import shift_report
 from rewardsmith.w2s.config import ShiftConfig
-from rewardsmith.w2s.pipeline import ShiftData, resolve_config, run_shift
+from rewardsmith.w2s.pipeline import ShiftData, resolve_config, run_shift, torch_threads
 
 # Keys a rerun may change: students are stored per seed and method, so seeds and methods may be added; the
 # evaluation settings only change how finished models are summarised.
@@ -71,6 +71,7 @@ def run_shift_job(
 ) -> JobResult:
     """Runs (or resumes, or re-evaluates with train=False) a shift run into the run folder `out`."""
     cfg = resolve_config(config, quick=quick, data_dir=data_dir, seeds=seeds)
+    torch_threads(cfg.threads)
     with open_run(out, "shift", cfg, overwrite, compare=shift_compare) as folder:
         for name in ("teacher", "cache", "plots", *[f"seed{s}" for s in cfg.seeds]):
             folder.claim(name)

@@ -70,11 +70,14 @@ _DECODER_TYPES = {
 
 
 def quiet_transformers() -> None:
-    """Silences transformers' per-load weight reports and shard progress bars (rewardsmith shows its own)."""
+    """Silences transformers' per-load weight reports and shard progress bars (rewardsmith shows its own), and
+    huggingface_hub's line per retried request (a hub id without a network: the one-line error says it)."""
+    from huggingface_hub.utils import logging as hub_logging
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    hub_logging.set_verbosity_error()
 
 
 def _load_pretrained(path: str | Path, **kwargs: Any) -> LoadedBackbone:

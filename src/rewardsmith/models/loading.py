@@ -31,6 +31,7 @@ from torch import nn
 from rewardsmith.config import ModelConfig
 from rewardsmith.data.templates import TextEncoder, make_encoder, resolve_template
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
+from rewardsmith.io.environment import hub_offline
 from rewardsmith.models.backbone import quiet_transformers
 from rewardsmith.models.factory import META_FILE, load_model
 from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
@@ -435,13 +436,21 @@ def _local_folder(source: str) -> Path:
         raise CheckpointError(f"{source}: model folder not found")
     from huggingface_hub import snapshot_download
 
+    offline = hub_offline()  # read now: huggingface_hub reads it once, on import
     try:
         return Path(
             snapshot_download(
-                source, allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"]
+                source,
+                allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt", "*.jinja", "tokenizer*"],
+                local_files_only=offline,  # offline: the local cache only, the hub is not asked
             )
         )
     except Exception as exc:  # offline, unknown id, no access: all mean "not here"
+        if offline:
+            raise CheckpointError(
+                f"{source}: not a local folder, nor in the local hub cache; HF_HUB_OFFLINE is set, so the hub is "
+                "not asked"
+            ) from None
         raise CheckpointError(
             f"{source}: not a local folder, and the hub cannot give it here ({type(exc).__name__}: {first_line(exc)})"
         ) from None

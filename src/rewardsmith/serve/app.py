@@ -30,6 +30,7 @@ import json
 import logging
 import signal
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -195,10 +196,9 @@ class ServerState:
                 raise self._busy() from None
             except ServerClosing:
                 raise closing_error() from None
-            return await self._scores(job, gone)
+            scores = await self._scores(job, gone)
         finally:
             gone.cancel()
-
         if scores.unsplit:
             endpoint = request.url.path
             self.metrics.verbatim.labels(endpoint).inc(len(scores.unsplit))
@@ -209,6 +209,7 @@ class ServerState:
                 len(texts),
             )
         return scores
+
     def _busy(self) -> RequestError:
         return RequestError(
             503,
@@ -436,6 +437,25 @@ async def read_json(request: Request) -> Any:
         ) from None
     except RecursionError:
         raise RequestError(400, "the request body is not valid JSON (nested too deeply)") from None
+    except ValueError:
+        # An integer longer than Python converts (sys.get_int_max_str_digits): parsed again with such integers held
+        # as LongInteger, so that the field holding one is refused (422) by name like any other wrong value.
+        return json.loads(raw, parse_int=_json_integer)
+
+
+class LongInteger:
+    """A JSON integer of more digits than Python converts to int; only its length is kept."""
+
+    def __init__(self, text: str):
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+
+def _json_integer(text: str) -> int | LongInteger:
+    limit = sys.get_int_max_str_digits()  # 0: no limit
+    return int(text) if not limit or len(text.lstrip("-")) <= limit else LongInteger(text)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -693,7 +713,8 @@ def _native_response(
 ) -> dict[str, Any]:
     """results[i] as `rewardsmith score` writes them (jobs.inference.item_results): {reward} (+ confidence) for a
     single response; {reward_chosen, reward_rejected, p_chosen} (+ confidences) for a pair, p_chosen on the model's
-    own scale before any rater map."""
+    own scale before any rater map. Under a standard, n_demonstrations: how many demonstrations steered the scores
+    (icrm.scoring.steering_demos)."""
     rater, note = None, None
     if body.rater is not None:
         known = state.maps.apply(body.rater, scores.rewards[:1])[1]
@@ -711,6 +732,7 @@ def _native_response(
         "results": results,
         "rater": rater,
         "standard": _standard_name(state, standard),
+        **({"n_demonstrations": len(standard.demos)} if standard is not None else {}),
         **_unsplit(scores),
     }
     if note:
@@ -816,11 +838,18 @@ class RewardServer(uvicorn.Server):
         super().__init__(config)
         self.state = state
         self.exit_requested_at: float | None = None
+        self.on_stop: Callable[[], None] | None = None  # called once, when the shutdown begins
 
     def handle_exit(self, sig: int, frame: Any) -> None:
+        self.stop_requested()
+        super().handle_exit(sig, frame)
+
+    def stop_requested(self) -> None:
+        """Marks when the shutdown began (its deadline counts from then) and calls on_stop, both once."""
         if self.exit_requested_at is None:
             self.exit_requested_at = time.monotonic()
-        super().handle_exit(sig, frame)
+            if self.on_stop is not None:
+                self.on_stop()
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         grace = self.state.settings.shutdown_timeout_s
@@ -869,10 +898,12 @@ def run_server(
     settings: ServeConfig | None = None,
     calibration: str | Path | None = None,
     on_ready: Callable[[str], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Claims settings.host:port (so a port in use fails at once, before the model loads), loads the model and
     serves until SIGTERM or Ctrl-C (RewardServer.shutdown), then returns. on_ready(url) is called once the model
-    is loaded and the server about to answer (the URL holds the real port when port is 0)."""
+    is loaded and the server about to answer (the URL holds the real port when port is 0); on_stop() once the
+    shutdown begins (it may take up to settings.shutdown_timeout_s)."""
     settings = settings if settings is not None else ServeConfig()
     settings.validate()
     sock = bind_socket(settings.host, settings.port)
@@ -880,21 +911,23 @@ def run_server(
         sock.listen(2048)  # connections made while the model loads wait for it
         app = build_app(model_dir, settings, calibration)
         server = make_server(app)
+        server.on_stop = on_stop
         host, port = sock.getsockname()[:2]
-        if on_ready is not None:
-            shown = f"[{host}]" if ":" in host else host
-            on_ready(f"http://{shown}:{port}")
         in_main = threading.current_thread() is threading.main_thread()
 
         def stop(_signum: int, _frame: Any) -> None:
             raise _Stop
 
         # uvicorn re-raises the signal it stopped on once it has shut down; this handler turns that into a return.
+        # Installed before on_ready says the server is up, so that a SIGTERM at once is a clean stop too.
         previous = signal.signal(signal.SIGTERM, stop) if in_main else None
         try:
+            if on_ready is not None:
+                shown = f"[{host}]" if ":" in host else host
+                on_ready(f"http://{shown}:{port}")
             server.run(sockets=[sock])
         except (KeyboardInterrupt, _Stop):
-            pass
+            server.stop_requested()  # a signal before uvicorn took the signals over is said all the same
         finally:
             if in_main:
                 signal.signal(signal.SIGTERM, previous)

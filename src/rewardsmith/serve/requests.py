@@ -36,6 +36,7 @@ from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair, Turn, sanitise_pair, sanitise_text
 from rewardsmith.data.templates import HHEncoder, TextEncoder
 from rewardsmith.errors import ConfigError
+from rewardsmith.icrm.scoring import steering_demos
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,8 @@ class TextItem:
     prompt: tuple[Turn, ...] | str | None
     text: str
     query: bool = False
-
     closing: bool = False
+
 
 def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str] | None:
     """(prompt, response) of a text, read by the model's template; None when it cannot be read back exactly (it
@@ -315,7 +316,8 @@ def score_items(records: Sequence[Any], field: str = "items") -> tuple[list[Text
 
 
 def demonstrations(records: Sequence[Any], field: str = "demonstrations") -> tuple[PreferencePair, ...]:
-    """Demonstration pairs {prompt, chosen, rejected}, sanitised."""
+    """Demonstration pairs {prompt, chosen, rejected}, sanitised; those that steer chosen as `score --demos`
+    chooses them (icrm.scoring.steering_demos), a DataError (422) naming the field when none does."""
     out = []
     for i, record in enumerate(records):
         where = f"{field}[{i}]"
@@ -326,7 +328,7 @@ def demonstrations(records: Sequence[Any], field: str = "demonstrations") -> tup
         except BadRow as bad:
             raise invalid(where + (f".{bad.field}" if bad.field else ""), bad.message) from None
         out.append(sanitise_pair(pair)[0])
-    return tuple(out)
+    return steering_demos(out, field).pairs
 
 
 def query_texts(query: Sequence[str], prompts: Sequence[str | None] | None) -> list[TextItem]:

@@ -25,6 +25,7 @@ import os
 import random
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.io.processes import before_group, launched_processes, release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
+from rewardsmith.train.cost import sample_batches, training_cost
 from rewardsmith.train.debias import debiased
 from rewardsmith.train.objectives import Objective, StepInfo, TrainingHooks, build_objective
 from rewardsmith.train.sharding import (
@@ -281,6 +283,8 @@ class Trainer:
         ckpt = self.run_dir / CHECKPOINT_DIR
         saved = load_state(ckpt) if ckpt.exists() else None
         start_batch = self._restore(saved, scheduler) if saved is not None else 0
+        if accelerator.is_main_process and accelerator.device.type == "cpu":
+            self._say_cost(start_batch)
         skeleton = Skeleton(self.model) if shards_in_place(accelerator) else None
         # The scheduler is stepped here, once per optimiser step, not prepared: batches are already split
         # across processes, so accelerate's per-process scheduler stepping would shorten the schedule.
@@ -378,6 +382,21 @@ class Trainer:
         if self._result is None:
             raise RuntimeError("Trainer.fit() has not run")
         return self._result
+
+    def _say_cost(self, start_batch: int) -> None:
+        """One line on stderr, before the first step, with what the rest of the run will cost on the CPU (time,
+        memory, checkpoints; train.cost) when the model is large or the run long."""
+        cfg = self.cfg
+        cost = training_cost(
+            self.model,
+            sample_batches(self.plan, start_batch, self.total_batches),
+            cfg.grad_accum,
+            self.total_steps - start_batch // cfg.grad_accum,
+            cfg.bf16,
+            checkpoints=bool(cfg.checkpoint_every) and self.total_steps > cfg.checkpoint_every,
+        )
+        if cost is not None and cost.worth_saying():
+            print(cost.line(), file=sys.stderr, flush=True)
 
     # -- checkpoints ------------------------------------------------------------------------------------
     def _items_per_batch(self) -> int:

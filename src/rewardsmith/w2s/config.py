@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rewardsmith.config import DEBIAS_KINDS, MAX_SEED, DatasetConfig, ModelConfig, TrainConfig, option
+from rewardsmith.config import DEBIAS_KINDS, MAX_SEED, MAX_THREADS, DatasetConfig, ModelConfig, TrainConfig, option
 
 
 @dataclass
@@ -155,7 +155,10 @@ class QuickConfig:
 class ShiftConfig:
     name: str = option("shift", "run title")
     source: DatasetConfig = field(default_factory=DatasetConfig)
-    targets: list[DatasetConfig] = field(default_factory=list)
+    targets: list[DatasetConfig] = field(
+        default_factory=list,
+        metadata={"help": "datasets the students are tested on out of domain (each a dataset entry, as source)"},
+    )
     data_dir: str | None = option(
         None, "folder with the real datasets (else $REWARDSMITH_DATA_DIR, ../shared/data)", volatile=True
     )
@@ -169,7 +172,8 @@ class ShiftConfig:
             MethodConfig("confidence", "confidence"),
             MethodConfig("seam", "naive", refiner="seam"),
             MethodConfig("anchor", "anchor"),
-        ]
+        ],
+        metadata={"help": "W2S methods whose students are compared (each: name, objective, refiner and settings)"},
     )
     ceiling: bool = option(True, "train the strong ceiling (gold labels on the W2S pool) for PGR")
     near_domain: list[str] = option(
@@ -178,5 +182,8 @@ class ShiftConfig:
         "split or sampling): labelled near-domain in reports",
     )
     seeds: list[int] = option([0], "student seeds", min=0, max=MAX_SEED)
+    threads: int | None = option(
+        None, "torch intra-op threads (none: torch's default)", min=1, max=MAX_THREADS, volatile=True
+    )
     eval: ShiftEvalConfig = field(default_factory=ShiftEvalConfig)
     quick: QuickConfig = field(default_factory=QuickConfig)
