@@ -15,7 +15,7 @@ from typer._click import exceptions as click_errors  # typer bundles its own cli
 from typer._click.termui import echo
 from typer.core import TyperGroup
 
-from rewardsmith.cli import bench, calibrate, core, icrm, serve, shift
+from rewardsmith.cli import bench, bon, calibrate, core, icrm, serve, shift
 
 
 class OneLineErrors(TyperGroup):
@@ -72,9 +72,12 @@ def _root(
     ),
 ) -> None:
     """Train, stress-test, steer, calibrate and serve reward models for RLHF."""
+    from rewardsmith.io.processes import deepspeed_log_to_stderr
+
+    deepspeed_log_to_stderr()  # stdout holds only rewardsmith's own output
 
 
-for _module in (core, shift, bench, serve):
+for _module in (core, shift, bench, bon, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)
 app.add_typer(calibrate.app, name="calibrate")

@@ -108,6 +108,7 @@ class Flag:
     convert: Callable[[Any], Any] | None = None
     cli_type: Any = None  # the option's type when it is not the field's (e.g. str for a comma-separated list)
     shown_default: str | None = None  # what [default: ...] says when it is not the field's default
+    metavar: str | None = None  # what --help shows for the value (None: from its type)
 
 
 def _field_of(owner: type, dotted: str) -> tuple[Any, Any, str]:
@@ -147,7 +148,9 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
             pair = next((f for f in spec.flags if "/" in f), None)
             if isinstance(default, bool) and pair is not None:
                 shown = pair.split("/")[0 if default else 1]
-            option = typer.Option(*spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False)
+            option = typer.Option(
+                *spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False, metavar=spec.metavar
+            )
             annotation = Annotated[hint | None, option]  # type: ignore[valid-type]
             generated.append(
                 inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)

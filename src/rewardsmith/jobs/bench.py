@@ -36,7 +36,15 @@ from rewardsmith.data.sources import resolve_data_dir
 from rewardsmith.errors import CheckpointError, ConfigError, DataError
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder, config_hash
-from rewardsmith.jobs.common import JobResult, truncation_line, written_line
+from rewardsmith.jobs.common import (
+    JobResult,
+    model_fingerprint,
+    model_labels,
+    slug,
+    texts_digest,
+    truncation_line,
+    written_line,
+)
 from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.loading import load_reward_model
 from rewardsmith.report.bench import bench_report, summary_rows
@@ -57,55 +65,9 @@ SEED, CONFIDENCE = 0, 0.95
 # ----------------------------------------------------------------------------------------------------- names
 
 
-def model_labels(sources: Sequence[str]) -> list[str]:
-    """Display names of the models, in order: a folder's name, or its parent's for a folder called `model`
-    ("runs/harmless/model" -> "harmless"); a hub id as given; the source itself wherever two names coincide.
-    ConfigError for a model given twice."""
-    seen: set[str] = set()
-    for source in sources:
-        if source in seen:
-            raise ConfigError(f"--model {source} given twice")
-        seen.add(source)
-    names = []
-    for source in sources:
-        path = Path(source.rstrip("/"))
-        names.append(path.parent.name if path.name == "model" and path.parent.name else path.name or source)
-    return [name if names.count(name) == 1 else source for name, source in zip(names, sources, strict=True)]
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_") or "model"
-
-
 def result_file(label: str, source: str) -> str:
     """The run-folder path of one model's saved results: models/<label>-<8 hex of the source>.json."""
-    return f"{MODELS_DIR}/{_slug(label)}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.json"
-
-
-# ----------------------------------------------------------------------------------------------- fingerprints
-
-
-def model_fingerprint(source: str) -> str | None:
-    """sha256 of (relative path, size, mtime) of every file in a local model folder, so a model retrained or
-    replaced in place is scored again; None for a hub id (its name is its identity)."""
-    folder = Path(source).expanduser()
-    if not folder.is_dir():
-        return None
-    entries = sorted(
-        (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in folder.rglob("*")
-        if p.is_file()
-    )
-    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
-
-
-def texts_digest(texts: Sequence[Text]) -> str:
-    """sha256 of the distinct texts in order (roles, contents and responses): a saved result is reused only for
-    exactly these texts."""
-    digest = hashlib.sha256()
-    for prompt, response in texts:
-        digest.update(json.dumps([[t.role, t.content] for t in prompt] + [response]).encode("utf-8"))
-    return digest.hexdigest()[:16]
+    return f"{MODELS_DIR}/{slug(label)}-{hashlib.sha256(source.encode()).hexdigest()[:8]}.json"
 
 
 # ----------------------------------------------------------------------------------------------------- scoring

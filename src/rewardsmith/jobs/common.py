@@ -3,12 +3,16 @@ summary lines (what was read, dropped by reason, truncated, written)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rewardsmith.config import dump_yaml, to_dict, volatile_keys
+from rewardsmith.data.schema import Turn
+from rewardsmith.errors import ConfigError
 from rewardsmith.io.runfolder import Compare, RunFolder
 
 
@@ -83,3 +87,49 @@ def add_counts(total: dict[str, int], more: Mapping[str, int]) -> dict[str, int]
     for k, v in more.items():
         total[k] = total.get(k, 0) + int(v)
     return total
+
+
+# ------------------------------------------------------------------------------------------ models by name
+
+
+def model_labels(sources: Sequence[str]) -> list[str]:
+    """Display names of the models, in order: a folder's name, or its parent's for a folder called `model`
+    ("runs/harmless/model" -> "harmless"); a hub id as given; the source itself wherever two names coincide.
+    ConfigError for a model given twice."""
+    seen: set[str] = set()
+    for source in sources:
+        if source in seen:
+            raise ConfigError(f"--model {source} given twice")
+        seen.add(source)
+    names = []
+    for source in sources:
+        path = Path(source.rstrip("/"))
+        names.append(path.parent.name if path.name == "model" and path.parent.name else path.name or source)
+    return [name if names.count(name) == 1 else source for name, source in zip(names, sources, strict=True)]
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_") or "model"
+
+
+def model_fingerprint(source: str) -> str | None:
+    """sha256 of (relative path, size, mtime) of every file in a local model folder, so a model retrained or
+    replaced in place is scored again; None for a hub id (its name is its identity)."""
+    folder = Path(source).expanduser()
+    if not folder.is_dir():
+        return None
+    entries = sorted(
+        (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
+        for p in folder.rglob("*")
+        if p.is_file()
+    )
+    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
+
+
+def texts_digest(texts: Sequence[tuple[Sequence[Turn], str]]) -> str:
+    """sha256 of the distinct texts in order (roles, contents and responses): a saved result is reused only for
+    exactly these texts."""
+    digest = hashlib.sha256()
+    for prompt, response in texts:
+        digest.update(json.dumps([[t.role, t.content] for t in prompt] + [response]).encode("utf-8"))
+    return digest.hexdigest()[:16]

@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.report.plots import _new_figure, _save
-from rewardsmith.report.render import Figure, Report, figure_markdown, markdown_table, with_interval, write_report
+from rewardsmith.report.render import (
+    Figure,
+    Report,
+    figure_markdown,
+    markdown_table,
+    slug,
+    with_interval,
+    write_report,
+)
 
 Writer = Callable[[str, str], Path]
 
@@ -31,10 +39,6 @@ INTRO = (
     "**corr(reward, length)**: Spearman correlation of reward and response length over every response."
 )
 VERDICT_COLOURS = {"better": "#2a9d45", "worse": "#c23b22", "inconclusive": "#7f7f7f", None: "#bbbbbb"}
-
-
-def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
 
 
 def _fmt(record: Mapping[str, Any], key: str, decimals: int) -> str:
@@ -478,7 +482,7 @@ def _difficulty_figure(metrics: Mapping[str, Any], suite: str, out: Path) -> lis
         return []
     title = _suite(metrics, suite)["title"]
     path = plot_difficulty(
-        panels, groups, out / f"{_slug(suite)}_difficulty.png", title=f"{title}: accuracy by difficulty"
+        panels, groups, out / f"{slug(suite)}_difficulty.png", title=f"{title}: accuracy by difficulty"
     )
     return [
         Figure(
@@ -600,7 +604,7 @@ def bench_report(
             body.append("Length diagnostics per model:\n\n" + markdown_table(diagnostics))
         forest = _forest_rows(metrics, suite)
         if forest:
-            path = plot_forest(forest, plots / f"{_slug(suite)}_scores.png", title=layout["title"], xlabel="score (%)")
+            path = plot_forest(forest, plots / f"{slug(suite)}_scores.png", title=layout["title"], xlabel="score (%)")
             body.append(
                 figure(
                     path,
@@ -627,7 +631,7 @@ def bench_report(
         if curves:
             rule = layout["extras"].get("length_rule", {}).get("curves", {})
             path = plot_best_of_k(
-                curves, rule, plots / f"{_slug(suite)}_best_of_k.png", title="PPE correctness: best-of-K curves"
+                curves, rule, plots / f"{slug(suite)}_best_of_k.png", title="PPE correctness: best-of-K curves"
             )
             body.append(
                 figure(
@@ -652,7 +656,7 @@ def bench_report(
         plotted = _plotted_differences(metrics, records)
         if plotted:
             path = plot_differences(
-                plotted, plots / f"differences_{_slug(name)}.png", title=f"{candidate} minus {baseline}", titles=titles
+                plotted, plots / f"differences_{slug(name)}.png", title=f"{candidate} minus {baseline}", titles=titles
             )
             body.append(
                 figure(

@@ -344,3 +344,38 @@ def plot_grouped_bars(
     # legend anchored below the axes collides with multi-line group names).
     _legend_below(figure, axes)
     return _save(figure, path)
+
+
+def plot_best_of_n(
+    gold: Sequence[Series],
+    proxy: Sequence[Series],
+    path: str | Path,
+    *,
+    gold_label: str,
+    references: Sequence[Series] = (),
+    random_choice: float | None = None,
+    title: str = "",
+) -> Path:
+    """Gold and proxy against the best-of-n KL bound: each proxy's gold@n solid (left axis, CI band) and its own
+    proxy@n dashed in the same colour (right axis: the proxy's gain over n = 1 in its own standard deviations);
+    `references` (the length selector, the oracle) on the gold axis, dash-dotted grey and dotted black; random
+    choice (gold@1) a light horizontal line. Series x: KL (nats)."""
+    figure = _new_figure(7.0, 4.4)
+    axes = figure.add_subplot()
+    twin = axes.twinx()
+    for g, p in zip(gold, proxy, strict=True):
+        x, y = _floats(g.x), _floats(g.y)
+        (line,) = axes.plot(x, y, marker="o", markersize=3, label=f"{g.label} (gold)")
+        if g.low is not None and g.high is not None:
+            axes.fill_between(x, _floats(g.low), _floats(g.high), color=line.get_color(), alpha=0.15, linewidth=0)
+        twin.plot(_floats(p.x), _floats(p.y), linestyle="--", color=line.get_color(), label=f"{p.label} (proxy)")
+    for ref, (style, colour) in zip(references, (("-.", "dimgrey"), (":", "black")), strict=False):
+        axes.plot(_floats(ref.x), _floats(ref.y), linestyle=style, color=colour, label=ref.label)
+    if random_choice is not None and np.isfinite(random_choice):
+        axes.axhline(random_choice, color="silver", linewidth=2, zorder=0, label="random choice (gold@1)")
+    twin.set_ylabel("proxy gain over n = 1 (proxy sd)")
+    _finish(axes, title, "KL(best-of-n || policy) bound, nats", gold_label)
+    handles, labels = axes.get_legend_handles_labels()
+    more_handles, more_labels = twin.get_legend_handles_labels()
+    axes.legend(handles + more_handles, labels + more_labels, fontsize="x-small", loc="best")
+    return _save(figure, path)

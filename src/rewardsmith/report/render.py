@@ -34,6 +34,11 @@ _MAX_INLINE_LIST = 12
 _NUMERIC_CELL = re.compile(r"^(-?\d[\d.,]*(e-?\d+)?%?( \[[^\]]*\])?( ±[\d.]+)?|n/a)$")
 
 
+def slug(text: str) -> str:
+    """A file-name part from a label: letters and digits kept, lowercased, the rest "_"."""
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+
+
 @dataclass
 class Figure:
     path: Path

@@ -176,6 +176,12 @@ class ShiftConfig:
         metadata={"help": "W2S methods whose students are compared (each: name, objective, refiner and settings)"},
     )
     ceiling: bool = option(True, "train the strong ceiling (gold labels on the W2S pool) for PGR")
+    save_students: bool = option(
+        False,
+        "write each student's (and the ceiling's) model folder, seed<k>/<method>/model, so it can be scored later "
+        "(rewardsmith score, bon); about 90 MB each for MiniLM",
+        volatile=True,
+    )
     near_domain: list[str] = option(
         [],
         "targets that are siblings of the source (same collection, another "

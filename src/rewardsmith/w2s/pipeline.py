@@ -38,7 +38,7 @@ from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.io.atomic import atomic_write_bytes, atomic_write_json
 from rewardsmith.models.backbone import num_hidden_layers
-from rewardsmith.models.factory import build_reward_model
+from rewardsmith.models.factory import build_reward_model, save_model
 from rewardsmith.models.reward_model import RewardModel
 from rewardsmith.train.objectives import BradleyTerryObjective, Objective
 from rewardsmith.train.trainer import train_pairs
@@ -301,6 +301,8 @@ class ShiftRun:
             lambda m, tok, enc: self._objective(method, m, tok, enc),
         )
         margins = self._score(model, tokenizer, self.config.student)
+        if self.config.save_students:
+            save_model(model, tokenizer, folder / "model", self.config.student)
         _save_npz(path, margins)
         atomic_write_json(
             folder / "train.json",

@@ -1,0 +1,86 @@
+"""`rewardsmith bon`: best-of-n of a policy's own samples, chosen by proxy reward models, judged by a gold."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from rewardsmith.bon.config import BonConfig
+from rewardsmith.cli.common import (
+    BatchSize,
+    Flag,
+    InferenceBf16,
+    MaxLengthOpt,
+    OutDir,
+    Overwrite,
+    Quiet,
+    TemplateOpt,
+    TrustRemoteCodeOpt,
+    config_options,
+    handle_errors,
+    inference_options,
+    print_result,
+)
+
+app = typer.Typer()
+
+FLAGS: dict[str, str | Flag] = {
+    "policy": "--policy",
+    "samples": "--samples",
+    "prompts": "--prompts",
+    "prompts_limit": "--prompts-limit",
+    "proxies": Flag(
+        ("--proxy",),
+        metavar="MODEL",
+        help="a reward model that chooses the best of n (any model `score` takes; MODEL#demos=FILE: an in-context "
+        "model steered by the demonstrations in FILE); repeatable",
+    ),
+    "golds": Flag(
+        ("--gold",),
+        metavar="GOLD",
+        help="what judges the choice: ifeval (instructions followed; --prompts ifeval/<dataset>) | math (MATH-500 "
+        "answers; --prompts math-500) | a reward model that is none of the proxies; repeatable",
+    ),
+    "n": "--n",
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_new_tokens": "--max-new-tokens",
+    "seed": "--seed",
+    "sample_batch_size": "--sample-batch-size",
+    "n_boot": "--bootstrap",
+    "data_dir": "--data-dir",
+}
+
+
+@app.command("bon")
+@config_options(BonConfig, FLAGS)
+def bon(
+    out: OutDir,
+    overrides: dict[str, Any],
+    bf16: InferenceBf16 = None,
+    batch_size: BatchSize = 64,
+    template: TemplateOpt = "auto",
+    max_length: MaxLengthOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
+    quiet: Quiet = False,
+    overwrite: Overwrite = False,
+) -> None:
+    """Does a reward model help a policy? Best-of-n of the policy's samples chosen by each proxy, judged by a gold the
+    proxies never saw: gold@n and proxy@n against the KL bound with 95% CIs over prompts, the length selector and the
+    oracle beside them, over-optimisation verdicts, rank correlations and paired differences between proxies."""
+    from rewardsmith.config import apply_overrides
+    from rewardsmith.jobs.bon import run_bon
+
+    with handle_errors():
+        cfg = BonConfig()
+        apply_overrides(cfg, overrides)
+        print_result(
+            run_bon(
+                cfg,
+                out,
+                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                progress=not quiet,
+                overwrite=overwrite,
+            )
+        )

@@ -1,0 +1,220 @@
+"""`rewardsmith bon` end to end on tiny local models: a random-weight Llama policy with SmolLM2's chat template samples,
+TRL-trained reward models choose, a verifiable gold and a learned gold judge. Reproducible samples, resume after a
+real SIGKILL during sampling and during scoring, completions made elsewhere, and bad input as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rewardsmith.cli import app
+
+pytestmark = pytest.mark.slow  # samples with a policy and runs whole commands
+
+ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def rk(*args: str | Path):
+    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
+
+
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory: pytest.TempPathFactory, chat_tokenizer_dir: Path) -> Path:
+    """A tiny random-weight Llama causal LM with SmolLM2's tokenizer and chat template, saved as a plain folder."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from conftest import TINY_DECODER
+
+    tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(
+        LlamaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **TINY_DECODER)
+    )
+    out = tmp_path_factory.mktemp("policy") / "policy"
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="module")
+def prompts_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six prompts with verifiable instructions attached."""
+    rows = [
+        {
+            "prompt": f"Question {i}: how do I fix a flat tyre?",
+            "instructions": [{"id": "punctuation:no_comma"}, {"id": "change_case:english_lowercase"}][: 1 + i % 2],
+        }
+        for i in range(6)
+    ]
+    path = tmp_path_factory.mktemp("prompts") / "prompts.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _args(policy: Path, prompts: Path, proxy: Path, gold: Path, out: Path, *extra: str | Path) -> list[str | Path]:
+    return [
+        "bon", "--policy", policy, "--prompts", prompts, "--proxy", proxy, "--gold", "ifeval", "--gold", gold,
+        "--n", "4", "--max-new-tokens", "8", "--bootstrap", "50", "--out", out, "--quiet", *extra,
+    ]  # fmt: skip
+
+
+def _run(args: list[str | Path], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ENV, **(env or {})},
+        timeout=600,
+    )
+
+
+def _metrics(out: Path) -> dict:
+    metrics = json.loads((out / "metrics.json").read_text())
+    for volatile in ("seconds", "environment", "sampling"):
+        metrics.pop(volatile)
+    return metrics
+
+
+def test_bon_runs_end_to_end_and_resumes_after_kills_to_the_same_metrics(
+    policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    whole = tmp_path / "whole"
+    result = rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, whole))
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((whole / "metrics.json").read_text())
+    assert metrics["ns"] == [1, 2, 4] and metrics["prompts"] == 6
+    assert len(metrics["golds"]) == 2 and "ifeval" in metrics["golds"]
+    for gold in metrics["golds"].values():
+        assert len(gold["selectors"]) == 3 and {"length", "oracle"} <= set(gold["selectors"])
+        oracle = gold["selectors"]["oracle"]["gold_at_n"]
+        assert oracle[-1]["estimate"] >= oracle[0]["estimate"]
+    samples = [json.loads(x) for x in (whole / "samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 6 and all(len(s["responses"]) == 4 for s in samples)
+    for name in ("report.md", "report.html", "plots/gold_vs_kl_ifeval.png", "plots/length_vs_kl_ifeval.png"):
+        assert (whole / name).exists(), name
+    assert "gold@4" in result.stdout and "best-of-4" in result.stdout
+
+    # Killed after 3 of 6 prompts were sampled, then after the first scorer was saved: each rerun ends as one run.
+    killed = tmp_path / "killed"
+    args = _args(policy, prompts_file, trl_chat_model, trl_plain_model, killed)
+    first = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "3"})
+    assert first.returncode == -9, first.stderr[-2000:]
+    assert len((killed / "samples.jsonl").read_text().splitlines()) == 3
+    second = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_SCORER": "1"})
+    assert second.returncode == -9, second.stderr[-2000:]
+    assert len(list((killed / "scores").iterdir())) == 1
+    third = _run(args)
+    assert third.returncode == 0, third.stderr[-2000:]
+    assert (killed / "samples.jsonl").read_text() == (whole / "samples.jsonl").read_text()
+    assert _metrics(killed) == _metrics(whole)
+
+
+def test_completions_made_elsewhere_score_like_the_same_samples_made_here(
+    policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    here = tmp_path / "here"
+    assert rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, here)).exit_code == 0
+    prompts = {json.loads(x)["id"]: json.loads(x) for x in (here / "prompts.jsonl").read_text().splitlines()}
+    lines = []
+    for line in (here / "samples.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        lines.append({**prompts[record["id"]], "responses": record["responses"]})
+    samples = tmp_path / "rollouts.jsonl"
+    samples.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    elsewhere = tmp_path / "elsewhere"
+    result = rk(
+        "bon", "--samples", samples, "--proxy", trl_chat_model, "--gold", "ifeval", "--gold", trl_plain_model,
+        "--n", "4", "--bootstrap", "50", "--out", elsewhere, "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    a, b = _metrics(here), _metrics(elsewhere)
+    assert a["golds"] == b["golds"]
+
+
+def test_samples_are_the_same_whatever_the_batch(policy: Path) -> None:
+    from rewardsmith.bon.policy import load_policy, sample_prompt
+    from rewardsmith.bon.prompts import BonPrompt
+    from rewardsmith.data.schema import Turn
+
+    loaded = load_policy(str(policy))
+    prompt = BonPrompt("p1", (Turn("user", "hello there"),))
+    kwargs = {"seed": 3, "temperature": 1.0, "top_p": 0.9, "max_new_tokens": 12}
+    together = sample_prompt(loaded, prompt, 6, batch_size=6, **kwargs)
+    apart = sample_prompt(loaded, prompt, 6, batch_size=2, **kwargs)
+    assert [c.text for c in together] == [c.text for c in apart]
+    assert len({c.text for c in together}) > 1  # sampled, not greedy
+    again = sample_prompt(loaded, prompt, 4, batch_size=4, **kwargs)
+    assert [c.text for c in again] == [c.text for c in together[:4]]  # sample k does not depend on n
+
+
+def _one_line(result, *needles: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_bad_input_is_one_line_and_exit_2(
+    policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    empty = tmp_path / "no-weights"
+    empty.mkdir()
+    (empty / "config.json").write_text((policy / "config.json").read_text())
+    _one_line(rk(*_args(empty, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "a")), "no weights")
+    _one_line(
+        rk(*_args(policy, prompts_file, trl_chat_model, trl_chat_model, tmp_path / "b")), "its own gold", "--gold"
+    )
+    _one_line(rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "c"), "--n", "1"), "n")
+    no_prompts = tmp_path / "none.jsonl"
+    no_prompts.write_text("")
+    _one_line(rk(*_args(policy, no_prompts, trl_chat_model, trl_plain_model, tmp_path / "d")), "no prompts")
+    shape = tmp_path / "shape.jsonl"
+    shape.write_text(json.dumps({"prompt": "hi", "responses": "not a list"}) + "\n")
+    result = rk(
+        "bon", "--samples", shape, "--proxy", trl_chat_model, "--gold", trl_plain_model, "--out", tmp_path / "e"
+    )
+    _one_line(result, "shape.jsonl", "row 1", "responses")
+    short = tmp_path / "short.jsonl"
+    short.write_text(json.dumps({"prompt": "hi", "responses": ["a", "b"]}) + "\n")
+    result = rk(
+        "bon", "--samples", short, "--proxy", trl_chat_model, "--gold", trl_plain_model, "--out", tmp_path / "f"
+    )
+    _one_line(result, "short.jsonl", "fewer than n = 16")
+    no_instructions = tmp_path / "plain.jsonl"
+    no_instructions.write_text(json.dumps({"prompt": "hi"}) + "\n")
+    _one_line(
+        rk(*_args(policy, no_instructions, trl_chat_model, trl_plain_model, tmp_path / "g")), "carry no instructions"
+    )
+    _one_line(
+        rk("bon", "--prompts", prompts_file, "--proxy", trl_chat_model, "--gold", "ifeval", "--out", tmp_path / "h"),
+        "--policy",
+    )
+
+
+def test_help_shows_every_option_with_its_default() -> None:
+    result = CliRunner().invoke(app, ["bon", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in (
+        "--policy",
+        "--samples",
+        "--prompts",
+        "--proxy",
+        "--gold",
+        "--n ",
+        "--temperature",
+        "--top-p",
+        "--max-new-tokens",
+        "--seed",
+        "--bootstrap",
+        "--out",
+    ):
+        assert option in result.stdout, option
+    assert "[default: 16]" in result.stdout and "[default: 96]" in result.stdout

@@ -1,0 +1,113 @@
+"""Best-of-n estimates: the closed form against brute-force enumeration of every n-subset, invariances, the
+oracle, the KL bound, and the verdicts the estimates give on data built to hold or not hold them."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from math import log
+
+import numpy as np
+import pytest
+
+from rewardsmith.bon.estimate import LENGTH, ORACLE, best_of_n_estimates, validation_half
+from rewardsmith.evaluate.best_of_n import best_of_n_curve, best_of_n_curves, kl_bound, powers_of_two
+
+
+def brute_force(selector: list[float], values: list[float], n: int) -> float:
+    """The mean over every n-subset of the value the selector picks, a tie at the top split evenly."""
+    total, count = 0.0, 0
+    for subset in combinations(range(len(selector)), n):
+        top = max(selector[i] for i in subset)
+        tied = [values[i] for i in subset if selector[i] == top]
+        total += sum(tied) / len(tied)
+        count += 1
+    return total / count
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_closed_form_equals_enumeration_over_all_subsets(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(2, 9))
+    selector = rng.integers(0, 4, size).astype(float).tolist()  # small integers: ties at the top are common
+    values = rng.normal(size=size).tolist()
+    ns = list(range(1, size + 1))
+    expected = [brute_force(selector, values, n) for n in ns]
+    np.testing.assert_allclose(best_of_n_curve(selector, values, ns), expected, rtol=0, atol=1e-12)
+
+
+def test_invariant_to_the_order_of_samples_and_the_oracle_reaches_the_maximum() -> None:
+    rng = np.random.default_rng(0)
+    selector, values = rng.normal(size=(5, 16)), rng.normal(size=(5, 16))
+    ns = powers_of_two(16)
+    curves = best_of_n_curves(selector, values, ns)
+    perm = rng.permutation(16)
+    np.testing.assert_allclose(best_of_n_curves(selector[:, perm], values[:, perm], ns), curves, atol=1e-12)
+    # n = 1 is random choice: the mean of a prompt's samples, whatever the selector.
+    np.testing.assert_allclose(curves[:, 0], values.mean(axis=1), atol=1e-12)
+    # The gold choosing for itself: at n = N the per-prompt maximum.
+    np.testing.assert_allclose(best_of_n_curves(values, values, ns)[:, -1], values.max(axis=1), atol=1e-12)
+
+
+def test_kl_bound_and_the_n_grid() -> None:
+    assert kl_bound(1) == 0.0
+    assert kl_bound(16) == pytest.approx(log(16) - 15 / 16)
+    assert powers_of_two(16) == [1, 2, 4, 8, 16] and powers_of_two(12) == [1, 2, 4, 8, 12]
+    with pytest.raises(ValueError, match="n must lie"):
+        best_of_n_curve([1.0, 2.0], [0.0, 1.0], [3])
+
+
+def _prompt_ids(p: int) -> list[str]:
+    return [f"prompt-{k}" for k in range(p)]
+
+
+def test_a_proxy_that_tracks_the_gold_raises_it_and_one_that_rewards_length_over_optimises() -> None:
+    """Gold rises with quality; the hacked proxy loves length, and the longest samples are the worst ones (so the
+    gold of its best-of-n falls as n grows); the honest proxy is the gold plus a little noise."""
+    rng = np.random.default_rng(1)
+    p, n = 200, 16
+    quality = rng.normal(size=(p, n))
+    gold = quality.copy()
+    length = 100 + 20 * rng.normal(size=(p, n))
+    length[np.arange(p), quality.argmin(axis=1)] = 400  # the worst sample is by far the longest
+    honest = gold + 0.3 * rng.normal(size=(p, n))
+    hacked = 0.02 * length + 0.5 * quality
+    out = best_of_n_estimates(_prompt_ids(p), {"honest": honest, "hacked": hacked}, {"g": gold}, length, n_boot=300)
+    block = out["golds"]["g"]["selectors"]
+    assert out["ns"] == [1, 2, 4, 8, 16] and out["kl_bound"][-1] == pytest.approx(kl_bound(16))
+    assert block["honest"]["gain_over_random"]["verdict"] == "held"
+    assert block["honest"]["overoptimisation"]["verdict"] in ("peaks at N", "not over-optimised", "inconclusive")
+    assert block["hacked"]["overoptimisation"]["verdict"] == "over-optimised"
+    assert block["hacked"]["overoptimisation"]["peak_n"] < 16
+    assert block["honest"]["rank_correlation"]["estimate"] > 0.8
+    # The length selector picks the 400-character sample, the worst: it lowers the gold below random choice.
+    assert block[LENGTH]["gain_over_random"]["verdict"] == "not held"
+    assert block[LENGTH]["length_at_n"][-1]["estimate"] == pytest.approx(400.0)
+    oracle = block[ORACLE]["gold_at_n"]
+    assert oracle[-1]["estimate"] == pytest.approx(gold.max(axis=1).mean())
+    # Paired difference honest - hacked at N: clearly positive.
+    pair = out["golds"]["g"]["paired"][0]
+    assert (pair["a"], pair["b"]) == ("honest", "hacked") and pair["gold_diff_at_n"][-1]["verdict"] == "held"
+    assert pair["gold_diff_at_n"][0]["estimate"] == pytest.approx(0.0)  # n = 1: both choose at random
+    assert pair["drop_diff"]["verdict"] == "held"  # the honest proxy loses less after its peak than the hacked one
+
+
+def test_a_selector_unrelated_to_the_gold_is_inconclusive_and_the_peak_is_chosen_off_the_test_half() -> None:
+    rng = np.random.default_rng(2)
+    p, n = 120, 8
+    gold, noise, length = rng.normal(size=(p, n)), rng.normal(size=(p, n)), 50 + rng.normal(size=(p, n))
+    out = best_of_n_estimates(_prompt_ids(p), {"noise": noise}, {"g": gold}, length, n_boot=300)
+    entry = out["golds"]["g"]["selectors"]["noise"]
+    assert entry["gain_over_random"]["verdict"] == "inconclusive"
+    validation = validation_half(_prompt_ids(p))
+    assert 0.3 < validation.mean() < 0.7 and out["validation_prompts"] == int(validation.sum())
+    assert entry["overoptimisation"]["test_prompts"] == int((~validation).sum())
+
+
+def test_prompts_the_gold_cannot_score_are_left_out_for_that_gold() -> None:
+    rng = np.random.default_rng(3)
+    gold = rng.normal(size=(10, 4))
+    gold[3, 1] = np.nan
+    out = best_of_n_estimates(
+        _prompt_ids(10), {"a": rng.normal(size=(10, 4))}, {"g": gold}, np.ones((10, 4)), n_boot=50
+    )
+    assert out["golds"]["g"]["prompts"] == 9 and out["golds"]["g"]["dropped_prompts"] == 1
