@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "icrm_trainer": ["bench_icrm_trainer.py"],
     "serve": ["bench_serve.py"],
     "rater_stats": ["bench_rater_stats.py"],
+    "bon": ["bench_bon.py"],
 }
 
 

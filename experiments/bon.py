@@ -22,7 +22,7 @@ times the proxies' data: all of helpful-base and the rest of helpful-rejection-s
     rewardsmith train --config configs/bon-smollm2-helpful.yaml --out runs/bon/smollm2-helpful   # a decoder RM
     rewardsmith train --train file --path runs/bon/gold-pairs.jsonl ... --out runs/bon/gold    # the learned gold
     rewardsmith eval --model M --dataset file --path runs/bon/heldout-pairs.jsonl --out runs/bon/eval-<name>
-    rewardsmith bon --policy smollm2 --prompts runs/bon/prompts.jsonl --prompts-limit 120 --n 16 ...
+    rewardsmith bon --policy smollm2 --prompts runs/bon/prompts.jsonl --prompts-limit 100 --n 16 ...
         --proxy (each of the above) --gold ifeval --gold runs/bon/gold/model --out runs/bon/run
 """
 
@@ -44,9 +44,9 @@ RESULTS = ROOT / "docs" / "results"
 EXE = str(ROOT / ".venv" / "bin" / "rewardsmith")
 PROMPT_SOURCE = "hh-rlhf/helpful-rejection-sampled"
 HELD_OUT = 0.2  # of PROMPT_SOURCE's conversations, by hash: the prompts and the held-out pairs
-PROMPTS = 120
+PROMPTS = 100
 N = 16
-SAMPLING = ["--n", str(N), "--max-new-tokens", "96", "--temperature", "1.0", "--top-p", "0.95", "--seed", "0"]
+SAMPLING = ["--n", str(N), "--max-new-tokens", "80", "--temperature", "0.7", "--top-p", "0.9", "--seed", "0"]
 DEMOS = 8  # demonstrations of the helpful standard steering the ICRM (from helpful-base's training part)
 
 
@@ -228,10 +228,10 @@ def run() -> None:
 
 
 def _accuracy(name: str) -> dict[str, Any]:
-    """Pair accuracy (%) on the held-out pairs, with its CI: from the eval run, or an ICRM's scores (p_chosen)."""
-    if name in ("icrm", "icrm+demos"):
-        from rewardsmith.evaluate.metrics import pairwise_accuracy
+    """Pair accuracy (%) on the held-out pairs with its 95% CI: from the eval run, or an ICRM's scores (p_chosen)."""
+    from rewardsmith.evaluate.metrics import pairwise_accuracy
 
+    if name in ("icrm", "icrm+demos"):
         rows = [json.loads(x) for x in (RUNS / f"score-{name}.jsonl").read_text().splitlines()]
         estimate = pairwise_accuracy([r["p_chosen"] - 0.5 for r in rows])
         return {"accuracy": estimate.value, "ci": [estimate.low, estimate.high], "n": len(rows)}
@@ -241,21 +241,41 @@ def _accuracy(name: str) -> dict[str, Any]:
 
 
 def summarise(out: Path) -> None:
-    from rewardsmith.report.results import save_results
+    """docs/results/bon.json: the bon run's metrics (slimmed), each proxy's and the gold's pair accuracy on the
+    held-out pairs, the students' offline comparison (ANCHOR - naive on the source's ID test, paired), the commands
+    with their measured seconds; the run's plots copied to docs/bon/."""
+    import shutil
+
+    from rewardsmith.io.atomic import atomic_write_text
+    from rewardsmith.report.results import slim
 
     run_dir = RUNS / "run"
-    metrics = json.loads((run_dir / "metrics.json").read_text())
-    labels = {p["source"] + (f"#demos={p['demos']}" if p.get("demos") else ""): p["label"] for p in metrics["proxies"]}
-    names = {labels[source]: name for name, source in proxies().items()}
-    metrics["proxy_names"] = names
-    metrics["pair_accuracy"] = {name: _accuracy(name) for name in [*proxies(), "gold"]}
-    shift = json.loads((RUNS / "shift-helpful" / "metrics.json").read_text())
-    metrics["student_id_accuracy"] = {
-        m: shift["results"]["0"][m]["id"] if "results" in shift else None for m in ("naive", "anchor")
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    sources = {p["source"] + (f"#demos={p['demos']}" if p.get("demos") else ""): p["label"] for p in metrics["proxies"]}
+    shift = json.loads((RUNS / "shift-helpful" / "metrics.json").read_text(encoding="utf-8"))
+    anchor_vs_naive = shift["vs_naive"]["anchor"]
+    result = {
+        "command": "python experiments/bon.py run && python experiments/bon.py summarise",
+        **slim(metrics),
+        "proxy_labels": {name: sources[source] for name, source in proxies().items()},
+        "pair_accuracy": {name: _accuracy(name) for name in [*proxies(), "gold"]},
+        "heldout_pairs": "runs/bon/heldout-pairs.jsonl: the preference pairs of the prompts' conversations",
+        "students": {
+            "source": shift["source"],
+            "id_accuracy": {
+                m: {"accuracy": shift["methods"][m]["id_acc"], "ci": shift["methods"][m]["id_acc_ci"]}
+                for m in ("naive", "anchor")
+            },
+            "anchor_minus_naive_id": {"estimate": anchor_vs_naive["d.id"], "ci": anchor_vs_naive["d.id_ci"]},
+        },
+        "steps": (RUNS / "commands.txt").read_text(encoding="utf-8").splitlines(),
     }
-    metrics["commands"] = (RUNS / "commands.txt").read_text().splitlines()
-    save_results(metrics, out)
-    print(f"wrote {out}")
+    atomic_write_text(out, json.dumps(result, indent=1) + "\n")
+    figures = ROOT / "docs" / "bon"
+    figures.mkdir(parents=True, exist_ok=True)
+    for png in sorted((run_dir / "plots").glob("*.png")):
+        shutil.copyfile(png, figures / png.name)
+    print(f"wrote {out} and {figures}")
 
 
 def main() -> None:

@@ -111,3 +111,28 @@ def test_prompts_the_gold_cannot_score_are_left_out_for_that_gold() -> None:
         _prompt_ids(10), {"a": rng.normal(size=(10, 4))}, {"g": gold}, np.ones((10, 4)), n_boot=50
     )
     assert out["golds"]["g"]["prompts"] == 9 and out["golds"]["g"]["dropped_prompts"] == 1
+
+
+def test_claim_results_follow_the_estimates() -> None:
+    """bon/claim_results.py on estimates built to hold its claims: an honest proxy raises the gold, a hacked one
+    over-optimises; the in-context model (here: the honest one) loses less after its peak than the BT baseline (the
+    hacked one); the students' accuracy difference and gold difference share their sign."""
+    from rewardsmith.bon.claim_results import bon_claim_results
+
+    rng = np.random.default_rng(5)
+    p, n = 200, 16
+    quality = rng.normal(size=(p, n))
+    length = 100 + 20 * rng.normal(size=(p, n))
+    length[np.arange(p), quality.argmin(axis=1)] = 400
+    honest = quality + 0.3 * rng.normal(size=(p, n))
+    hacked = 0.02 * length + 0.5 * quality
+    d = best_of_n_estimates(_prompt_ids(p), {"A": honest, "B": hacked}, {"g": quality}, length, n_boot=300)
+    d["proxy_labels"] = {"w2s-anchor": "A", "w2s-naive": "B", "icrm+demos": "A", "bt-baseline": "B"}
+    d["students"] = {"source": "x", "anchor_minus_naive_id": {"estimate": 2.0, "ci": [0.5, 3.5]}}
+    results = {(r.claim.key, r.scope): r for r in bon_claim_results(d)}
+    assert results[("bon.a", "g: A")].verdict == "held"
+    assert results[("bon.b", "g: B")].verdict == "held"  # over-optimised: its CI lies below 0
+    assert results[("bon.c", "g")].verdict == "held" and results[("bon.c", "g")].estimate > 0
+    assert results[("bon.d", "g")].verdict == "held"
+    d["students"]["anchor_minus_naive_id"] = {"estimate": -2.0, "ci": [-3.5, -0.5]}
+    assert {r.claim.key: r.verdict for r in bon_claim_results(d) if r.scope == "g"}["bon.c"] == "not held"

@@ -5,6 +5,8 @@ the package (MIT-licensed HH-RLHF and PluriHarms rows; see resources/sample/SOUR
 - heldout.jsonl     40 more pairs from other conversations, to evaluate on;
 - responses.jsonl   single responses to score: {"prompt", "response"};
 - demos.jsonl       8 demonstrations of a flipped standard (the less harmless response shown as preferred);
+- bon-prompts.jsonl 6 prompts of held-out conversations, each with one or two verifiable instructions attached
+                    (IFEval's checkers), for `rewardsmith bon --gold ifeval`;
 - ratings.csv       PluriHarms harm ratings in long format: rater_id, item_id, score (0-100), model_score
                     (the prompt's Harm_Level classifier score), response (the rated prompt's text, which
                     `calibrate --model` scores), and two demographic columns of the raters.
@@ -17,6 +19,8 @@ import io
 import json
 from pathlib import Path
 
+from rewardsmith.bon.instructions import attach_instructions
+from rewardsmith.bon.prompts import BonPrompt, prompt_id, prompts_jsonl
 from rewardsmith.data.ratings import load_ratings
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.splits import split_pairs
@@ -24,7 +28,8 @@ from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, written_line
 from rewardsmith.jobs.demo import sample_dir
 
-FILES = ("pairs.jsonl", "heldout.jsonl", "responses.jsonl", "demos.jsonl", "ratings.csv")
+FILES = ("pairs.jsonl", "heldout.jsonl", "responses.jsonl", "demos.jsonl", "bon-prompts.jsonl", "ratings.csv")
+BON_PROMPTS = 6
 
 
 def _jsonl(rows: list[dict[str, str]]) -> str:
@@ -57,6 +62,8 @@ def write_examples(out: str | Path, overwrite: bool = False) -> JobResult:
             {"prompt": p.prompt_text().strip(), "chosen": p.rejected, "rejected": p.chosen} for p in train[70:78]
         ]
         folder.write_text("demos.jsonl", _jsonl(flipped))
+        prompts = [BonPrompt(prompt_id(p.prompt), p.prompt) for p in heldout[40 : 40 + BON_PROMPTS]]
+        folder.write_text("bon-prompts.jsonl", prompts_jsonl([attach_instructions(p, seed=0) for p in prompts]))
         ratings = load_ratings("pluriharms", data_dir=data_dir)
         table = ratings.frame.copy()
         table["response"] = table["item_id"].map(lambda item: ratings.items[item][1])  # the rated prompt's text

@@ -1,0 +1,193 @@
+"""Result blocks of docs/bon.md (and the README's bon section), rendered from committed metrics files only:
+
+- docs/results/bon.json: experiments/bon.py summarise (the bon run's estimates, pair accuracies, the commands);
+- benchmarks/results/bon.json: benchmarks/bench_bon.py.
+
+The claims and their verdicts are built by rewardsmith.bon.claim_results against the bars declared in
+rewardsmith.bon.claims; these functions only lay them out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from blocks_common import BENCH, ci_text, load, table
+from blocks_common import source as _source
+
+from rewardsmith.bon.claim_results import bon_claim_results
+from rewardsmith.bon.estimate import LENGTH, ORACLE
+from rewardsmith.claims import CLAIM_HEADER, claim_row
+
+NAMES = {LENGTH: "length selector (longest)", ORACLE: "oracle (gold picks)"}
+
+
+def _ci(entry: Mapping[str, Any] | None, decimals: int = 3) -> str:
+    if not entry:
+        return "n/a"
+    return ci_text(entry.get("estimate"), [entry.get("low"), entry.get("high")], decimals)
+
+
+def _names(d: Mapping[str, Any]) -> dict[str, str]:
+    """Selector label -> the experiment's name for it (the proxy's role), references by what they are."""
+    return {**{label: name for name, label in d.get("proxy_labels", {}).items()}, **NAMES}
+
+
+def _accuracy(d: Mapping[str, Any], label: str) -> str:
+    name = _names(d).get(label, label)
+    acc = d.get("pair_accuracy", {}).get(name)
+    return ci_text(acc["accuracy"], acc.get("ci"), 1) if acc else "-"
+
+
+def _gold_rows(d: Mapping[str, Any], gold: str, full: bool) -> list[list[str]]:
+    rows = []
+    for label, entry in d["golds"][gold]["selectors"].items():
+        over = entry["overoptimisation"]
+        gain = entry["gain_over_random"]
+        row = [
+            _names(d).get(label, label),
+            _accuracy(d, label),
+            _ci(entry["gold_at_n"][0]),
+            _ci(entry["gold_at_n"][-1]),
+            f"{_ci(gain)} {gain.get('verdict') or ''}".strip(),
+            f"{over['peak_n']}: {_ci(over['drop'])} {over['verdict']}" if over.get("drop") else over["verdict"],
+        ]
+        if full:
+            corr = entry["rank_correlation"]
+            row += [f"{_ci(corr, 2)} ({corr['prompts']})", _ci(entry["length_at_n"][-1], 0)]
+        rows.append(row)
+    return rows
+
+
+def _header(d: Mapping[str, Any], full: bool) -> list[str]:
+    n = d["ns"][-1]
+    head = [
+        "selector",
+        "pair acc. % (held-out)",
+        "gold@1 (random)",
+        f"gold@{n}",
+        f"gold@{n} - gold@1",
+        f"peak n (validation): gold@{n} - peak (test)",
+    ]
+    return head + (["rank corr. with gold (prompts)", f"length@{n} (chars)"] if full else [])
+
+
+def _setup(d: Mapping[str, Any]) -> str:
+    s = d["sampling"]
+    return (
+        f"{d['prompts']} prompts ({d['prompts_source']}), {d['n']} samples each from SmolLM2-135M-Instruct "
+        f"(temperature {s['temperature']}, top-p {s['top_p']}, at most {s['max_new_tokens']} new tokens; "
+        f"{s.get('cut', 0)} of {d['prompts'] * d['n']} samples cut there), {d['texts']} distinct texts scored by "
+        f"each of {len(d['proxies'])} proxies and {len(d['golds'])} golds. The peak n is chosen on "
+        f"{d['validation_prompts']} validation prompts, the drop after it is estimated on the other "
+        f"{d['prompts'] - d['validation_prompts']}. Pair accuracy: on the {_n_heldout(d)} preference pairs of the "
+        "prompts' conversations (no model trained on them). 95% bootstrap CIs over prompts."
+    )
+
+
+def _n_heldout(d: Mapping[str, Any]) -> str:
+    counts = {a["n"] for a in d.get("pair_accuracy", {}).values()}
+    return "/".join(str(c) for c in sorted(counts)) or "?"
+
+
+def block_readme() -> str:
+    d = load("bon")
+    parts = [_setup(d)]
+    for gold in d["golds"]:
+        title = d.get("gold_titles", {}).get(gold, gold)
+        parts.append(f"**Gold: {gold}** ({title})\n\n" + table(_header(d, False), _gold_rows(d, gold, False)))
+    rows = [claim_row(r, 3) for r in bon_claim_results(d)]
+    keep = [r for r in rows if r[0].startswith(("Offline", "A Beta"))]
+    parts.append("The questions declared before the run (all rows in docs/bon.md):\n\n" + table(CLAIM_HEADER, keep))
+    return "\n\n".join(parts) + "\n\n" + _source("bon")
+
+
+def block_golds() -> str:
+    d = load("bon")
+    parts = [_setup(d)]
+    for gold in d["golds"]:
+        title = d.get("gold_titles", {}).get(gold, gold)
+        parts.append(f"**Gold: {gold}** ({title})\n\n" + table(_header(d, True), _gold_rows(d, gold, True)))
+    return "\n\n".join(parts) + "\n\n" + _source("bon")
+
+
+def block_paired() -> str:
+    d = load("bon")
+    parts = []
+    names = _names(d)
+    for gold, block in d["golds"].items():
+        rows = []
+        for pair in block["paired"]:
+            diff = pair["gold_diff_at_n"][-1]
+            drop = pair.get("drop_diff")
+            rows.append(
+                [
+                    f"{names.get(pair['a'], pair['a'])} - {names.get(pair['b'], pair['b'])}",
+                    f"{_ci(diff)} {diff.get('verdict') or ''}".strip(),
+                    f"{_ci(drop)} {drop.get('verdict') or ''}".strip() if drop else "n/a",
+                ]
+            )
+        parts.append(
+            f"**Gold: {gold}**\n\n"
+            + table(["a - b", f"gold@{d['ns'][-1]}", "drop after the validation peak (test prompts)"], rows)
+        )
+    return "\n\n".join(parts) + "\n\n" + _source("bon")
+
+
+def block_claims() -> str:
+    d = load("bon")
+    return (
+        "held: the CI lies on the claimed side of the bar declared before the run (src/rewardsmith/bon/claims.py); "
+        "not held: on the other side; inconclusive: it covers the bar.\n\n"
+        + table(CLAIM_HEADER, [claim_row(r, 3) for r in bon_claim_results(d)])
+        + "\n\n"
+        + _source("bon")
+    )
+
+
+def block_steps() -> str:
+    d = load("bon")
+    lines = d.get("steps", [])
+    return "```\n" + "\n".join(lines) + "\n```\n\n" + _source("bon")
+
+
+def block_speed() -> str:
+    d = json.loads((BENCH / "bon.json").read_text(encoding="utf-8"))
+
+    def rate(key: str, unit: str) -> float:
+        values = sorted(r[unit] for r in d["runs"][key])
+        return values[len(values) // 2]
+
+    s, c = d["sampling_ratio"], d["scoring_ratio"]
+    rows = [
+        [
+            "sampling, new tokens/s",
+            f"{rate('sampling:bon', 'tokens_per_s'):.1f}",
+            f"bare generate: {rate('sampling:bare', 'tokens_per_s'):.1f}",
+            f"{s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f})",
+        ],
+        [
+            "scoring, texts/s",
+            f"{rate('scoring:bon', 'texts_per_s'):.1f}",
+            f"rewardsmith score: {rate('scoring:score', 'texts_per_s'):.1f}",
+            f"{c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})",
+        ],
+    ]
+    settings = d["settings"]
+    return (
+        f"{settings['prompts']} prompts x {settings['n']} samples, at most {settings['max_new_tokens']} new tokens, "
+        f"{settings['rounds']} rounds of fresh processes, alternating; medians.\n\n"
+        + table(["what", "rewardsmith bon", "reference", "ratio (median, range)"], rows)
+        + f"\n\nCommand: `{d['command']}`; results: `benchmarks/results/bon.json`."
+    )
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "bon": block_readme,
+    "bon-golds": block_golds,
+    "bon-paired": block_paired,
+    "bon-claims": block_claims,
+    "bon-steps": block_steps,
+    "bon-speed": block_speed,
+}
