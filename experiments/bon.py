@@ -195,6 +195,8 @@ def run() -> None:
             log,
         )
     for name in ("icrm", "icrm+demos"):
+        if (RUNS / f"score-{name}.jsonl").exists():
+            continue  # scored by an earlier run (score does not replace its output without --overwrite)
         source = proxies()[name]
         model = source.split("#demos=")[0]
         demos = ["--demos", source.split("#demos=")[1]] if "#demos=" in source else []

@@ -993,6 +993,50 @@ def _c94(w, m, i):
     )
 
 
+def _bon_prompts(w: Path) -> Path:
+    return jsonl(w / "bon.jsonl", [{"prompt": "hi", "instructions": [{"id": "punctuation:no_comma"}]}])
+
+
+def _bon(w: Path, m: Path, *args: str | Path) -> list[str | Path]:
+    return ["bon", *args, "--out", w / "bon", "--quiet"]
+
+
+@case("bon: a policy folder without weights")
+def _c_bon1(w, m, i):
+    policy = w / "policy"
+    write(policy / "config.json", json.dumps({"model_type": "llama"}))
+    args = _bon(w, m, "--policy", policy, "--prompts", _bon_prompts(w), "--proxy", m / "model", "--gold", "ifeval")
+    return args, ["policy", "no weights"], w / "bon"
+
+
+@case("bon: a proxy that is also the gold")
+def _c_bon2(w, m, i):
+    args = _bon(
+        w, m, "--policy", "smollm2", "--prompts", _bon_prompts(w), "--proxy", m / "model", "--gold", m / "model"
+    )
+    return args, ["also --proxy", "its own gold"], None
+
+
+@case("bon: --n 1")
+def _c_bon3(w, m, i):
+    args = _bon(w, m, "--policy", "smollm2", "--prompts", _bon_prompts(w), "--proxy", m / "model", "--gold", "ifeval")
+    return [*args, "--n", "1"], ["'n'", "at least 2"], None
+
+
+@case("bon: an empty prompt set")
+def _c_bon4(w, m, i):
+    empty = write(w / "empty.jsonl", "")
+    args = _bon(w, m, "--policy", "smollm2", "--prompts", empty, "--proxy", m / "model", "--gold", "ifeval")
+    return args, ["no prompts"], w / "bon"
+
+
+@case("bon: --samples of the wrong shape")
+def _c_bon5(w, m, i):
+    samples = jsonl(w / "samples.jsonl", [{"prompt": "hi", "responses": "one text"}])
+    args = _bon(w, m, "--samples", samples, "--proxy", m / "model", "--gold", "ifeval", "--n", "2")
+    return args, ["samples.jsonl", "row 1", "responses"], w / "bon"
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     name: str, tmp_path: Path, trained: Path, icrm_model: Path
