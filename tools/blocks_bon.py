@@ -91,12 +91,18 @@ def _n_heldout(d: Mapping[str, Any]) -> str:
     return "/".join(str(c) for c in sorted(counts)) or "?"
 
 
-def block_readme() -> str:
-    d = load("bon")
+def _gold_tables(d: Mapping[str, Any], full: bool) -> list[str]:
+    """The setup paragraph, then one table per gold (full: with the rank correlation and the chosen length)."""
     parts = [_setup(d)]
     for gold in d["golds"]:
         title = d.get("gold_titles", {}).get(gold, gold)
-        parts.append(f"**Gold: {gold}** ({title})\n\n" + table(_header(d, False), _gold_rows(d, gold, False)))
+        parts.append(f"**Gold: {gold}** ({title})\n\n" + table(_header(d, full), _gold_rows(d, gold, full)))
+    return parts
+
+
+def block_readme() -> str:
+    d = load("bon")
+    parts = _gold_tables(d, full=False)
     rows = [claim_row(r, 3) for r in bon_claim_results(d)]
     keep = [r for r in rows if r[0].startswith(("Offline", "A Beta"))]
     parts.append("The questions declared before the run (all rows in docs/bon.md):\n\n" + table(CLAIM_HEADER, keep))
@@ -105,10 +111,7 @@ def block_readme() -> str:
 
 def block_golds() -> str:
     d = load("bon")
-    parts = [_setup(d)]
-    for gold in d["golds"]:
-        title = d.get("gold_titles", {}).get(gold, gold)
-        parts.append(f"**Gold: {gold}** ({title})\n\n" + table(_header(d, True), _gold_rows(d, gold, True)))
+    parts = _gold_tables(d, full=True)
     return "\n\n".join(parts) + "\n\n" + _source("bon")
 
 

@@ -3,25 +3,14 @@ oracle, the KL bound, and the verdicts the estimates give on data built to hold 
 
 from __future__ import annotations
 
-from itertools import combinations
 from math import log
 
 import numpy as np
 import pytest
+from test_bench_metrics import _enumerated_best_of_k as brute_force
 
 from rewardsmith.bon.estimate import LENGTH, ORACLE, best_of_n_estimates, validation_half
 from rewardsmith.evaluate.best_of_n import best_of_n_curve, best_of_n_curves, kl_bound, powers_of_two
-
-
-def brute_force(selector: list[float], values: list[float], n: int) -> float:
-    """The mean over every n-subset of the value the selector picks, a tie at the top split evenly."""
-    total, count = 0.0, 0
-    for subset in combinations(range(len(selector)), n):
-        top = max(selector[i] for i in subset)
-        tied = [values[i] for i in subset if selector[i] == top]
-        total += sum(tied) / len(tied)
-        count += 1
-    return total / count
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -31,7 +20,7 @@ def test_closed_form_equals_enumeration_over_all_subsets(seed: int) -> None:
     selector = rng.integers(0, 4, size).astype(float).tolist()  # small integers: ties at the top are common
     values = rng.normal(size=size).tolist()
     ns = list(range(1, size + 1))
-    expected = [brute_force(selector, values, n) for n in ns]
+    expected = [brute_force(selector, values, n) for n in ns]  # every n-subset enumerated
     np.testing.assert_allclose(best_of_n_curve(selector, values, ns), expected, rtol=0, atol=1e-12)
 
 
