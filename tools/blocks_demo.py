@@ -45,7 +45,8 @@ def block_demo() -> str:
         ],
         [
             "4. calibrate",
-            f"PEBS on PluriHarms ({cal['data']['raters']} raters)",
+            f"PEBS, the project's joint variant (the paper's form: docs/calibration.md), on PluriHarms "
+            f"({cal['data']['raters']} raters)",
             f"RMSE gain vs pooled {_ci(cal['gain_vs_pooled_pct.pebs'], cal['gain_vs_pooled_ci.pebs'], 2)}%",
         ],
     ]

@@ -7,7 +7,9 @@ A verdict follows from the record, never from the reader:
 - `interval`: held when the CI lies on the claimed side of the bar (above it, or below it with
   held_when="below"), not held when it lies on the other side, inconclusive when it covers the bar
   (rewardsmith.stats.interval_verdict);
-- `tolerance`: held when |estimate| <= bar (a forecast error against the paper's tolerance), else not held;
+- `tolerance`: a forecast error against the paper's tolerance, judged on its CI: held when the CI lies inside
+  [-bar, bar], not held when it lies wholly outside, inconclusive when it straddles either end (or there is no
+  interval: a point error says nothing of the error a practitioner would get);
 - `majority`: held when more than half of the per-scope results are held, not held when at least half are not
   held, else inconclusive ("on most targets");
 - `exact`: a property of the method checked by a named test, not by these runs;
@@ -178,17 +180,25 @@ def tolerance_result(
     evidence: str = "",
     details: dict[str, Any] | None = None,
 ) -> ClaimResult:
-    """A `tolerance` claim's result: held when |error| <= bar (the point error; its CI, when given, is shown
-    beside it), else not held; "not run" without an error."""
+    """A `tolerance` claim's result, judged on the error's CI: held when it lies inside [-bar, bar], not held when
+    it lies wholly above bar or below -bar, inconclusive when it straddles an end or no finite interval is given;
+    "not run" without an error."""
     if claim.kind != "tolerance":
         raise ValueError(f"{claim.key} is a {claim.kind} claim, not a tolerance claim")
     if not _finite(error):
         return ClaimResult(claim, NOT_RUN, scope, evidence=evidence or "not measured by these runs")
     e = float(error)  # type: ignore[arg-type]
-    interval = (float(ci[0]), float(ci[1])) if ci is not None and _finite(ci[0]) and _finite(ci[1]) else None  # type: ignore[arg-type]
-    return ClaimResult(
-        claim, HELD if abs(e) <= claim.bar else NOT_HELD, scope, e, interval, None, evidence, dict(details or {})
-    )
+    low, high = (ci[0], ci[1]) if ci is not None and len(ci) == 2 else (None, None)
+    if not (_finite(low) and _finite(high)):
+        return ClaimResult(claim, INCONCLUSIVE, scope, e, None, None, evidence or "no interval", dict(details or {}))
+    lo, hi = float(low), float(high)  # type: ignore[arg-type]
+    if -claim.bar <= lo and hi <= claim.bar:
+        word = HELD
+    elif lo > claim.bar or hi < -claim.bar:
+        word = NOT_HELD
+    else:
+        word = INCONCLUSIVE
+    return ClaimResult(claim, word, scope, e, (lo, hi), None, evidence, dict(details or {}))
 
 
 def majority_result(claim: Claim, parts: Sequence[ClaimResult], *, scope: str = "", evidence: str = "") -> ClaimResult:

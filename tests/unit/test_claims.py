@@ -52,11 +52,18 @@ def test_missing_estimates_are_not_run_and_missing_intervals_inconclusive() -> N
         ClaimResult(ABOVE, "maybe")
 
 
-def test_tolerance_is_judged_on_the_point_error() -> None:
-    assert tolerance_result(TOL, 0.15).verdict == HELD
-    assert tolerance_result(TOL, -0.2).verdict == HELD
-    miss = tolerance_result(TOL, -2.09, [-4.4, 0.2])
-    assert miss.verdict == NOT_HELD and miss.ci == (-4.4, 0.2)
+def test_tolerance_is_judged_on_the_error_ci() -> None:
+    assert tolerance_result(TOL, 0.05, [-0.1, 0.2]).verdict == HELD
+    assert tolerance_result(TOL, -0.2, [-0.2, 0.0]).verdict == HELD  # the ends count as inside
+    miss = tolerance_result(TOL, -2.09, [-4.4, -0.3])
+    assert miss.verdict == NOT_HELD and miss.ci == (-4.4, -0.3)
+    assert tolerance_result(TOL, 0.5, [0.25, 0.9]).verdict == NOT_HELD
+    # A point inside the tolerance with a wide CI decides nothing, nor does a point outside it whose CI reaches in.
+    wide = tolerance_result(TOL, 0.1, [-4.8, 4.8])
+    assert (wide.verdict, wide.estimate) == (INCONCLUSIVE, 0.1)
+    assert tolerance_result(TOL, -2.09, [-4.4, 0.2]).verdict == INCONCLUSIVE
+    bare = tolerance_result(TOL, 0.15)
+    assert (bare.verdict, bare.evidence) == (INCONCLUSIVE, "no interval")
     assert tolerance_result(TOL, None).verdict == NOT_RUN
     with pytest.raises(ValueError):
         interval_result(TOL, 0.1, [0.0, 0.2])  # a tolerance claim is not judged by an interval
@@ -326,7 +333,7 @@ def test_pebs_forecast_miss_gets_its_cause() -> None:
 
     m = {
         "gain_vs_pooled_pct.pebs-uncentred": 9.13,
-        "gain_vs_pooled_ci.pebs-uncentred": [7.0, 11.3],
+        "gain_vs_pooled_ci.pebs-uncentred": [7.3, 11.3],
         "gain_vs_ols_pct.pebs-uncentred": -0.5,
         "gain_vs_ols_ci.pebs-uncentred": [-1.0, -0.1],
         "forecast_gain_pct.pebs-uncentred": 7.0,
@@ -341,9 +348,18 @@ def test_pebs_forecast_miss_gets_its_cause() -> None:
     assert results["pebs.monotone"].verdict == HELD
     forecast = results["pebs.forecast"]
     assert forecast.verdict == NOT_HELD and forecast.estimate == pytest.approx(-2.13)
-    assert forecast.ci == pytest.approx((7.0 - 11.3, 7.0 - 7.0))
+    assert forecast.ci == pytest.approx((7.0 - 11.3, 7.0 - 7.3))
     # 8.2 - 9.13 of the miss is the normal model's, 7.0 - 8.2 the pilot's noise
     assert "-0.93" in forecast.evidence and "-1.20" in forecast.evidence and "-0.19" in forecast.evidence
+    # A CI reaching into the tolerance decides nothing; binary ratings and a pilot as large as the fit part are out
+    # of the claim's scope.
+    wide = {**m, "gain_vs_pooled_ci.pebs-uncentred": [6.9, 11.3]}
+    assert {r.claim.key: r for r in pebs_claim_results({"P": wide})}["pebs.forecast"].verdict == INCONCLUSIVE
+    binary = {**m, "config": {"source": {"ratings": "dices-350"}}}
+    assert "binary" in {r.claim.key: r for r in pebs_claim_results({"D": binary})}["pebs.forecast"].evidence
+    whole = {**m, "fit_ratings_per_rater_mean": 18.0, "config": {"evaluation": {"pilot_per_rater": 20}}}
+    result = {r.claim.key: r for r in pebs_claim_results({"P": whole})}["pebs.forecast"]
+    assert result.verdict == NOT_RUN and "whole" in result.evidence
 
 
 def test_reliability_of_a_tracking_and_a_constant_forecast() -> None:

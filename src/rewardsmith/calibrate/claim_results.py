@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from rewardsmith.calibrate.claims import (
+    BINARY_RATINGS,
     FORECAST,
     GAIN_VS_POOLED,
     OFFSET_GAIN,
@@ -71,6 +72,33 @@ def forecast_miss_cause(m: Metrics, prefix: str, method: str = PAPER_FORM) -> st
     return "; ".join(parts)
 
 
+def forecast_result(m: Metrics, prefix: str, *, scope: str) -> ClaimResult:
+    """The forecast claim on one corpus and fit size: forecast minus realised gain of the paper's form, its CI the
+    realised gain's, judged against the paper's tolerance (rewardsmith.claims.tolerance_result); "not run" where the
+    claim does not apply: binary ratings (the claim is about continuous corpora), or a pilot as large as the fit
+    part (the pilot is then the whole fit, so the forecast is the full-data value, not a forecast)."""
+    source = str(m.get("config", {}).get("source", {}).get("ratings") or "")
+    forecast = m.get(f"{prefix}forecast_gain_pct.{PAPER_FORM}")
+    realised, ci = _gain(m, prefix, PAPER_FORM)
+    details = {"forecast": forecast, "realised": realised}
+    if source in BINARY_RATINGS:
+        return not_run(FORECAST, f"{source} ratings are binary; the claim is about continuous corpora", scope=scope)
+    pilot = m.get("config", {}).get("evaluation", {}).get("pilot_per_rater")
+    fit = int(prefix.split(".")[1]) if prefix.startswith("fit_size.") else m.get("fit_ratings_per_rater_mean")
+    if pilot is not None and fit is not None and pilot >= fit:
+        return not_run(
+            FORECAST,
+            f"the {pilot}-rating pilot is the whole {fit:g}-rating fit part, so it forecasts nothing",
+            scope=scope,
+        )
+    error = None if forecast is None or realised is None else forecast - realised
+    error_ci = [forecast - ci[1], forecast - ci[0]] if error is not None and ci else None
+    result = tolerance_result(FORECAST, error, error_ci, scope=scope, details=details)
+    if result.verdict != HELD and error is not None:
+        result = replace(result, evidence=forecast_miss_cause(m, prefix))
+    return result
+
+
 def pebs_claim_results(corpora: Mapping[str, Metrics]) -> list[ClaimResult]:
     """The paper's claims on every corpus ({title: metrics}, each corpus's own model score)."""
     out: list[ClaimResult] = []
@@ -103,27 +131,7 @@ def pebs_claim_results(corpora: Mapping[str, Metrics]) -> list[ClaimResult]:
     )
     for title, m in corpora.items():
         for label, prefix in settings(m):
-            forecast = m.get(f"{prefix}forecast_gain_pct.{PAPER_FORM}")
-            realised, ci = _gain(m, prefix, PAPER_FORM)
-            error = None if forecast is None or realised is None else forecast - realised
-            error_ci = [forecast - ci[1], forecast - ci[0]] if error is not None and ci else None
-            result = tolerance_result(
-                FORECAST,
-                error,
-                error_ci,
-                scope=f"{title}, {label}",
-                details={"forecast": forecast, "realised": realised},
-            )
-            if result.verdict == NOT_HELD:
-                result = tolerance_result(
-                    FORECAST,
-                    error,
-                    error_ci,
-                    scope=f"{title}, {label}",
-                    evidence=forecast_miss_cause(m, prefix),
-                    details={"forecast": forecast, "realised": realised},
-                )
-            out.append(result)
+            out.append(forecast_result(m, prefix, scope=f"{title}, {label}"))
     return out
 
 

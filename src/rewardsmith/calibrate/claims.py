@@ -52,6 +52,8 @@ RANKING_KEPT = Claim(
     WHERE,
     kind="exact",
 )
+# The forecast claim is about continuous ratings: the ratings sources whose ratings are binary are out of its scope.
+BINARY_RATINGS = frozenset({"dices-350"})
 FORECAST = Claim(
     PAPER,
     "pebs.forecast",
