@@ -57,7 +57,9 @@ def _note(names: list[str]) -> str:
         "CI lies on the claimed side of the pre-registered bar (src/rewardsmith/w2s/claims.py); not held: on the "
         "other side; inconclusive: it covers the bar; not run: these runs do not measure it. Every target is "
         "reported on its own (rm-bench/safety-refuse rewards refusing, safety-response rewards answering: they "
-        f"are never averaged). METHODS.md states these claims without figures. Seeds: {seeds}."
+        "are never averaged). The paper column holds the paper's own figures, from its Llama / Anthropic Helpful "
+        "setting (it gives no CIs); where one is in our measure's unit the verdict says whether it lies inside our "
+        f"CI. Seeds: {seeds}."
     )
 
 

@@ -53,6 +53,7 @@ class Claim:
     bar_source: str = ""
     paper_figure: str | None = None
     own: bool = False
+    paper_value: float | None = None
     kind: Kind = "interval"
     held_when: Side = "above"
     bar_note: str = ""
@@ -277,6 +278,16 @@ class Choice:
         }
 
 
+def paper_comparison(result: ClaimResult) -> str:
+    """Where the paper's figure is in the measure's unit and the result has a CI: whether the figure lies inside it,
+    in words ("" otherwise)."""
+    value, ci = result.claim.paper_value, result.ci
+    if value is None or ci is None or result.verdict == NOT_RUN:
+        return ""
+    where = "inside" if ci[0] <= value <= ci[1] else "outside"
+    return f"the paper's {value:+g} lies {where} our CI"
+
+
 def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
     """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]."""
     c = result.claim
@@ -290,6 +301,9 @@ def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
     verdict = f"**{result.verdict}**"
     if result.seeds is not None and result.seeds < 3 and result.verdict in (HELD, NOT_HELD, INCONCLUSIVE):
         verdict += f" ({result.seeds} seed{'s' if result.seeds != 1 else ''})"
+    against = paper_comparison(result)
+    if against:
+        verdict += f"; {against}"
     statement = ("project's own: " if c.own else "") + c.statement
     return [
         statement,

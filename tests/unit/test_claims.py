@@ -300,9 +300,13 @@ def test_icrm_claims_read_the_summary() -> None:
                         "icrm_n64_minus_bt": {"mean": 12.0, "ci": [9.0, 15.0]},
                         "share_of_ceiling": {"mean": 0.4, "ci": [0.2, 0.6]},
                         "ceiling": {"mean": 60.0},
-                        "icrm": {"64": {"mean": 54.0}},
+                        "icrm": {"64": {"mean": 54.0, "ci": [51.0, 57.0]}, "0": {"mean": 49.5}},
+                        "bt": {"mean": 42.0},
                     },
-                    "helpful-flipped": {"icrm_n64_minus_bt": {"mean": 14.0, "ci": [11.0, 17.0]}},
+                    "helpful-flipped": {
+                        "icrm_n64_minus_bt": {"mean": 14.0, "ci": [11.0, 17.0]},
+                        "icrm": {"64": {"mean": 51.0, "ci": [48.0, 54.0]}},
+                    },
                     "harmless": {"icrm_n64_minus_bt": {"mean": -3.9, "ci": [-6.5, -0.9]}},
                     "helpful": {"icrm_n64_minus_bt": {"mean": -7.0, "ci": [-10.1, -3.8]}},
                 },
@@ -317,7 +321,10 @@ def test_icrm_claims_read_the_summary() -> None:
         },
     }
     paper = {(r.claim.key, r.scope): r.verdict for r in icrm_claim_results(summary)}
+    # Judged against chance, not against BT (which scores below chance on a flipped standard): 12 points above BT
+    # but a CI covering 50 decides nothing.
     assert paper[("icrm.flipped", "pku-saferlhf harmless-flipped")] == HELD
+    assert paper[("icrm.flipped", "pku-saferlhf helpful-flipped")] == INCONCLUSIVE
     assert paper[("icrm.tracking", "moralchoice/low")] == HELD  # slope CI above 0.5
     assert paper[("icrm.reliability", "moralchoice/low")] == HELD  # below the constant's MAE
     assert paper[("icrm.calibration-n", "moralchoice/low")] == INCONCLUSIVE
@@ -373,3 +380,67 @@ def test_reliability_of_a_tracking_and_a_constant_forecast() -> None:
     assert r["mae"] == pytest.approx(0.5 * 3.0 / 11)
     constant = reliability(np.full((11, 3), 0.5), rates)
     assert (constant["slope"], constant["mae"]) == (pytest.approx(0.0), pytest.approx(3.0 / 11))
+
+
+# The claims for which the papers give a figure (ANCHOR: AOG 0.60 -> 4.41 and a 20-point drop; ICRM: 89% on flipped
+# labels, ECE 0.099 -> 0.076, RM-Bench 60.5 -> 70.8, MATH-500 53.8; PEBS: -9.66% / -8.58% RMSE and the 0.2-point
+# forecast tolerance). Every row of these in the committed docs must print the figure, never "none given".
+QUANTIFIED = {
+    "w2s.a.aog",
+    "w2s.b",
+    "w2s.c",
+    "own.anchor-ood",
+    "icrm.flipped",
+    "icrm.tracking",
+    "icrm.reliability",
+    "icrm.calibration-n",
+    "icrm.rmbench",
+    "icrm.math500",
+    "pebs.gain",
+    "pebs.prism",
+    "pebs.forecast",
+}
+
+
+def _claim_rows(doc: str) -> list[list[str]]:
+    """The rows of the claim tables in a rendered doc (header: CLAIM_HEADER)."""
+    from rewardsmith.claims import CLAIM_HEADER
+
+    header = "| " + " | ".join(CLAIM_HEADER) + " |"
+    rows, inside = [], False
+    for line in doc.splitlines():
+        if line == header:
+            inside = True
+        elif inside and line.startswith("|") and not line.startswith("|---"):
+            rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+        elif not line.startswith("|"):
+            inside = False
+    return rows
+
+
+def test_every_row_of_a_claim_the_papers_quantify_prints_the_papers_figure() -> None:
+    from pathlib import Path
+
+    from rewardsmith.calibrate import claims as pebs
+    from rewardsmith.icrm import claims as icrm
+    from rewardsmith.w2s import claims as w2s
+
+    claims = {c.key: c for m in (w2s, icrm, pebs) for c in (*m.PAPER_CLAIMS, *m.OWN_CLAIMS)}
+    assert QUANTIFIED <= set(claims)
+    missing = sorted(k for k in QUANTIFIED if claims[k].paper_figure is None)
+    assert not missing, f"claims the papers quantify have no paper_figure: {missing}"
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    rows = [row for name in ("w2s.md", "icrm.md", "calibration.md") for row in _claim_rows((docs / name).read_text())]
+    for key in sorted(QUANTIFIED):
+        statement = claims[key].statement
+        mine = [r for r in rows if r[0].removeprefix("project's own: ") == statement]
+        assert mine, f"{key}: no row in docs/w2s.md, icrm.md or calibration.md"
+        assert all(r[3] != "none given" for r in mine), f"{key}: a row prints 'none given'"
+
+
+def test_the_papers_figure_is_placed_against_our_ci() -> None:
+    quantified = Claim("P", "k.fig", "x", "y", 0.0, "here", "+3.81", paper_value=3.81)
+    outside = claim_row(interval_result(quantified, 0.0, [-3.2, 3.1]))
+    assert "the paper's +3.81 lies outside our CI" in outside[-1]
+    assert "lies inside our CI" in claim_row(interval_result(quantified, 3.6, [-1.1, 8.3]))[-1]
+    assert "paper's" not in claim_row(interval_result(quantified, 3.6, None))[-1]  # no CI, nothing to place it in

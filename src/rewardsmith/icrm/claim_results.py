@@ -22,6 +22,7 @@ from rewardsmith.icrm.claims import (
     KL_INTERIOR,
     MATH500_PROXY,
     MATH500_RL,
+    N_CALIBRATION_FROM,
     N_MAX,
     N_RMBENCH_FROM,
     PARETO_VS_BT,
@@ -53,6 +54,10 @@ def _diff(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
+def _ci_text(ci: Any) -> str:
+    return f"[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "(no CI)"
+
+
 def _rerun(what: str) -> str:
     return f"{what} is not in the committed summary; it needs `{RERUN}`"
 
@@ -64,6 +69,19 @@ def _legacy(summary: Mapping[str, Any], starts: str) -> Mapping[str, Any] | None
 
 def _n_max(steer: Mapping[str, Any]) -> int:
     return int(steer.get("n_max", N_MAX))
+
+
+def _ece_note(cal: Mapping[str, Any]) -> str:
+    """The paper's measure beside ours: ECE at the low and the high N, at N=0 and of BT (a constant passes ECE)."""
+    by_n = cal.get("by_n", {})
+    parts = [
+        f"ECE N={n} {_mean(by_n[str(n)]['ece']):.3f}"
+        for n in (0, cal.get("n_low", N_CALIBRATION_FROM), cal.get("n_high", N_MAX))
+        if "ece" in by_n.get(str(n), {})
+    ]
+    if "ece" in cal.get("bt", {}):
+        parts.append(f"BT {_mean(cal['bt']['ece']):.3f}")
+    return ", ".join(parts)
 
 
 def _calibration(cal: Mapping[str, Any] | None, seeds: int) -> list[ClaimResult]:
@@ -97,7 +115,13 @@ def _calibration(cal: Mapping[str, Any] | None, seeds: int) -> list[ClaimResult]
             seeds=seeds,
             evidence=f"constant's MAE {cal['constant']['reliability_mae']:.3f}",
         ),
-        interval_result(CALIBRATION_WITH_N, *_est(cal["mae_low_minus_high"]), scope=CALIBRATION_SCOPE, seeds=seeds),
+        interval_result(
+            CALIBRATION_WITH_N,
+            *_est(cal["mae_low_minus_high"]),
+            scope=CALIBRATION_SCOPE,
+            seeds=seeds,
+            evidence=_ece_note(cal),
+        ),
     ]
 
 
@@ -166,11 +190,28 @@ def icrm_claim_results(summary: Mapping[str, Any]) -> list[ClaimResult]:
     n_max = _n_max(steer)
     for std in FLIPPED:
         acc = steer.get("accuracy", {}).get(std, {})
-        rec = acc.get(f"icrm_n{n_max}_minus_bt")
+        icrm = acc.get("icrm", {}).get(str(n_max))
+        if not icrm or icrm.get("mean") is None:
+            out.append(not_run(FLIPPED_VS_BT, _rerun("the steerability protocol"), scope=f"pku-saferlhf {std}"))
+            continue
+        ci = icrm.get("ci")
+        beside = [f"ICRM at N={n_max} {float(icrm['mean']):.1f}%"]
+        if acc.get("icrm", {}).get("0"):
+            beside.append(f"N=0 {_mean(acc['icrm']['0']):.1f}%")
+        if acc.get("bt"):
+            beside.append(f"BT {_mean(acc['bt']):.1f}%")
+        if acc.get(f"icrm_n{n_max}_minus_bt"):
+            gap = acc[f"icrm_n{n_max}_minus_bt"]
+            beside.append(f"ICRM - BT {_mean(gap):.1f} {_ci_text(gap.get('ci'))}")
         out.append(
-            interval_result(FLIPPED_VS_BT, *_est(rec), scope=f"pku-saferlhf {std}", seeds=seeds)
-            if rec
-            else not_run(FLIPPED_VS_BT, _rerun("the steerability protocol"), scope=f"pku-saferlhf {std}")
+            interval_result(
+                FLIPPED_VS_BT,
+                float(icrm["mean"]) - 50.0,
+                [ci[0] - 50.0, ci[1] - 50.0] if ci else None,
+                scope=f"pku-saferlhf {std}",
+                seeds=seeds,
+                evidence="; ".join(beside),
+            )
         )
     out += _calibration(p.get("calibration"), seeds)
     out += _rmbench(summary, p.get("rmbench"), seeds)
