@@ -65,6 +65,12 @@ def test_train_resume_eval_and_score(tmp_path: Path) -> None:
     full = run_icrm_train(cfg, run)
     weights = _heads(run)
     assert full.metrics["steps"] == 20 and (run / "log.jsonl").exists() and (run / "manifest.json").exists()
+    # The same command on its finished folder reports the run and trains nothing (the model is left as it was).
+    log = (run / "log.jsonl").read_bytes()
+    again = run_icrm_train(cfg, run)
+    assert again.reused and "already holds this finished run" in again.summary[0]
+    assert (run / "log.jsonl").read_bytes() == log
+    assert all(torch.equal(v, weights[k]) for k, v in _heads(run).items())
     # Stopped after step 13 (the step-10 checkpoint stays), then started again: the same weights.
     run2 = tmp_path / "run2"
     pools = load_pools(cfg.episodes, cfg.data_dir)

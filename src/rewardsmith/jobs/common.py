@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,25 @@ def open_run(
     folder = RunFolder.open(out, command, to_dict(config), overwrite=overwrite, volatile=volatile, compare=compare)
     folder.write_text("config.yaml", dump_yaml(config))
     return folder
+
+
+def finished_run(
+    folder: RunFolder, title: str, rows: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
+) -> JobResult | None:
+    """The result of the finished run `folder` already holds (its metrics.json), or None when it holds none: a
+    command rerun on its own finished folder reports it instead of training again."""
+    path = folder.path / "metrics.json"
+    if not (folder.complete and path.exists()):
+        return None
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    return JobResult(
+        folder.path,
+        title,
+        metrics,
+        rows(metrics) if rows else [],
+        [f"{folder.path} already holds this finished run; nothing retrained (--overwrite redoes it)"],
+        reused=True,
+    )
 
 
 def dataset_lines(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:

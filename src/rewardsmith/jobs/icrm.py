@@ -20,7 +20,7 @@ from rewardsmith.icrm.protocols import (
 from rewardsmith.icrm.train import EMBEDDINGS_DIR, train_icrm
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
-from rewardsmith.jobs.common import JobResult, open_run, written_line
+from rewardsmith.jobs.common import JobResult, finished_run, open_run, written_line
 from rewardsmith.models.factory import save_model
 from rewardsmith.report.icrm import protocol_report, protocol_rows
 from rewardsmith.train.tracking import tracked_paths
@@ -33,6 +33,9 @@ def run_icrm_train(
     """Trains an ICRM into the run folder `out` (config.yaml, log.jsonl, embeddings/, model/, metrics.json)."""
     check_training_sources(cfg.episodes)  # before the run folder is made
     with open_run(out, "icrm-train", cfg, overwrite) as folder:
+        reused = finished_run(folder, f"ICRM model -> {folder.path / 'model'}")
+        if reused is not None:
+            return reused
         for name in (LOG_FILE, CHECKPOINT_DIR, EMBEDDINGS_DIR, *tracked_paths(cfg.train.report_to)):
             folder.claim(name)
         result = train_icrm(cfg, folder.path, pools)
@@ -79,6 +82,9 @@ def run_bt_baseline(
     """Trains the BT baseline of the same backbone on the ICRM's training pools into the run folder `out`."""
     check_training_sources(cfg.episodes)
     with open_run(out, "icrm-bt-baseline", cfg, overwrite, extra_volatile=("eval", "elbo")) as folder:
+        reused = finished_run(folder, f"BT baseline model -> {folder.path / 'model'}")
+        if reused is not None:
+            return reused
         folder.write_json("baseline.json", {"max_pairs": max_pairs, "train": to_dict(bt_train_config(cfg))})
         for name in (LOG_FILE, CHECKPOINT_DIR, *tracked_paths(cfg.train.report_to)):
             folder.claim(name)

@@ -24,7 +24,15 @@ from rewardsmith.evaluate.protocols import evaluate_pairs, evaluate_rmbench, has
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
-from rewardsmith.jobs.common import JobResult, add_counts, dataset_lines, open_run, truncation_line, written_line
+from rewardsmith.jobs.common import (
+    JobResult,
+    add_counts,
+    dataset_lines,
+    finished_run,
+    open_run,
+    truncation_line,
+    written_line,
+)
 from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.factory import build_reward_model, save_model
 from rewardsmith.report.render import with_interval
@@ -79,26 +87,11 @@ def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]
     return {"step": [r.get("step") for r in kept], "loss": [r.get("total", r.get("bt")) for r in kept]}
 
 
-def _reused(folder: RunFolder, title: str) -> JobResult | None:
-    path = folder.path / "metrics.json"
-    if not (folder.complete and path.exists()):
-        return None
-    metrics = json.loads(path.read_text(encoding="utf-8"))
-    return JobResult(
-        folder.path,
-        title,
-        metrics,
-        eval_rows(metrics.get("eval", {})),
-        [f"{folder.path} already holds this finished run; nothing retrained (--overwrite redoes it)"],
-        reused=True,
-    )
-
-
 def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
     """Trains and evaluates as configured into the run folder `out`; returns the metrics and summary."""
     title = f"rewardsmith train -> {out}"
     with open_run(out, "train", cfg, overwrite) as folder:
-        reused = _reused(folder, title)
+        reused = finished_run(folder, title, lambda m: eval_rows(m.get("eval", {})))
         if reused is not None:
             return reused
         data = train_data(cfg.data)
