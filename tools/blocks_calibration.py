@@ -231,7 +231,7 @@ def block_claim_table() -> str:
     return (
         f"Gains in % of held-out RMSE; {ev['seeds']} hold-out splits (seeds {ev['first_seed']}-"
         f"{ev['first_seed'] + ev['seeds'] - 1}, none of them read by any choice) with 95% CIs resampling the "
-        "splits and, independently, the raters. held: the CI lies on the claimed side of the pre-registered bar "
+        "splits and, independently, the raters. held: the CI lies on the claimed side of the bar declared "
         "(src/rewardsmith/calibrate/claims.py); a forecast is held when the CI of its error lies within the "
         f"paper's {FORECAST_TOLERANCE:g}-point tolerance; not run: these runs do not measure it. The "
         f"paper's form is `{PAPER_FORM}` (per-parameter shrinkage of the uncentred slope and intercept); the "

@@ -40,7 +40,7 @@ def _intro(d: dict[str, Any]) -> str:
         f"Seeds {seeds} ({len(d['seeds'])} training runs of {runs}); trained on "
         f"{', '.join(d['training_sources'])} only. Intervals: 95% hierarchical bootstrap "
         "over seeds, then pairs within seed (paired for differences). held: the CI lies on the claimed side of "
-        "the pre-registered bar (src/rewardsmith/icrm/claims.py); not held: on the other side; inconclusive: it "
+        "the bar declared (src/rewardsmith/icrm/claims.py); not held: on the other side; inconclusive: it "
         "covers the bar; not run: these runs do not measure it."
     )
 

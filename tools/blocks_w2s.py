@@ -54,7 +54,7 @@ def _note(names: list[str]) -> str:
     )
     return (
         "Points; 95% hierarchical bootstrap CIs (seeds, then pairs within seed, paired across models). held: the "
-        "CI lies on the claimed side of the pre-registered bar (src/rewardsmith/w2s/claims.py); not held: on the "
+        "CI lies on the claimed side of the bar declared (src/rewardsmith/w2s/claims.py); not held: on the "
         "other side; inconclusive: it covers the bar; not run: these runs do not measure it. Every target is "
         "reported on its own (rm-bench/safety-refuse rewards refusing, safety-response rewards answering: they "
         "are never averaged). The paper column holds the paper's own figures, from its Llama / Anthropic Helpful "
@@ -110,6 +110,19 @@ def _teacher_text(teacher: dict[str, Any]) -> str:
     return f"{frozen}{model.get('num_layers', '')}-layer {model.get('backbone', teacher.get('kind'))}"
 
 
+def _margin(selection: dict[str, Any], sweep: dict[str, Any]) -> str:
+    """How many validation predictions the choice rests on: the winner's lead over the runner-up."""
+    scores = sorted(selection.get("candidates", {}).values(), reverse=True)
+    predictions = sweep.get("sizes", {}).get("val", 0) * len(sweep.get("seeds", []))
+    if len(scores) < 2 or not predictions:
+        return ""
+    lead = scores[0] - scores[1]
+    return (
+        f"; its lead over the runner-up is {lead:.2f} points of mean validation accuracy, "
+        f"{lead / 100 * predictions:.0f} of {predictions} validation predictions"
+    )
+
+
 def block_choices() -> str:
     """Every choice the runs rest on, the split it was made on, what it chose and what the committed runs used."""
     rows = []
@@ -124,7 +137,9 @@ def block_choices() -> str:
             chosen = "; ".join(f"{k}: {v}" for k, v in made.items()) or "not made yet"
             used = "; ".join(f"{n}: {_teacher_text(m['config']['teacher'])}" for n, m in runs.items())
         elif choice.key == "w2s.anchor-strength":
-            chosen = f"{last['chosen']} (lambda* = {last['weight']:g})" if last else "not made yet"
+            chosen = (
+                f"{last['chosen']} (lambda* = {last['weight']:g}){_margin(last, sweep)}" if last else "not made yet"
+            )
             used = "; ".join(
                 f"{n}: {', '.join(k for k in m['methods'] if k.startswith('anchor'))}" for n, m in runs.items()
             )

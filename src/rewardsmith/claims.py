@@ -316,4 +316,4 @@ def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
     ]
 
 
-CLAIM_HEADER = ["claim", "scope", "measure", "paper", "ours [95% CI]", "bar (pre-registered)", "verdict"]
+CLAIM_HEADER = ["claim", "scope", "measure", "paper", "ours [95% CI]", "bar (declared in claims.py)", "verdict"]
