@@ -223,7 +223,8 @@ def _corpora(which: dict[str, tuple[str, str]]) -> dict[str, dict[str, Any]]:
 def block_claim_table() -> str:
     """docs/calibration.md's opening table: the paper's claims, then the project's own questions."""
     corpora, rm = _corpora(CORPORA), _corpora(REWARD_MODEL)
-    paper = [claim_row(r, 2) for r in pebs_claim_results(corpora)]
+    oracle = load("calibration-oracle") if (RESULTS / "calibration-oracle.json").exists() else None
+    paper = [claim_row(r, 2) for r in pebs_claim_results(corpora, oracle)]
     own = [claim_row(r, 2) for r in pebs_own_results(corpora, rm, kept_variant())]
     m = next(iter(corpora.values()))
     ev = m["config"]["evaluation"]
@@ -354,6 +355,36 @@ def block_variants() -> str:
         + table(["design", "comparison", "gain % [95% CI]", "verdict"], comparisons)
         + "\n\n"
         + _source(*(n for n, _ in CORPORA.values()), "calibration-variants")
+    )
+
+
+def block_oracle() -> str:
+    """PEBS against the oracle that knows the true between-rater variance (rewardsmith.calibrate.oracle)."""
+    if not (RESULTS / "calibration-oracle.json").exists():
+        return "Not run yet: `python experiments/calibration_oracle.py` writes docs/results/calibration-oracle.json."
+    d = load("calibration-oracle")
+    rows = [
+        [
+            str(r["raters"]),
+            f"{r['pebs_risk']:.4f}",
+            f"{r['oracle_risk']:.4f}",
+            f"{r['ratio']:.5f} [{r['ratio_ci'][0]:.5f}, {r['ratio_ci'][1]:.5f}]",
+            f"{r['scaled_excess']:.3f}",
+        ]
+        for r in d["ratios"]
+    ]
+    prior = d["prior"]
+    return (
+        f"{d['replicates']} simulated panels per J (seed {d['seed']}): (slope, intercept) ~ N(({prior['slope']:g}, "
+        f"{prior['intercept']:g}), SDs {prior['slope_sd']:g} and {prior['intercept_sd']:g}, correlation "
+        f"{prior['correlation']:g}), {d['ratings_per_rater'][0]}-{d['ratings_per_rater'][1] - 1} ratings per rater, "
+        f"noise SD {prior['noise_sd']:g}; risk: mean squared error of (slope, intercept) over raters; 95% CIs "
+        "resample the panels. PEBS in the paper's form estimates the population and tau^2 by moments; the oracle "
+        "uses the true ones with the same V_j.\n\n"
+        + table(["raters J", "PEBS risk", "oracle risk", "ratio [95% CI]", "J (ratio - 1)"], rows)
+        + f"\n\nRate of the excess risk (slope of log(ratio - 1) on log J): {d['rate']:.3f} "
+        f"[{d['rate_ci'][0]:.3f}, {d['rate_ci'][1]:.3f}]; the bound 1 + c/J gives -1.\n\n"
+        + _source("calibration-oracle")
     )
 
 
@@ -591,5 +622,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "calibration-full-fit": block_full_fit,
     "calibration-variants": block_variants,
     "calibration-forecast": block_forecast,
+    "calibration-oracle": block_oracle,
     "calibration-speed": block_speed,
 }

@@ -17,6 +17,7 @@ from rewardsmith.calibrate.claims import (
     OFFSET_ONLY,
     OFFSET_VS_POOLED,
     OLS_OVERFITS,
+    ORACLE,
     PAPER_FORM,
     PAPER_GAIN,
     PRISM,
@@ -107,8 +108,26 @@ def forecast_result(m: Metrics, prefix: str, *, scope: str) -> ClaimResult:
     return result
 
 
-def pebs_claim_results(corpora: Mapping[str, Metrics]) -> list[ClaimResult]:
-    """The paper's claims on every corpus ({title: metrics}, each corpus's own model score)."""
+def oracle_result(oracle: Metrics | None) -> ClaimResult:
+    """The oracle inequality from the simulation's results (docs/results/calibration-oracle.json)."""
+    scope = "simulated raters"
+    if not oracle:
+        return not_run(ORACLE, "run python experiments/calibration_oracle.py", scope=scope)
+    ratios = oracle["ratios"]
+    excess = ", ".join(f"{r['scaled_excess']:.2f}" for r in ratios)
+    return interval_result(
+        ORACLE,
+        oracle["rate"],
+        oracle["rate_ci"],
+        scope=scope,
+        evidence=f"J (ratio - 1) from J={ratios[0]['raters']} to {ratios[-1]['raters']}: {excess}; "
+        f"{oracle['replicates']} panels per J",
+    )
+
+
+def pebs_claim_results(corpora: Mapping[str, Metrics], oracle: Metrics | None = None) -> list[ClaimResult]:
+    """The paper's claims on every corpus ({title: metrics}, each corpus's own model score) and the simulated
+    oracle inequality (its results, or None: not run)."""
     out: list[ClaimResult] = []
     for title, m in corpora.items():
         result = interval_result(
@@ -119,6 +138,7 @@ def pebs_claim_results(corpora: Mapping[str, Metrics]) -> list[ClaimResult]:
         )
         figure = f"-{PAPER_GAIN[title]:g}% RMSE" if title in PAPER_GAIN else "none for this corpus"
         out.append(replace(result, figure=figure))
+    out.append(oracle_result(oracle))
     out.append(not_run(PRISM, "PRISM is not in the data directory", scope="PRISM"))
     for title, m in corpora.items():
         for label, prefix in settings(m):

@@ -64,6 +64,19 @@ FORECAST = Claim(
     "within 0.2 points (continuous corpora)",
     kind="tolerance",
 )
+ORACLE = Claim(
+    PAPER,
+    "pebs.oracle",
+    "PEBS's risk is within a factor 1 + c/J of the oracle that knows the true between-rater variance",
+    "rate of the excess risk: slope of log(PEBS risk / oracle risk - 1) on log J, J = 10 to 1,000 raters "
+    "(simulation, experiments/calibration_oracle.py)",
+    -0.5,
+    WHERE,
+    "1 + c/J: a rate of -1",
+    held_when="below",
+    bar_note="the project's bar: faster than 1/sqrt(J)",
+    paper_value=-1.0,
+)
 PRISM = Claim(
     PAPER,
     "pebs.prism",
@@ -121,7 +134,7 @@ TARGET_GAIN = Claim(
     bar_note="the project's bar, not the paper's",
 )
 
-PAPER_CLAIMS = (GAIN_VS_POOLED, OLS_OVERFITS, RANKING_KEPT, FORECAST, PRISM)
+PAPER_CLAIMS = (GAIN_VS_POOLED, OLS_OVERFITS, RANKING_KEPT, FORECAST, ORACLE, PRISM)
 OWN_CLAIMS = (OFFSET_GAIN, OFFSET_VS_POOLED, VARIANT_GAIN, REWARD_MODEL_GAIN, TARGET_GAIN)
 
 VARIANT_CHOICE = Choice(
