@@ -224,7 +224,11 @@ def block_claim_table() -> str:
     """docs/calibration.md's opening table: the paper's claims, then the project's own questions."""
     corpora, rm = _corpora(CORPORA), _corpora(REWARD_MODEL)
     oracle = load("calibration-oracle") if (RESULTS / "calibration-oracle.json").exists() else None
-    paper = [claim_row(r, 2) for r in pebs_claim_results(corpora, oracle)]
+    demographics = load("calibration-demographics") if (RESULTS / "calibration-demographics.json").exists() else None
+    group = next(
+        (m["config"].get("group_column_used") for m in corpora.values() if m["config"].get("group_column_used")), None
+    )
+    paper = [claim_row(r, 2) for r in pebs_claim_results(corpora, oracle, demographics, group)]
     own = [claim_row(r, 2) for r in pebs_own_results(corpora, rm, kept_variant())]
     m = next(iter(corpora.values()))
     ev = m["config"]["evaluation"]
@@ -385,6 +389,31 @@ def block_oracle() -> str:
         + f"\n\nRate of the excess risk (slope of log(ratio - 1) on log J): {d['rate']:.3f} "
         f"[{d['rate_ci'][0]:.3f}, {d['rate_ci'][1]:.3f}]; the bound 1 + c/J gives -1.\n\n"
         + _source("calibration-oracle")
+    )
+
+
+def block_demographics() -> str:
+    """The share of the between-rater variance each PluriHarms demographic column explains."""
+    if not (RESULTS / "calibration-demographics.json").exists():
+        return "Not run yet: `python experiments/calibration_demographics.py`."
+    d = load("calibration-demographics")
+    rows = [
+        [c["column"], str(c["groups"])]
+        + [
+            f"{c['share'][p]:.3f} [{c['share_ci'][p][0]:.3f}, {c['share_ci'][p][1]:.3f}]"
+            for p in ("slope", "intercept")
+        ]
+        for c in d["columns"]
+    ]
+    tau2 = d["columns"][0]["tau2"]
+    return (
+        f"{d['corpus']}: {d['raters']} raters, {d['ratings']:,} ratings; between-rater variance (method of moments) "
+        f"of the slope {tau2['slope']:.1f} and of the intercept at the mean model score {tau2['intercept']:.1f}; "
+        "share: 1 - (the pooled within-group estimate) / (the total), 95% CIs resampling raters (a share below 0 "
+        "is noise around none).\n\n"
+        + table(["demographic column", "groups", "share of slope variance", "share of intercept variance"], rows)
+        + "\n\n"
+        + _source("calibration-demographics")
     )
 
 
@@ -623,5 +652,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "calibration-variants": block_variants,
     "calibration-forecast": block_forecast,
     "calibration-oracle": block_oracle,
+    "calibration-demographics": block_demographics,
     "calibration-speed": block_speed,
 }

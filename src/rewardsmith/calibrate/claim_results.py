@@ -11,6 +11,7 @@ from typing import Any
 
 from rewardsmith.calibrate.claims import (
     BINARY_RATINGS,
+    DEMOGRAPHICS,
     FORECAST,
     GAIN_VS_POOLED,
     OFFSET_GAIN,
@@ -125,9 +126,37 @@ def oracle_result(oracle: Metrics | None) -> ClaimResult:
     )
 
 
-def pebs_claim_results(corpora: Mapping[str, Metrics], oracle: Metrics | None = None) -> list[ClaimResult]:
-    """The paper's claims on every corpus ({title: metrics}, each corpus's own model score) and the simulated
-    oracle inequality (its results, or None: not run)."""
+def demographics_results(demographics: Metrics | None, column: str | None) -> list[ClaimResult]:
+    """The demographic claim on the column the group baseline uses (docs/results/calibration-demographics.json),
+    per map parameter; every column is in docs/calibration.md's table."""
+    if not demographics or not column:
+        return [not_run(DEMOGRAPHICS, "run python experiments/calibration_demographics.py", scope="PluriHarms")]
+    rec = next((c for c in demographics["columns"] if c["column"] == column), None)
+    if rec is None:
+        return [not_run(DEMOGRAPHICS, f"no {column} column in the results", scope="PluriHarms")]
+    others = [c for c in demographics["columns"] if c["column"] != column]
+    top = max((max(c["share_ci"]["slope"][1], c["share_ci"]["intercept"][1]) for c in others), default=None)
+    note = f"the largest upper bound among the other {len(others)} columns: {top:.2f}" if top is not None else ""
+    return [
+        interval_result(
+            DEMOGRAPHICS,
+            rec["share"][p],
+            rec["share_ci"][p],
+            scope=f"{demographics['corpus']}, {column} ({rec['groups']} groups), {p}",
+            evidence=note,
+        )
+        for p in ("slope", "intercept")
+    ]
+
+
+def pebs_claim_results(
+    corpora: Mapping[str, Metrics],
+    oracle: Metrics | None = None,
+    demographics: Metrics | None = None,
+    group_column: str | None = None,
+) -> list[ClaimResult]:
+    """The paper's claims on every corpus ({title: metrics}, each corpus's own model score), the simulated oracle
+    inequality and the demographic share on `group_column` (their results, or None: not run)."""
     out: list[ClaimResult] = []
     for title, m in corpora.items():
         result = interval_result(
@@ -139,6 +168,7 @@ def pebs_claim_results(corpora: Mapping[str, Metrics], oracle: Metrics | None = 
         figure = f"-{PAPER_GAIN[title]:g}% RMSE" if title in PAPER_GAIN else "none for this corpus"
         out.append(replace(result, figure=figure))
     out.append(oracle_result(oracle))
+    out += demographics_results(demographics, group_column)
     out.append(not_run(PRISM, "PRISM is not in the data directory", scope="PRISM"))
     for title, m in corpora.items():
         for label, prefix in settings(m):

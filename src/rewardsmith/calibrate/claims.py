@@ -77,6 +77,20 @@ ORACLE = Claim(
     bar_note="the project's bar: faster than 1/sqrt(J)",
     paper_value=-1.0,
 )
+# The project's bar for "demographic groups cannot replace per-rater maps": a demographic column explains less than
+# half of the between-rater variance of a map parameter.
+MAX_DEMOGRAPHIC_SHARE = 0.5
+DEMOGRAPHICS = Claim(
+    PAPER,
+    "pebs.demographics",
+    "demographic grouping cannot replace per-rater maps",
+    "share of the between-rater variance of the map parameter lying between the demographic column's groups "
+    "(method of moments; experiments/calibration_demographics.py)",
+    MAX_DEMOGRAPHIC_SHARE,
+    WHERE,
+    held_when="below",
+    bar_note="the project's bar: less than half",
+)
 PRISM = Claim(
     PAPER,
     "pebs.prism",
@@ -134,7 +148,7 @@ TARGET_GAIN = Claim(
     bar_note="the project's bar, not the paper's",
 )
 
-PAPER_CLAIMS = (GAIN_VS_POOLED, OLS_OVERFITS, RANKING_KEPT, FORECAST, ORACLE, PRISM)
+PAPER_CLAIMS = (GAIN_VS_POOLED, OLS_OVERFITS, RANKING_KEPT, FORECAST, ORACLE, DEMOGRAPHICS, PRISM)
 OWN_CLAIMS = (OFFSET_GAIN, OFFSET_VS_POOLED, VARIANT_GAIN, REWARD_MODEL_GAIN, TARGET_GAIN)
 
 VARIANT_CHOICE = Choice(
