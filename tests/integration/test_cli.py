@@ -32,6 +32,7 @@ COMMANDS = [
     ["icrm", "train"],
     ["icrm", "eval"],
     ["serve"],
+    ["ensemble"],
 ]
 
 
@@ -75,7 +76,7 @@ def test_help_shows_every_default(command: list[str]) -> None:
 
 def test_top_level_help_lists_every_command() -> None:
     out = rk("--help").stdout
-    for name in ("train", "eval", "score", "demo", "datasets", "shift", "calibrate", "icrm", "serve"):
+    for name in ("train", "eval", "score", "demo", "datasets", "shift", "calibrate", "icrm", "serve", "ensemble"):
         assert f"  {name} " in out
 
 

@@ -137,12 +137,15 @@ def model_fingerprint(source: str) -> str | None:
     folder = Path(source).expanduser()
     if not folder.is_dir():
         return None
+    from rewardsmith.models.ensemble import is_ensemble, read_ensemble
+
+    members = [model_fingerprint(m) or m for m in read_ensemble(folder).members] if is_ensemble(folder) else []
     entries = sorted(
         (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
         for p in folder.rglob("*")
         if p.is_file()
     )
-    return hashlib.sha256(json.dumps(entries).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps([entries, members] if members else entries).encode()).hexdigest()[:16]
 
 
 def texts_digest(texts: Sequence[tuple[Sequence[Turn], str]]) -> str:

@@ -28,11 +28,14 @@ from rewardsmith.stats import sigmoid
 
 @dataclass
 class TextScores:
-    """Scores of M texts, in order: rewards (M,) float64 (an in-context model's utility u) and confidence (M,)
-    for an in-context model (None for a scalar one)."""
+    """Scores of M texts, in order: rewards (M,) float64 (an in-context model's utility u; an ensemble's rule),
+    confidence (M,) for an in-context model (None for a scalar one), and for an ensemble (models.ensemble) the
+    uncertainty (M,), the sd of its standardised members, and the members' own rewards (K, M)."""
 
     rewards: np.ndarray
     confidence: np.ndarray | None = None
+    uncertainty: np.ndarray | None = None
+    members: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,12 @@ class Inference:
     ) -> Inference:
         """load_reward_model(source, ...) as `options` say, on the first CUDA device (else the CPU), with its
         scorer."""
+        from rewardsmith.models.ensemble import is_ensemble
+
+        if is_ensemble(source):
+            from rewardsmith.jobs.ensemble import EnsembleInference
+
+            return EnsembleInference.load_folder(source, options, max_tokens)
         options = options or InferenceOptions()
         loaded = load_reward_model(
             source, options.template, options.max_length, trust_remote_code=options.trust_remote_code
@@ -156,7 +165,7 @@ def item_results(
     """One result per item (see the module docstring) from the scores of item_texts. maps + rater: rewards
     mapped to that rater's scale; p_chosen stays on the model's own scale (an in-context model's posterior
     mean)."""
-    rewards, confidence = scores.rewards, scores.confidence
+    rewards, confidence, sd = scores.rewards, scores.confidence, scores.uncertainty
     mu = posterior_means(singles, scores)
     shown = rewards if maps is None else maps.apply(str(rater), rewards)[0]
     out: list[dict[str, float]] = []
@@ -166,6 +175,8 @@ def item_results(
             result = {"reward": float(shown[k])}
             if confidence is not None:
                 result["confidence"] = float(confidence[k])
+            if sd is not None:
+                result["reward_sd"] = float(sd[k])
             k += 1
         else:
             p = mu[pair_no] if mu is not None else sigmoid(rewards[k] - rewards[k + 1])
@@ -175,6 +186,8 @@ def item_results(
                     float(confidence[k]),
                     float(confidence[k + 1]),
                 )
+            if sd is not None:
+                result["reward_sd_chosen"], result["reward_sd_rejected"] = float(sd[k]), float(sd[k + 1])
             k += 2
             pair_no += 1
         out.append(result)

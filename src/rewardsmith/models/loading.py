@@ -468,6 +468,13 @@ def load_reward_model(
     template: auto (what the model was trained with, when its folder says so; else chat when the tokenizer has a
     chat template; else plain), chat, plain or hh. max_length: the token budget (default: the model's own, or
     1024 capped at its positions)."""
+    from rewardsmith.models.ensemble import is_ensemble
+
+    if is_ensemble(source):
+        raise ConfigError(
+            f"{source}: an ensemble of reward models (ensemble.json), not one model; score, eval, bench, calibrate "
+            "--model and bon take it, but this command needs one model: give it a member"
+        )
     quiet_transformers()
     folder = _local_folder(str(source))
     opts = LoadOptions(template, max_length, min_prompt_tokens, trust_remote_code)

@@ -231,6 +231,13 @@ class ScoringEngine:
         )
         # Rounds are capped by tokens, not by texts: no batch-size cap of its own.
         options = InferenceOptions(template, max_length, trust_remote_code, batch_size=1 << 20, bf16=bf16)
+        from rewardsmith.models.ensemble import is_ensemble
+
+        if is_ensemble(model_dir):
+            raise ConfigError(
+                f"{model_dir}: an ensemble of reward models; serve takes one model (serving an ensemble with its "
+                "uncertainties is not built yet)"
+            )
         inference = Inference.load(
             model_dir,
             options,

@@ -1,0 +1,203 @@
+"""Ensembles of reward models (models.ensemble, jobs.ensemble): a folder every scoring command takes, whose rewards
+are the rule over the members' own `score` outputs, independent of any member's scale; bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rewardsmith.jobs.ensemble import make_ensemble
+from rewardsmith.jobs.score import score_file
+from rewardsmith.models.ensemble import EnsembleSpec, Reference, combine, scales
+
+PAIRS = [
+    {
+        "prompt": f"How do I keep basil alive on a windowsill, question {i}?",
+        "chosen": f"Water it when the top soil is dry and give it six hours of sun ({i}).",
+        "rejected": "Plants are hard." if i % 2 else "Just buy another one every week.",
+    }
+    for i in range(12)
+]
+
+
+@pytest.fixture(scope="module")
+def rewardsmith_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from rewardsmith.config import ModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
+    model, tok = build_model(cfg, seed=11)
+    return save_model(model, tok, tmp_path_factory.mktemp("rs") / "model", cfg)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("files")
+    reference, scored = root / "reference.jsonl", root / "pairs.jsonl"
+    reference.write_text("".join(json.dumps(r) + "\n" for r in PAIRS[:8]))
+    scored.write_text("".join(json.dumps(r) + "\n" for r in PAIRS[4:]))
+    return reference, scored
+
+
+def _scores(model: Path, pairs: Path, out: Path) -> np.ndarray:
+    """(N, 2) chosen and rejected rewards `score` writes for the pairs file."""
+    score_file(str(model), pairs, out, progress=False)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    return np.array([[r["reward_chosen"], r["reward_rejected"]] for r in rows])
+
+
+@pytest.mark.parametrize("rule,lam", [("mean", 1.0), ("min", 1.0), ("uwo", 0.5)])
+def test_an_ensemble_of_three_kinds_of_model_scores_as_its_rule_over_the_members_own_scores(
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, lora_adapter: Path, files, rule: str, lam: float
+) -> None:
+    reference, pairs = files
+    members = [rewardsmith_model, trl_chat_model, lora_adapter]
+    ensemble = tmp_path / "ensemble"
+    made = make_ensemble([str(m) for m in members], ensemble, rule, lam, reference, progress=False)
+    spec = made.metrics
+    assert spec["rule"] == rule and spec["reference"]["texts"] == 16
+    # The members' scales are their own score outputs on the reference texts.
+    ref = np.stack([_scores(m, reference, tmp_path / f"ref{k}.jsonl").ravel() for k, m in enumerate(members)])
+    assert np.allclose(spec["reference"]["mean"], ref.mean(axis=1), atol=1e-9)
+    assert np.allclose(spec["reference"]["sd"], ref.std(axis=1, ddof=1), atol=1e-9)
+    own = np.stack([_scores(m, pairs, tmp_path / f"own{k}.jsonl") for k, m in enumerate(members)])
+    z = (own - ref.mean(axis=1)[:, None, None]) / ref.std(axis=1, ddof=1)[:, None, None]
+    expected = {"mean": z.mean(0), "min": z.min(0), "uwo": z.mean(0) - lam * z.std(0, ddof=1)}[rule]
+    rows = [json.loads(x) for x in _ensemble_rows(ensemble, pairs, tmp_path / "ens.jsonl")]
+    got = np.array([[r["reward_chosen"], r["reward_rejected"]] for r in rows])
+    sd = np.array([[r["reward_sd_chosen"], r["reward_sd_rejected"]] for r in rows])
+    assert np.abs(got - expected).max() < 1e-6 and np.abs(sd - z.std(0, ddof=1)).max() < 1e-6
+    assert all(abs(r["p_chosen"] - 1 / (1 + np.exp(-(g[0] - g[1])))) < 1e-9 for r, g in zip(rows, got, strict=True))
+
+
+def _ensemble_rows(ensemble: Path, pairs: Path, out: Path) -> list[str]:
+    score_file(str(ensemble), pairs, out, progress=False)
+    return out.read_text().splitlines()
+
+
+def test_a_member_on_another_scale_changes_nothing(
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, files
+) -> None:
+    from safetensors.torch import load_file, save_file
+
+    reference, pairs = files
+    scaled = tmp_path / "scaled"
+    shutil.copytree(rewardsmith_model, scaled)
+    heads = load_file(str(scaled / "heads.safetensors"))
+    save_file({k: v * 100 for k, v in heads.items()}, str(scaled / "heads.safetensors"))
+    plain = _scores(rewardsmith_model, pairs, tmp_path / "a.jsonl")
+    assert np.allclose(_scores(scaled, pairs, tmp_path / "b.jsonl"), 100 * plain, rtol=1e-4)
+    out = {}
+    for name, member in (("plain", rewardsmith_model), ("scaled", scaled)):
+        folder = tmp_path / f"ensemble-{name}"
+        make_ensemble([str(member), str(trl_chat_model)], folder, "uwo", 1.0, reference, progress=False)
+        rows = [json.loads(x) for x in _ensemble_rows(folder, pairs, tmp_path / f"{name}.jsonl")]
+        out[name] = np.array([[r["reward_chosen"], r["reward_rejected"], r["reward_sd_chosen"]] for r in rows])
+    assert np.abs(out["plain"] - out["scaled"]).max() < 1e-5
+    # The same holds for a shift as well as a scale, for every rule (the standardisation is affine-invariant).
+    rng = np.random.default_rng(0)
+    ref, items = rng.normal(size=(3, 40)), rng.normal(size=(3, 9))
+    moved_ref, moved_items = ref.copy(), items.copy()
+    moved_ref[1], moved_items[1] = 100 * ref[1] + 7, 100 * items[1] + 7
+    for rule in ("mean", "min", "uwo"):
+        a = combine(items, EnsembleSpec(("a", "b", "c"), rule, 0.7, Reference("r", 40, "d", *scales(ref))))
+        b = combine(moved_items, EnsembleSpec(("a", "b", "c"), rule, 0.7, Reference("r", 40, "d", *scales(moved_ref))))
+        assert np.abs(a[0] - b[0]).max() < 1e-9 and np.abs(a[1] - b[1]).max() < 1e-9
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "rewardsmith.cli", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
+
+
+def _one_line(result: subprocess.CompletedProcess, *needles: str) -> None:
+    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_bad_ensembles_end_in_one_line(tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, files) -> None:
+    reference, pairs = files
+    _one_line(
+        _cli("ensemble", "-m", rewardsmith_model, "-o", tmp_path / "one", "--reference", reference), "at least two"
+    )
+    _one_line(
+        _cli(
+            "ensemble", "-m", rewardsmith_model, "-m", tmp_path / "gone", "-o", tmp_path / "e", "--reference", reference
+        ),
+        "gone",
+        "does not exist",
+    )
+    _one_line(
+        _cli("ensemble", "-m", rewardsmith_model, "-m", trl_chat_model, "-o", tmp_path / "e", "--rule", "median"),
+        "median",
+    )
+    good = tmp_path / "good"
+    make_ensemble([str(rewardsmith_model), str(trl_chat_model)], good, reference=reference, progress=False)
+    # An ensemble inside an ensemble, and one whose file lists itself.
+    _one_line(_cli("ensemble", "-m", good, "-m", trl_chat_model, "-o", tmp_path / "nested"), "itself an ensemble")
+    spec = json.loads((good / "ensemble.json").read_text())
+    spec["members"][1]["source"] = "."
+    (good / "ensemble.json").write_text(json.dumps(spec))
+    _one_line(_cli("score", "-m", good, "-i", pairs, "-o", tmp_path / "s.jsonl"), "the ensemble itself")
+    # A member moved away after the ensemble was made.
+    moved = tmp_path / "moved"
+    make_ensemble([str(rewardsmith_model), str(trl_chat_model)], moved, reference=reference, progress=False)
+    spec = json.loads((moved / "ensemble.json").read_text())
+    spec["members"][0]["source"] = str(tmp_path / "elsewhere")
+    (moved / "ensemble.json").write_text(json.dumps(spec))
+    _one_line(_cli("score", "-m", moved, "-i", pairs, "-o", tmp_path / "s.jsonl"), "elsewhere", "does not exist")
+    # Commands that need one model say so.
+    fine = tmp_path / "fine"
+    make_ensemble([str(rewardsmith_model), str(trl_chat_model)], fine, reference=reference, progress=False)
+    _one_line(_cli("export", "-m", fine, "-o", tmp_path / "x"), "ensemble", "one model")
+    _one_line(_cli("serve", "-m", fine), "ensemble")
+    assert not (tmp_path / "x").exists()
+
+
+def test_eval_and_calibrate_take_an_ensemble_as_a_model(
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, files
+) -> None:
+    from typer.testing import CliRunner
+
+    from rewardsmith.cli import app
+
+    reference, pairs = files
+    ensemble = tmp_path / "ensemble"
+    make_ensemble([str(rewardsmith_model), str(trl_chat_model)], ensemble, "min", reference=reference, progress=False)
+    scored = np.array(
+        [
+            [json.loads(x)[k] for k in ("reward_chosen", "reward_rejected")]
+            for x in _ensemble_rows(ensemble, pairs, tmp_path / "s.jsonl")
+        ]
+    )
+    result = CliRunner().invoke(
+        app, ["eval", "--model", str(ensemble), "--dataset", "file", "--path", str(pairs), "--out", str(tmp_path / "e")]
+    )
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "e" / "metrics.json").read_text())
+    assert metrics["model_kind"] == "ensemble"
+    block = next(iter(metrics["eval"].values()))
+    assert block["accuracy"] == pytest.approx(100 * float(np.mean(scored[:, 0] > scored[:, 1])), abs=1e-9)
+    lines = ["rater_id,item_id,prompt,response,score,model_score"]
+    for rater, slope in (("a", 10.0), ("b", 20.0), ("c", 5.0)):
+        for k, row in enumerate(PAIRS):
+            lines.append(
+                f"{rater},{k},{row['prompt'].replace(',', ' ')},{row['chosen'].replace(',', ' ')},{slope * k},0"
+            )
+    ratings = tmp_path / "ratings.csv"
+    ratings.write_text("\n".join(lines) + "\n")
+    fit = CliRunner().invoke(
+        app,
+        ["calibrate", "fit", "--ratings", str(ratings), "--model", str(ensemble), "--out", str(tmp_path / "m.json")],
+    )
+    assert fit.exit_code == 0, fit.output
+    assert "scored 12 rated items" in fit.stdout and "ensemble" in fit.stdout
