@@ -52,28 +52,28 @@ def _scores(model: Path, pairs: Path, out: Path) -> np.ndarray:
     return np.array([[r["reward_chosen"], r["reward_rejected"]] for r in rows])
 
 
-@pytest.mark.parametrize("rule,lam", [("mean", 1.0), ("min", 1.0), ("uwo", 0.5)])
 def test_an_ensemble_of_three_kinds_of_model_scores_as_its_rule_over_the_members_own_scores(
-    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, lora_adapter: Path, files, rule: str, lam: float
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, lora_adapter: Path, files
 ) -> None:
     reference, pairs = files
     members = [rewardsmith_model, trl_chat_model, lora_adapter]
-    ensemble = tmp_path / "ensemble"
-    made = make_ensemble([str(m) for m in members], ensemble, rule, lam, reference, progress=False)
-    spec = made.metrics
-    assert spec["rule"] == rule and spec["reference"]["texts"] == 16
-    # The members' scales are their own score outputs on the reference texts.
+    # The members' own score outputs, on the reference texts and on the scored pairs.
     ref = np.stack([_scores(m, reference, tmp_path / f"ref{k}.jsonl").ravel() for k, m in enumerate(members)])
-    assert np.allclose(spec["reference"]["mean"], ref.mean(axis=1), atol=1e-9)
-    assert np.allclose(spec["reference"]["sd"], ref.std(axis=1, ddof=1), atol=1e-9)
     own = np.stack([_scores(m, pairs, tmp_path / f"own{k}.jsonl") for k, m in enumerate(members)])
     z = (own - ref.mean(axis=1)[:, None, None]) / ref.std(axis=1, ddof=1)[:, None, None]
-    expected = {"mean": z.mean(0), "min": z.min(0), "uwo": z.mean(0) - lam * z.std(0, ddof=1)}[rule]
-    rows = [json.loads(x) for x in _ensemble_rows(ensemble, pairs, tmp_path / "ens.jsonl")]
-    got = np.array([[r["reward_chosen"], r["reward_rejected"]] for r in rows])
-    sd = np.array([[r["reward_sd_chosen"], r["reward_sd_rejected"]] for r in rows])
-    assert np.abs(got - expected).max() < 1e-6 and np.abs(sd - z.std(0, ddof=1)).max() < 1e-6
-    assert all(abs(r["p_chosen"] - 1 / (1 + np.exp(-(g[0] - g[1])))) < 1e-9 for r, g in zip(rows, got, strict=True))
+    for rule, lam in (("mean", 1.0), ("min", 1.0), ("uwo", 0.5)):
+        ensemble = tmp_path / f"ensemble-{rule}"
+        spec = make_ensemble([str(m) for m in members], ensemble, rule, lam, reference, progress=False).metrics
+        assert spec["rule"] == rule and spec["reference"]["texts"] == 16
+        assert np.allclose(spec["reference"]["mean"], ref.mean(axis=1), atol=1e-9)
+        assert np.allclose(spec["reference"]["sd"], ref.std(axis=1, ddof=1), atol=1e-9)
+        expected = {"mean": z.mean(0), "min": z.min(0), "uwo": z.mean(0) - lam * z.std(0, ddof=1)}[rule]
+        rows = [json.loads(x) for x in _ensemble_rows(ensemble, pairs, tmp_path / f"{rule}.jsonl")]
+        got = np.array([[r["reward_chosen"], r["reward_rejected"]] for r in rows])
+        sd = np.array([[r["reward_sd_chosen"], r["reward_sd_rejected"]] for r in rows])
+        assert np.abs(got - expected).max() < 1e-6 and np.abs(sd - z.std(0, ddof=1)).max() < 1e-6
+        margins = got[:, 0] - got[:, 1]
+        assert np.allclose([r["p_chosen"] for r in rows], 1 / (1 + np.exp(-margins)), atol=1e-9)
 
 
 def _ensemble_rows(ensemble: Path, pairs: Path, out: Path) -> list[str]:
