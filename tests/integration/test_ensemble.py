@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -111,15 +109,17 @@ def test_a_member_on_another_scale_changes_nothing(
         assert np.abs(a[0] - b[0]).max() < 1e-9 and np.abs(a[1] - b[1]).max() < 1e-9
 
 
-def _cli(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rewardsmith.cli", *map(str, args)], capture_output=True, text=True, timeout=300
-    )
+def _cli(*args: str | Path):
+    from typer.testing import CliRunner
+
+    from rewardsmith.cli import app
+
+    return CliRunner().invoke(app, [str(a) for a in args])
 
 
-def _one_line(result: subprocess.CompletedProcess, *needles: str) -> None:
+def _one_line(result, *needles: str) -> None:
     lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert result.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
 
