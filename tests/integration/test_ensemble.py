@@ -187,6 +187,11 @@ def test_eval_and_calibrate_take_an_ensemble_as_a_model(
     assert metrics["model_kind"] == "ensemble"
     block = next(iter(metrics["eval"].values()))
     assert block["accuracy"] == pytest.approx(100 * float(np.mean(scored[:, 0] > scored[:, 1])), abs=1e-9)
+    # Beside the accuracy, whether the members' disagreement about a pair's margin predicts its errors.
+    doubt = block["doubt"]
+    assert doubt["kind"] == "members' sd of the margin" and set(doubt["selective"]) == {"0.5", "0.8", "1"}
+    assert doubt["selective"]["1"]["accuracy"] == pytest.approx(block["accuracy"], abs=1e-9)
+    assert "Is the model's doubt worth anything?" in (tmp_path / "e" / "report.md").read_text()
     lines = ["rater_id,item_id,prompt,response,score,model_score"]
     for rater, slope in (("a", 10.0), ("b", 20.0), ("c", 5.0)):
         for k, row in enumerate(PAIRS):

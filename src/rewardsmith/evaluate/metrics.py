@@ -514,3 +514,76 @@ def evaluate_margins(
         "n": acc.n,
         "n_ignored": int(d.size - acc.n),
     }
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Is a model's doubt worth anything? Selective accuracy and the AUROC of doubt for predicting an error.
+
+COVERAGES = (0.5, 0.8, 1.0)
+
+
+def _selected(doubt: FloatArray, coverage: float) -> NDArray[np.int64]:
+    """Indices of the ceil(coverage N) pairs with the least doubt (ties: the earlier pair first)."""
+    keep = max(1, math.ceil(coverage * doubt.size))
+    return np.argsort(doubt, kind="stable")[:keep]
+
+
+def selective_accuracy(
+    correct: ArrayLike,
+    doubt: ArrayLike,
+    coverages: tuple[float, ...] = COVERAGES,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """Accuracy (%) of the pairs a model doubts least, at each coverage (the share of pairs kept), with a percentile
+    CI resampling pairs (the selection is made again inside each replicate). correct: (N,) in [0, 1]; doubt: (N,),
+    larger = less sure."""
+    c, u = _as_1d(correct, "correct"), _as_1d(doubt, "doubt")
+    _check_same_length(correct=c, doubt=u)
+    idx = bootstrap_indices(c.size, n_boot, seed)
+    out: dict[str, dict[str, Any]] = {}
+    for coverage in coverages:
+        point = 100.0 * float(c[_selected(u, coverage)].mean())
+        reps = np.array([100.0 * c[i][_selected(u[i], coverage)].mean() for i in idx])
+        out[f"{coverage:g}"] = {"accuracy": point, "ci": list(percentile_interval(reps, confidence))}
+    return out
+
+
+def _auroc(errors: NDArray[np.bool_], doubt: FloatArray) -> float:
+    """P(doubt of an error > doubt of a correct pair), ties counting one half (Mann-Whitney); NaN without both."""
+    from scipy.stats import rankdata
+
+    n_err, n_ok = int(errors.sum()), int((~errors).sum())
+    if n_err == 0 or n_ok == 0:
+        return float("nan")
+    ranks = rankdata(doubt)
+    return float((ranks[errors].sum() - n_err * (n_err + 1) / 2) / (n_err * n_ok))
+
+
+def error_auroc(
+    correct: ArrayLike, doubt: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> Estimate:
+    """AUROC of doubt for telling the pairs a model gets wrong (correct < 0.5) from the ones it gets right: 0.5 = the
+    doubt says nothing, 1 = every error is doubted more than every correct pair; a percentile CI over pairs."""
+    c, u = _as_1d(correct, "correct"), _as_1d(doubt, "doubt")
+    n = _check_same_length(correct=c, doubt=u)
+    errors = c < 0.5
+    idx = bootstrap_indices(n, n_boot, seed)
+    reps = np.array([_auroc(errors[i], u[i]) for i in idx])
+    low, high = percentile_interval(reps, confidence)
+    return Estimate(_auroc(errors, u), low, high, n)
+
+
+def doubt_block(
+    correct: ArrayLike, doubt: ArrayLike, kind: str, *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """{kind, selective (coverage -> accuracy, ci), error_auroc, error_auroc_ci}: is the doubt worth anything."""
+    auroc = error_auroc(correct, doubt, n_boot=n_boot, seed=seed)
+    return {
+        "kind": kind,
+        "selective": selective_accuracy(correct, doubt, n_boot=n_boot, seed=seed),
+        "error_auroc": json_float(auroc.value),
+        "error_auroc_ci": [json_float(auroc.low), json_float(auroc.high)],
+    }

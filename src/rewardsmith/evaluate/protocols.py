@@ -9,7 +9,15 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.evaluate.metrics import evaluate_margins, json_float, length_correlation, reliability_curve
+from rewardsmith.evaluate.metrics import (
+    doubt_block,
+    evaluate_margins,
+    json_float,
+    length_correlation,
+    pairwise_correct,
+    reliability_curve,
+    soft_label_correct,
+)
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.stats import sigmoid
@@ -35,10 +43,14 @@ def accuracy_block(
     n_boot: int = 1000,
     seed: int = 0,
     scores: np.ndarray | None = None,
+    doubt: np.ndarray | None = None,
+    doubt_kind: str = "members' sd of the margin",
 ) -> dict[str, Any]:
     """The accuracy block of evaluate_margins plus `reliability` (the top-label reliability curve of
-    p = sigmoid(margin), for the report's diagram) and, given the responses' scores (2N,) (chosen and
-    rejected interleaved), `length_correlation` (Spearman of reward and response length) with its CI."""
+    p = sigmoid(margin), for the report's diagram), given the responses' scores (2N,) (chosen and
+    rejected interleaved), `length_correlation` (Spearman of reward and response length) with its CI, and `doubt`
+    (metrics.doubt_block): selective accuracy and the error AUROC of the model's doubt per pair, by default
+    -|margin| (a small margin is a guess), or the doubt given (an ensemble's sd of the margin)."""
     chosen_len, rejected_len = response_lengths(pairs)
     labels = gold_labels(pairs)
     block = evaluate_margins(margins, chosen_len, rejected_len, labels, n_boot=n_boot, seed=seed)
@@ -46,6 +58,15 @@ def accuracy_block(
     if scores is not None:
         corr = length_correlation(scores[0::2], scores[1::2], chosen_len, rejected_len, n_boot=n_boot, seed=seed)
         block["length_correlation"], block["length_correlation_ci"] = json_float(corr.value), corr.ci
+    if len(margins):
+        kind = doubt_kind if doubt is not None else "-|margin|"
+        per_pair = np.asarray(doubt if doubt is not None else -np.abs(margins), dtype=np.float64)
+        if labels is None:
+            correct = pairwise_correct(margins)
+        else:
+            correct, per_pair = soft_label_correct(margins, labels), per_pair[labels != 0.5]
+        if len(correct):
+            block["doubt"] = doubt_block(correct, per_pair, kind, n_boot=n_boot, seed=seed)
     return block
 
 
@@ -55,10 +76,15 @@ def evaluate_pairs(
     """Scores pairs and returns (the accuracy block with a `truncated` count of this set's texts cut to the
     budget, scores (2N,): chosen and rejected interleaved)."""
     before = dict(scorer.counts)
-    chosen, rejected = scorer.score_pairs(pairs, progress)
+    with_doubt = getattr(scorer, "score_pairs_with_doubt", None)  # an ensemble's scorer: its members' spread
+    doubt = None
+    if with_doubt is not None:
+        chosen, rejected, doubt = with_doubt(pairs, progress)
+    else:
+        chosen, rejected = scorer.score_pairs(pairs, progress)
     scores = np.empty(2 * len(pairs))
     scores[0::2], scores[1::2] = chosen, rejected
-    block = accuracy_block(chosen - rejected, pairs, n_boot, scores=scores)
+    block = accuracy_block(chosen - rejected, pairs, n_boot, scores=scores, doubt=doubt)
     block["truncated"] = {k: v - before.get(k, 0) for k, v in scorer.counts.items()}
     return block, scores
 

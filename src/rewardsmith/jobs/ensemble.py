@@ -84,8 +84,19 @@ class EnsembleScorer:
     def score_pairs(
         self, pairs: Sequence[PreferencePair], progress: str | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        scores = self.score_texts(item_texts(pairs, [False] * len(pairs)), progress)
-        return scores[0::2], scores[1::2]
+        chosen, rejected, _ = self.score_pairs_with_doubt(pairs, progress)
+        return chosen, rejected
+
+    def score_pairs_with_doubt(
+        self, pairs: Sequence[PreferencePair], progress: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rule's rewards of the chosen (N,) and rejected (N,) responses, and each pair's doubt (N,): the sd
+        across members of the standardised margin (ddof 1)."""
+        rewards = self.member_rewards(item_texts(pairs, [False] * len(pairs)), progress)
+        combined, _ = combine(rewards, self.spec)
+        sd = np.asarray(self.spec.reference.sd)[:, None]
+        margins = (rewards[:, 0::2] - rewards[:, 1::2]) / sd
+        return combined[0::2], combined[1::2], margins.std(axis=0, ddof=1)
 
 
 class EnsembleInference(Inference):

@@ -149,7 +149,33 @@ def eval_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
             f"splits them; each target's accuracy minus the accuracy on {shift['id']} (percentage points, 95% "
             "bootstrap CIs, the two sets resampled on their own).\n\n" + markdown_table(shift_rows(shift)),
         )
+    doubts = doubt_rows(metrics["eval"])
+    if doubts:
+        report.add(
+            "Is the model's doubt worth anything?",
+            "Accuracy (%) of the pairs the model doubts least, keeping 50, 80 and 100% of them, and the AUROC of its "
+            "doubt for telling its errors from its right answers (0.5: the doubt says nothing); 95% bootstrap CIs "
+            "over pairs. The doubt is -|margin| for one model and the members' sd of the margin for an ensemble.\n\n"
+            + markdown_table(doubts),
+        )
     length = _length_figure(metrics["eval"], folder)
     report.figures += [length] if length is not None else []
     report.figures += _reliability_figures(metrics["eval"], folder)
     write_report(report, folder.path, folder.write_text)
+
+
+def doubt_rows(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per evaluated set with a doubt block: its kind, selective accuracies and error AUROC with CIs."""
+    rows = []
+    for name, block in results.items():
+        d = block.get("doubt") if isinstance(block, Mapping) else None
+        if not d:
+            continue
+        row: dict[str, Any] = {"set": name, "doubt": d["kind"]}
+        for coverage, label in (("0.5", "50%"), ("0.8", "80%"), ("1", "100%")):
+            sel = d["selective"].get(coverage)
+            if sel:
+                row[f"accuracy at {label}"] = with_interval(sel["accuracy"], sel["ci"], 1)
+        row["error AUROC"] = with_interval(d["error_auroc"], d["error_auroc_ci"], 3)
+        rows.append(row)
+    return rows
