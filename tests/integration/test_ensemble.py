@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from rewardsmith.jobs.ensemble import make_ensemble
 from rewardsmith.jobs.score import score_file
@@ -206,3 +207,25 @@ def test_eval_and_calibrate_take_an_ensemble_as_a_model(
     )
     assert fit.exit_code == 0, fit.output
     assert "scored 12 rated items" in fit.stdout and "ensemble" in fit.stdout
+
+
+def test_train_members_makes_an_ensemble_of_its_seeds_and_a_rerun_reuses_them(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rewardsmith.cli import app
+
+    args = ["train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "2"]
+    args += ["--train-pairs", "32", "--eval-pairs", "16", "--seed", "4", "--members", "2", "--quiet"]
+    out = tmp_path / "run"
+    first = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    assert sorted(p.name for p in (out / "members").iterdir()) == ["seed4", "seed5"]
+    spec = json.loads((out / "ensemble" / "ensemble.json").read_text())
+    assert [m["source"] for m in spec["members"]] == ["../members/seed4/model", "../members/seed5/model"]
+    configs = [yaml.safe_load((out / "members" / s / "config.yaml").read_text()) for s in ("seed4", "seed5")]
+    assert [c["train"]["seed"] for c in configs] == [4, 5]
+    weights = (out / "members" / "seed5" / "model" / "heads.safetensors").read_bytes()
+    again = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert again.output.count("already holds this finished run") == 2
+    assert (out / "members" / "seed5" / "model" / "heads.safetensors").read_bytes() == weights

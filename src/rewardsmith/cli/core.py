@@ -82,6 +82,16 @@ def train(
             show_default=False,
         ),
     ] = None,
+    members: Annotated[
+        int,
+        typer.Option(
+            "--members",
+            min=1,
+            help="train this many models, seeds --seed, --seed + 1, ..., each a run folder of its own under "
+            "OUT/members/ (resumed or reused as any run), and make them an ensemble at OUT/ensemble (mean rule; "
+            "`rewardsmith ensemble` makes others)",
+        ),
+    ] = 1,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -89,7 +99,7 @@ def train(
     """Train a Bradley-Terry reward model and evaluate it on held-out pairs."""
     from rewardsmith.config import apply_overrides, load_yaml, parse_set_options
     from rewardsmith.errors import ConfigError
-    from rewardsmith.jobs.train import run_train
+    from rewardsmith.jobs.train import run_train, run_train_members
 
     with handle_errors():
         settings = parse_set_options(set_keys)
@@ -105,7 +115,9 @@ def train(
         if eval_sets:
             cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
         apply_overrides(cfg, {**overrides, "train.progress": False if quiet else None, **settings})
-        print_result(run_train(cfg, out, overwrite))
+        print_result(
+            run_train(cfg, out, overwrite) if members == 1 else run_train_members(cfg, out, members, overwrite)
+        )
 
 
 @app.command("eval")

@@ -87,6 +87,35 @@ def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]
     return {"step": [r.get("step") for r in kept], "loss": [r.get("total", r.get("bt")) for r in kept]}
 
 
+def run_train_members(cfg: RunConfig, out: str | Path, members: int, overwrite: bool = False) -> JobResult:
+    """Trains `members` models as `cfg` says, seeds cfg.train.seed + k, into OUT/members/seed<s> (each a run folder:
+    resumed or reused as any run), then makes them an ensemble at OUT/ensemble (jobs.ensemble.make_ensemble, mean
+    rule, the default reference texts; remade on every call, so a rerun after a member changed stays true)."""
+    import copy
+
+    from rewardsmith.jobs.ensemble import make_ensemble
+
+    if members < 2:
+        raise ConfigError(f"--members {members}: an ensemble needs at least two members")
+    out = Path(out)
+    rows, summary, models = [], [], []
+    for k in range(members):
+        member = copy.deepcopy(cfg)
+        member.train.seed = cfg.train.seed + k
+        result = run_train(member, out / "members" / f"seed{member.train.seed}", overwrite)
+        models.append(str(result.out / "model"))
+        rows += [{"member": f"seed {member.train.seed}", **row} for row in result.rows]
+        summary.append(f"member seed {member.train.seed}: " + (result.summary[-1] if result.summary else ""))
+    ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
+    return JobResult(
+        out,
+        f"rewardsmith train --members {members} -> {out}",
+        {"members": models, "ensemble": str(ensemble.out)},
+        rows,
+        [*summary, *ensemble.summary],
+    )
+
+
 def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobResult:
     """Trains and evaluates as configured into the run folder `out`; returns the metrics and summary."""
     title = f"rewardsmith train -> {out}"
