@@ -257,8 +257,8 @@ def summarise(out: Path) -> None:
     shift = json.loads((RUNS / "shift-helpful" / "metrics.json").read_text(encoding="utf-8"))
     anchor_vs_naive = shift["vs_naive"]["anchor"]
     result = {
-        "command": "python experiments/bon.py run && python experiments/bon.py summarise",
         **slim(metrics),
+        "command": "python experiments/bon.py run && python experiments/bon.py summarise",
         "proxy_labels": {name: sources[source] for name, source in proxies().items()},
         "pair_accuracy": {name: _accuracy(name) for name in [*proxies(), "gold"]},
         "heldout_pairs": "runs/bon/heldout-pairs.jsonl: the preference pairs of the prompts' conversations",

@@ -152,7 +152,15 @@ def block_claims() -> str:
 def block_steps() -> str:
     d = load("bon")
     lines = d.get("steps", [])
-    return "```\n" + "\n".join(lines) + "\n```\n\n" + _source("bon")
+    seconds = sum(int(x.split()[1]) for x in lines if x.startswith("# ") and x.split()[1].isdigit())
+    return (
+        "Each command with its measured wall time, in the order `experiments/bon.py run` ran them: "
+        f"{seconds / 60:.0f} min end to end on the 2-core machine.\n\n"
+        + "```\n"
+        + "\n".join(lines)
+        + "\n```\n\n"
+        + _source("bon")
+    )
 
 
 def block_speed() -> str:

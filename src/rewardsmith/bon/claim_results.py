@@ -51,23 +51,25 @@ def _sign(ci: list[float | None] | None) -> int:
 def bon_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     """Every claim of bon/claims.py on every gold (and proxy, where the claim is per proxy)."""
     labels = d.get("proxy_labels", {})
+    names = {label: name for name, label in labels.items()}  # the run's labels -> the experiment's proxy names
     out: list[ClaimResult] = []
     n_max = d["ns"][-1]
     for gold, block in d["golds"].items():
         for proxy in _proxies(d, gold):
             entry = block["selectors"][proxy]
             value, ci = _ci(entry["gain_over_random"])
-            out.append(interval_result(RAISES_GOLD, value, ci, scope=f"{gold}: {proxy}"))
+            out.append(interval_result(RAISES_GOLD, value, ci, scope=f"{gold}: {names.get(proxy, proxy)}"))
         for proxy in _proxies(d, gold):
             over = block["selectors"][proxy]["overoptimisation"]
+            scope = f"{gold}: {names.get(proxy, proxy)}"
             if over.get("drop") is None:
-                out.append(not_run(OVEROPTIMISES, over["verdict"], scope=f"{gold}: {proxy}"))
+                out.append(not_run(OVEROPTIMISES, over["verdict"], scope=scope))
                 continue
             value, ci = _ci(over["drop"])
             note = f"peak at n = {over['peak_n']} on the validation prompts" + (
                 " (N itself: nothing after it to fall)" if over["peak_n"] == n_max else ""
             )
-            out.append(interval_result(OVEROPTIMISES, value, ci, scope=f"{gold}: {proxy}", evidence=note))
+            out.append(interval_result(OVEROPTIMISES, value, ci, scope=scope, evidence=note))
         out.append(_ranks(d, gold, labels))
         out.append(_icrm(d, gold, labels))
     return out
@@ -108,4 +110,12 @@ def _icrm(d: Mapping[str, Any], gold: str, labels: Mapping[str, str]) -> ClaimRe
     if pair is None or pair.get("drop_diff") is None:
         return not_run(ICRM_RESISTS, "no paired drop (too few prompts for a validation half)", scope=gold)
     value, ci = _signed(pair["drop_diff"], sign)
-    return interval_result(ICRM_RESISTS, value, ci, scope=gold)
+    n_max = d["ns"][-1]
+    peaks = [d["golds"][gold]["selectors"][labels[k]]["overoptimisation"].get("peak_n") for k in (ICRM_DEMOS, BT)]
+    note = (
+        f"both peak at n = {n_max} on the validation prompts: neither falls after its peak, so there is nothing to "
+        "compare"
+        if all(p == n_max for p in peaks)
+        else f"validation peaks: ICRM n = {peaks[0]}, BT n = {peaks[1]}"
+    )
+    return interval_result(ICRM_RESISTS, value, ci, scope=gold, evidence=note)
