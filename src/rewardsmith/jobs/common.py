@@ -98,7 +98,7 @@ def truncation_line(counts: Mapping[str, int], what: str = "sequences") -> str:
 
 def written_line(folder: RunFolder | Path, names: Sequence[str]) -> str:
     base = folder.path if isinstance(folder, RunFolder) else Path(folder)
-    present = [n for n in names if (base / n).exists()]
+    present = [n for n in dict.fromkeys(names) if (base / n).exists()]  # each name once, in order
     return f"wrote {base}: " + ", ".join(present)
 
 
