@@ -30,9 +30,10 @@ demo: setup
 	$(BIN)/rewardsmith demo --out runs/demo
 
 # The full suite prints its slowest tests and its total time (pytest --durations). It runs on two pytest-xdist
-# workers, a test file to a worker (module fixtures are built once); TEST_WORKERS=0 runs it in one process.
+# workers, a test file to a worker (module fixtures are built once), the longest files first (tests/conftest.py:
+# LONGEST_FILES); TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_WORKERS = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: setup
 	$(BIN)/lint-imports

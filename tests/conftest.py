@@ -22,8 +22,29 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(1)
 
 
+# The files that take longest under `make test` (its --durations), longest first. pytest-xdist hands a worker one
+# file at a time in collection order (`--no-loadscope-reorder`), so these start first and the many short files
+# fill the gaps: a long file started last would run alone at the end.
+LONGEST_FILES = (
+    "tests/integration/test_readme.py",
+    "tests/integration/test_sharded_training.py",
+    "tests/integration/test_readme_own_model.py",
+    "tests/integration/test_cli.py",
+    "tests/integration/test_fsdp2_training.py",
+    "tests/integration/test_wheel.py",
+    "tests/integration/test_distributed.py",
+    "tests/integration/test_bon.py",
+    "tests/integration/test_sharded_scoring.py",
+    "tests/integration/test_icrm_smoke.py",
+    "tests/unit/test_trainer.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked `gpu` skip, saying why, on a machine without a CUDA device (CI has none)."""
+    """The longest files first (LONGEST_FILES, for the workers' balance); tests marked `gpu` skip, saying why, on a
+    machine without a CUDA device (CI has none)."""
+    rank = {name: k for k, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_tests:
         return
