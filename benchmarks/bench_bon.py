@@ -91,7 +91,7 @@ def measure_scoring(kind: str, model: str, samples: str) -> dict[str, Any]:
                 for p, r in texts
             )
         )
-        result = score_file(model, rows, Path(samples).with_name("scored.jsonl"), progress=False)
+        result = score_file(model, rows, Path(samples).with_name("scored.jsonl"), progress=False, overwrite=True)
         seconds = float(result.metrics["score_seconds"])  # score's own clock: encoding and scoring, load apart
         return {"texts": len(texts), "seconds": seconds, "texts_per_s": len(texts) / seconds}
     seconds = time.perf_counter() - t0
