@@ -88,8 +88,8 @@ def require_exact_load(
 
 
 def load_adapter_exact(base: Any, folder: str | Path) -> Any:
-    """PeftModel.from_pretrained(base, folder) (safetensors only), refused with require_exact_load's one line when the
-    adapter file and the modules its adapter_config.json creates on `base` differ: peft leaves a missing LoRA
+    """PeftModel.from_pretrained(base, folder, use_safetensors=True), refused with require_exact_load's one line when
+    the adapter file and the modules its adapter_config.json creates on `base` differ: peft leaves a missing LoRA
     weight at its initialisation (lora_B = 0: the base model's scores) and drops an unexpected one, warning at
     most."""
     import warnings
