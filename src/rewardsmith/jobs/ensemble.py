@@ -5,6 +5,7 @@ their scales beside the members and the rule."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -185,14 +186,12 @@ def make_ensemble(
         Reference(
             ref_label,
             len(items),
-            texts_digest(_turns(items)),
+            texts_digest(items),  # item_texts gives each prompt as its turns
             tuple(float(x) for x in rewards.mean(axis=1)),
             tuple(float(x) for x in sd),
         ),
         tuple(models),
     )
-    import json
-
     atomic_write_text(spec_path, json.dumps(spec.to_dict(), indent=1) + "\n")
     return JobResult(
         out,
@@ -218,16 +217,6 @@ def _relative(member: Path, out: Path) -> str:
         return str(member)
     relative = os.path.relpath(member.resolve(), out.resolve())
     return relative if not relative.startswith(os.path.join("..", "..")) else str(member.resolve())
-
-
-def _turns(items: Sequence[tuple[Any, str]]) -> list[tuple[Any, str]]:
-    from rewardsmith.data.schema import Turn
-
-    out = []
-    for prompt, response in items:
-        turns = prompt if isinstance(prompt, (list, tuple)) else [Turn("user", str(prompt))]
-        out.append((turns, response))
-    return out
 
 
 # The default reference texts: this many pairs of each of the packaged sample's HH-RLHF test files.
