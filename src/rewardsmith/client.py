@@ -151,6 +151,21 @@ def score_body(
     return body
 
 
+def penalised(results: Sequence[dict[str, float]], sd_penalty: float) -> list[float]:
+    """Each single-response result's reward, less sd_penalty times its reward_sd (an ensemble's uncertainty:
+    reward - lambda sd). RewardClientError when sd_penalty is set and the server's model returns no reward_sd."""
+    if sd_penalty == 0:
+        return [r["reward"] for r in results]
+    if sd_penalty < 0:
+        raise RewardClientError(f"sd_penalty {sd_penalty:g}: must be at least 0")
+    if results and "reward_sd" not in results[0]:
+        raise RewardClientError(
+            f"sd_penalty {sd_penalty:g}: the server's model returns no reward_sd (serve an ensemble: `rewardsmith "
+            "ensemble`)"
+        )
+    return [r["reward"] - sd_penalty * r["reward_sd"] for r in results]
+
+
 def response_items(prompts: Sequence[Any], responses: Sequence[Any]) -> list[dict[str, Any]]:
     if len(prompts) != len(responses):
         raise RewardClientError(f"{len(prompts)} prompts for {len(responses)} responses")
@@ -220,10 +235,16 @@ class RewardClient(_Servers):
         )
 
     def rewards(
-        self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None, standard: str | None = None
+        self,
+        prompts: Sequence[Any],
+        responses: Sequence[Any],
+        rater: str | None = None,
+        standard: str | None = None,
+        sd_penalty: float = 0.0,
     ) -> list[float]:
-        """The reward of each (prompt, response)."""
-        return [r["reward"] for r in self.score(response_items(prompts, responses), rater, standard)]
+        """The reward of each (prompt, response); with sd_penalty, less sd_penalty times its uncertainty (an
+        ensemble's reward_sd)."""
+        return penalised(self.score(response_items(prompts, responses), rater, standard), sd_penalty)
 
     def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
         """OpenRLHF's endpoint: rewards of full prompt + response strings."""
@@ -316,10 +337,15 @@ class AsyncRewardClient(_Servers):
         )
 
     async def rewards(
-        self, prompts: Sequence[Any], responses: Sequence[Any], rater: str | None = None, standard: str | None = None
+        self,
+        prompts: Sequence[Any],
+        responses: Sequence[Any],
+        rater: str | None = None,
+        standard: str | None = None,
+        sd_penalty: float = 0.0,
     ) -> list[float]:
         """As RewardClient.rewards."""
-        return [r["reward"] for r in await self.score(response_items(prompts, responses), rater, standard)]
+        return penalised(await self.score(response_items(prompts, responses), rater, standard), sd_penalty)
 
     async def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
         """As RewardClient.get_reward."""
@@ -339,12 +365,18 @@ class AsyncRewardClient(_Servers):
 class _GRPOItems:
     """The (prompt, completion) items of a GRPO reward call; an empty completion is not sent (the server
     refuses empty texts) and gets `empty_reward` (None: TRL reads it as NaN, a missing reward). name: how TRL
-    labels the function's logged rewards."""
+    labels the function's logged rewards; sd_penalty: each reward less this times its uncertainty (an ensemble
+    served: reward - lambda sd)."""
 
-    def __init__(self, rater: str | None, standard: str | None, empty_reward: float | None, name: str):
+    def __init__(
+        self, rater: str | None, standard: str | None, empty_reward: float | None, name: str, sd_penalty: float
+    ):
+        if sd_penalty < 0:
+            raise RewardClientError(f"sd_penalty {sd_penalty:g}: must be at least 0")
         self.rater = rater
         self.standard = standard
         self.empty_reward = empty_reward
+        self.sd_penalty = sd_penalty
         self.__name__ = name  # TRL names a reward function's logged columns by it
 
     def split(self, prompts: Sequence[Any], completions: Sequence[Any]) -> tuple[list[int], list[Any], list[Any]]:
@@ -372,13 +404,18 @@ class GRPOReward(_GRPOItems):
         standard: str | None = None,
         empty_reward: float | None = None,
         name: str = "rewardsmith_reward",
+        sd_penalty: float = 0.0,
     ):
-        super().__init__(rater, standard, empty_reward, name)
+        super().__init__(rater, standard, empty_reward, name, sd_penalty)
         self.client = client if isinstance(client, RewardClient) else RewardClient(client)
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         keep, kept_prompts, kept_completions = self.split(prompts, completions)
-        rewards = self.client.rewards(kept_prompts, kept_completions, self.rater, self.standard) if keep else []
+        rewards = (
+            self.client.rewards(kept_prompts, kept_completions, self.rater, self.standard, self.sd_penalty)
+            if keep
+            else []
+        )
         return self.merge(len(prompts), keep, rewards)
 
 
@@ -393,11 +430,16 @@ class AsyncGRPOReward(_GRPOItems):
         standard: str | None = None,
         empty_reward: float | None = None,
         name: str = "rewardsmith_reward",
+        sd_penalty: float = 0.0,
     ):
-        super().__init__(rater, standard, empty_reward, name)
+        super().__init__(rater, standard, empty_reward, name, sd_penalty)
         self.client = client if isinstance(client, AsyncRewardClient) else AsyncRewardClient(client)
 
     async def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         keep, kept_prompts, kept_completions = self.split(prompts, completions)
-        rewards = await self.client.rewards(kept_prompts, kept_completions, self.rater, self.standard) if keep else []
+        rewards = (
+            await self.client.rewards(kept_prompts, kept_completions, self.rater, self.standard, self.sd_penalty)
+            if keep
+            else []
+        )
         return self.merge(len(prompts), keep, rewards)

@@ -106,6 +106,12 @@ class DataConfig:
     )
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting", min=1)
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set", min=1)
+    bootstrap: int | None = option(
+        None,
+        "resample the training pairs with replacement (as many as there are), with this seed: a bootstrap member "
+        "of an ensemble; none = the pairs as split",
+        min=0,
+    )
 
 
 @dataclass

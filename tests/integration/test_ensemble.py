@@ -160,7 +160,6 @@ def test_bad_ensembles_end_in_one_line(tmp_path: Path, rewardsmith_model: Path, 
     fine = tmp_path / "fine"
     make_ensemble([str(rewardsmith_model), str(trl_chat_model)], fine, reference=reference, progress=False)
     _one_line(_cli("export", "-m", fine, "-o", tmp_path / "x"), "ensemble", "one model")
-    _one_line(_cli("serve", "-m", fine), "ensemble")
     assert not (tmp_path / "x").exists()
 
 
@@ -229,3 +228,80 @@ def test_train_members_makes_an_ensemble_of_its_seeds_and_a_rerun_reuses_them(tm
     assert again.exit_code == 0, again.output
     assert again.output.count("already holds this finished run") == 2
     assert (out / "members" / "seed5" / "model" / "heads.safetensors").read_bytes() == weights
+
+
+def test_a_served_ensemble_answers_as_score_does_with_its_uncertainties(
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, lora_adapter: Path, chat_tokenizer_dir: Path, files
+) -> None:
+    import httpx
+    from test_serve import one_line_error, serving
+    from transformers import AutoTokenizer
+
+    from rewardsmith.client import GRPOReward, RewardClient
+    from rewardsmith.serve.app import build_app
+    from rewardsmith.serve.config import ServeConfig
+
+    reference, _ = files
+    singles = [{"prompt": r["prompt"], "response": r[side]} for r in PAIRS[:6] for side in ("chosen", "rejected")]
+    single_file = tmp_path / "singles.jsonl"
+    single_file.write_text("".join(json.dumps(r) + "\n" for r in singles))
+    three = tmp_path / "three"
+    make_ensemble(
+        [str(rewardsmith_model), str(trl_chat_model), str(lora_adapter)], three, "uwo", 0.5, reference, progress=False
+    )
+    expected = [json.loads(x) for x in _ensemble_rows(three, single_file, tmp_path / "three.jsonl")]
+    with serving(build_app(three, ServeConfig(max_wait_ms=20.0))) as url:
+        with RewardClient(url, max_items_per_request=5) as client:  # split across requests and rounds
+            served = client.score(singles)
+            penalised = GRPOReward(client, sd_penalty=2.0)(
+                [r["prompt"] for r in singles], [r["response"] for r in singles]
+            )
+        for got, want in zip(served, expected, strict=True):
+            assert abs(got["reward"] - want["reward"]) < 1e-6 and abs(got["reward_sd"] - want["reward_sd"]) < 1e-6
+        assert np.allclose(penalised, [w["reward"] - 2.0 * w["reward_sd"] for w in expected], atol=1e-6)
+        # A rendered conversation the members read differently (the tiny BERT's template is not the chat one).
+        tokenizer = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+        rendered = tokenizer.apply_chat_template(
+            [
+                {"role": "user", "content": singles[0]["prompt"]},
+                {"role": "assistant", "content": singles[0]["response"]},
+            ],
+            tokenize=False,
+        )
+        one_line_error(
+            httpx.post(f"{url}/get_reward", json={"query": ["plain words", rendered]}, timeout=60),
+            422,
+            "query[1]",
+            "read this rendered text differently",
+        )
+    # Members of one template: OpenRLHF's rendered queries get the rewards and uncertainties `score` gives.
+    chat = tmp_path / "chat"
+    make_ensemble([str(trl_chat_model), str(lora_adapter)], chat, "mean", reference=reference, progress=False)
+    want = [json.loads(x) for x in _ensemble_rows(chat, single_file, tmp_path / "chat.jsonl")]
+    queries = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": r["prompt"]}, {"role": "assistant", "content": r["response"]}], tokenize=False
+        )
+        for r in singles
+    ]
+    with serving(build_app(chat, ServeConfig(max_wait_ms=20.0))) as url:
+        answer = httpx.post(f"{url}/get_reward", json={"query": queries}, timeout=60).json()
+    assert "rewardsmith" not in answer, answer.get("rewardsmith")  # every query was read back into turns
+    assert np.allclose(answer["rewards"], [w["reward"] for w in want], atol=1e-6)
+    assert np.allclose(answer["uncertainties"], [w["reward_sd"] for w in want], atol=1e-6)
+
+
+def test_bootstrap_members_train_on_resamples_of_the_pairs(tmp_path: Path) -> None:
+    args = ["train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "1"]
+    args += ["--train-pairs", "40", "--eval-pairs", "8", "--seed", "4", "--quiet"]
+    _one_line(_cli(*args, "--bootstrap", "--out", tmp_path / "one"), "--bootstrap needs --members")
+    out = tmp_path / "run"
+    result = _cli(*args, "--members", "2", "--bootstrap", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in (out / "members").iterdir()) == ["boot4", "boot5"]
+    for name, seed in (("boot4", 4), ("boot5", 5)):
+        config = yaml.safe_load((out / "members" / name / "config.yaml").read_text())
+        assert config["data"]["bootstrap"] == seed and config["train"]["seed"] == seed
+        train = json.loads((out / "members" / name / "metrics.json").read_text())["data"]["train"]
+        assert train["used"] == 40 and 15 < train["bootstrap"]["distinct"] < 40  # about 63% of 40 distinct
+    assert (out / "ensemble" / "ensemble.json").exists()

@@ -217,3 +217,20 @@ def test_scorer_matches_episode_path(tiny_set) -> None:
         via_episodes = to_numpy(model(set_episode_tensors(episodes, tables, demo_tables)))["mu"]
     via_scorer = ICRMScorer(model, PairEncoder(tok, 32, 8)).score_pairs(targets.pairs, shown).mu
     np.testing.assert_allclose(via_scorer, via_episodes, atol=1e-5)
+
+
+def test_a_pairs_posterior_spread_is_the_sd_of_its_beta() -> None:
+    from scipy.stats import beta
+
+    from rewardsmith.icrm.scoring import pair_scores
+    from rewardsmith.jobs.inference import TextScores, item_results
+
+    u = np.array([1.5, -0.5, 0.2, 0.2, 3.0])
+    s = np.array([0.1, 2.0, -3.0, -3.0, 4.0])
+    results = item_results([False, False, True], TextScores(u, s))
+    post = pair_scores(u[[0, 2]], u[[1, 3]], s[[0, 2]], s[[1, 3]])
+    for result, mu, tau in zip(results[:2], post.mu, post.tau, strict=True):
+        assert result["p_chosen"] == pytest.approx(mu)
+        assert result["p_chosen_sd"] == pytest.approx(beta(mu * tau, (1 - mu) * tau).std(), rel=1e-9)
+    # Equal utilities and little confidence: the widest posterior; a single response has no pair to be unsure of.
+    assert results[1]["p_chosen_sd"] > results[0]["p_chosen_sd"] and "p_chosen_sd" not in results[2]

@@ -92,6 +92,14 @@ def train(
             "`rewardsmith ensemble` makes others)",
         ),
     ] = 1,
+    bootstrap: Annotated[
+        bool,
+        typer.Option(
+            "--bootstrap",
+            help="with --members: member k also trains on a resample of the pairs with replacement (seed "
+            "--seed + k), under OUT/members/boot<s>",
+        ),
+    ] = False,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
     set_keys: SetOption = None,
@@ -115,8 +123,12 @@ def train(
         if eval_sets:
             cfg.data.eval = [DatasetConfig(name=n) for n in eval_sets]
         apply_overrides(cfg, {**overrides, "train.progress": False if quiet else None, **settings})
+        if bootstrap and members == 1:
+            raise ConfigError("--bootstrap needs --members K (K >= 2); one resample: --set data.bootstrap=SEED")
         print_result(
-            run_train(cfg, out, overwrite) if members == 1 else run_train_members(cfg, out, members, overwrite)
+            run_train(cfg, out, overwrite)
+            if members == 1
+            else run_train_members(cfg, out, members, overwrite, bootstrap)
         )
 
 

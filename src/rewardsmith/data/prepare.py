@@ -10,6 +10,7 @@ through the dataset registry and applies a DataPlan.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -171,8 +172,12 @@ def train_data(cfg: DataConfig) -> TrainData:
             f"no training pairs left from {cfg.train.label}: {data.source.account()}, "
             f"{data.split_sizes['train']} in the training split"
         )
-    eval_sets: dict[str, list[PreferencePair]] = {}
     summaries: dict[str, Any] = {"train": {**data.source.summary(), "label": cfg.train.label, "used": len(train)}}
+    if cfg.bootstrap is not None:
+        draw = random.Random(cfg.bootstrap).choices(range(len(train)), k=len(train))
+        train = [train[i] for i in draw]
+        summaries["train"]["bootstrap"] = {"seed": cfg.bootstrap, "distinct": len(set(draw))}
+    eval_sets: dict[str, list[PreferencePair]] = {}
     for part, suffix in (("heldout", "held-out"), ("validation", "validation")):
         if data.parts[part]:
             name = f"{cfg.train.label} ({suffix})"

@@ -84,10 +84,16 @@ def config_hash(config: Mapping[str, Any], volatile: Iterable[str] = ()) -> str:
 
 
 def differing_keys(old: Mapping[str, Any], new: Mapping[str, Any], volatile: Iterable[str] = ()) -> list[str]:
-    """Dotted keys whose values differ between two flat configs, volatile keys excluded."""
+    """Dotted keys whose values differ between two flat configs, volatile keys excluded. A key absent from the old
+    config and null in the new one is no difference: a setting added since, left off (folders written before it
+    still resume)."""
     skip = set(volatile)
     keys = sorted((set(old) | set(new)) - skip)
-    return [k for k in keys if old.get(k, "<absent>") != new.get(k, "<absent>")]
+    return [
+        k
+        for k in keys
+        if old.get(k, "<absent>") != new.get(k, "<absent>") and not (k not in old and new.get(k) is None)
+    ]
 
 
 def _now() -> str:

@@ -35,6 +35,7 @@ class EnsembleModel:
     kind = "ensemble"
     model_type = "reward"
     in_context = False
+    model_config = None
 
     def __init__(self, source: str, spec: EnsembleSpec, members: Sequence[Inference]):
         self.source = source
@@ -116,10 +117,14 @@ class EnsembleInference(Inference):
 
     @classmethod
     def load_folder(
-        cls, source: str | Path, options: InferenceOptions | None = None, max_tokens: int | None = None
+        cls,
+        source: str | Path,
+        options: InferenceOptions | None = None,
+        max_tokens: int | None = None,
+        max_padding: float | None = None,
     ) -> EnsembleInference:
         spec = read_ensemble(source)
-        members = [Inference.load(m, options, max_tokens) for m in spec.members]
+        members = [Inference.load(m, options, max_tokens, max_padding) for m in spec.members]
         return cls(str(source), spec, members)
 
     @property

@@ -6,7 +6,8 @@ by demonstrations), an optional per-rater map (calibrate.maps), and one formatte
 An item is a single response ({prompt, response}) or a pair ({prompt, chosen, rejected}); its result holds
 `reward`, or `reward_chosen`, `reward_rejected` and `p_chosen` (the preference probability on the model's own
 scale: sigmoid of the reward margin, or an in-context model's posterior mean), plus the confidences of an
-in-context model.
+in-context model and, for a pair, its posterior's spread `p_chosen_sd` (posterior_sd), or an ensemble's
+uncertainty `reward_sd` (`reward_sd_chosen`, `reward_sd_rejected`: the sd of its standardised members).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class Inference:
         if is_ensemble(source):
             from rewardsmith.jobs.ensemble import EnsembleInference
 
-            return EnsembleInference.load_folder(source, options, max_tokens)
+            return EnsembleInference.load_folder(source, options, max_tokens, max_padding)
         options = options or InferenceOptions()
         loaded = load_reward_model(
             source, options.template, options.max_length, trust_remote_code=options.trust_remote_code
@@ -166,7 +167,7 @@ def item_results(
     mapped to that rater's scale; p_chosen stays on the model's own scale (an in-context model's posterior
     mean)."""
     rewards, confidence, sd = scores.rewards, scores.confidence, scores.uncertainty
-    mu = posterior_means(singles, scores)
+    posterior = pair_posteriors(singles, scores)
     shown = rewards if maps is None else maps.apply(str(rater), rewards)[0]
     out: list[dict[str, float]] = []
     k = pair_no = 0
@@ -179,8 +180,10 @@ def item_results(
                 result["reward_sd"] = float(sd[k])
             k += 1
         else:
-            p = mu[pair_no] if mu is not None else sigmoid(rewards[k] - rewards[k + 1])
+            p = posterior.mu[pair_no] if posterior is not None else sigmoid(rewards[k] - rewards[k + 1])
             result = {"reward_chosen": float(shown[k]), "reward_rejected": float(shown[k + 1]), "p_chosen": float(p)}
+            if posterior is not None:
+                result["p_chosen_sd"] = float(posterior_sd(posterior.mu[pair_no], posterior.tau[pair_no]))
             if confidence is not None:
                 result["confidence_chosen"], result["confidence_rejected"] = (
                     float(confidence[k]),
@@ -194,9 +197,16 @@ def item_results(
     return out
 
 
-def posterior_means(singles: Sequence[bool], scores: TextScores) -> np.ndarray | None:
-    """An in-context model's P(chosen preferred) per pair item (the Beta posterior's mean); None for a scalar
-    model (p_chosen is then the sigmoid of the margin)."""
+def posterior_sd(mu: Any, tau: Any) -> Any:
+    """The standard deviation of an in-context model's Beta posterior over P(chosen preferred), mean mu and
+    concentration tau (Beta(mu tau, (1 - mu) tau)): sqrt(mu (1 - mu) / (tau + 1)). Its spread: few or
+    contradicting cues leave tau small and the sd wide (tau >= 1 here, so at most sqrt(1/8), about 0.35)."""
+    return np.sqrt(mu * (1.0 - mu) / (tau + 1.0))
+
+
+def pair_posteriors(singles: Sequence[bool], scores: TextScores) -> Any:
+    """An in-context model's Beta posterior per pair item (icrm.scoring.PairScores: mean mu = P(chosen
+    preferred), concentration tau); None for a scalar model (p_chosen is then the sigmoid of the margin)."""
     if scores.confidence is None:
         return None
     from rewardsmith.icrm.scoring import pair_scores
@@ -209,4 +219,4 @@ def posterior_means(singles: Sequence[bool], scores: TextScores) -> np.ndarray |
             second.append(k + 1)
         k += 1 if single else 2
     u, s = scores.rewards, scores.confidence
-    return pair_scores(u[first], u[second], s[first], s[second]).mu
+    return pair_scores(u[first], u[second], s[first], s[second])

@@ -87,10 +87,14 @@ def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]
     return {"step": [r.get("step") for r in kept], "loss": [r.get("total", r.get("bt")) for r in kept]}
 
 
-def run_train_members(cfg: RunConfig, out: str | Path, members: int, overwrite: bool = False) -> JobResult:
+def run_train_members(
+    cfg: RunConfig, out: str | Path, members: int, overwrite: bool = False, bootstrap: bool = False
+) -> JobResult:
     """Trains `members` models as `cfg` says, seeds cfg.train.seed + k, into OUT/members/seed<s> (each a run folder:
     resumed or reused as any run), then makes them an ensemble at OUT/ensemble (jobs.ensemble.make_ensemble, mean
-    rule, the default reference texts; remade on every call, so a rerun after a member changed stays true)."""
+    rule, the default reference texts; remade on every call, so a rerun after a member changed stays true).
+    bootstrap: member k also trains on a resample of the pairs with replacement (data.bootstrap = its seed), into
+    OUT/members/boot<s>."""
     import copy
 
     from rewardsmith.jobs.ensemble import make_ensemble
@@ -101,15 +105,18 @@ def run_train_members(cfg: RunConfig, out: str | Path, members: int, overwrite: 
     rows, summary, models = [], [], []
     for k in range(members):
         member = copy.deepcopy(cfg)
-        member.train.seed = cfg.train.seed + k
-        result = run_train(member, out / "members" / f"seed{member.train.seed}", overwrite)
+        seed = member.train.seed = cfg.train.seed + k
+        if bootstrap:
+            member.data.bootstrap = seed
+        name = f"{'bootstrap' if bootstrap else 'seed'} {seed}"
+        result = run_train(member, out / "members" / f"{'boot' if bootstrap else 'seed'}{seed}", overwrite)
         models.append(str(result.out / "model"))
-        rows += [{"member": f"seed {member.train.seed}", **row} for row in result.rows]
-        summary.append(f"member seed {member.train.seed}: " + (result.summary[-1] if result.summary else ""))
+        rows += [{"member": name, **row} for row in result.rows]
+        summary.append(f"member {name}: " + (result.summary[-1] if result.summary else ""))
     ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
     return JobResult(
         out,
-        f"rewardsmith train --members {members} -> {out}",
+        f"rewardsmith train --members {members}{' --bootstrap' if bootstrap else ''} -> {out}",
         {"members": models, "ensemble": str(ensemble.out)},
         rows,
         [*summary, *ensemble.summary],

@@ -60,6 +60,7 @@ from rewardsmith.serve.config import ServeConfig
 from rewardsmith.serve.engine import (
     Batcher,
     Job,
+    MixedReading,
     Prepared,
     QueueFull,
     ScoringEngine,
@@ -176,10 +177,13 @@ class ServerState:
         self.stopping.set()
         self.batcher.close(stop_at)
 
-    async def score(self, request: Request, texts: list[TextItem], standard: Standard | None = None) -> TextScores:
+    async def score(
+        self, request: Request, texts: list[TextItem], standard: Standard | None = None, field: str = "input"
+    ) -> TextScores:
         """Scores through the batcher: tokenised on the tokenizer thread, queued, awaited. 503 when the queue is
         full or the server is shutting down, 504 after request_timeout_s, 500 when the model fails on this
-        request, 499 (nobody to answer) when the client closes its connection first."""
+        request, 499 (nobody to answer) when the client closes its connection first; 422 naming field[i] for a
+        text an ensemble's members read differently."""
         if not texts and standard is None:
             empty = np.zeros(0)
             return TextScores(empty, empty if self.engine.in_context else None, 0)
@@ -189,7 +193,7 @@ class ServerState:
             raise self._busy()
         gone = asyncio.ensure_future(client_gone(request))
         try:
-            prepared = await self._prepare(texts, gone)
+            prepared = await self._prepare(texts, gone, field)
             try:
                 job = self.batcher.submit(prepared, standard)
             except QueueFull:
@@ -219,7 +223,7 @@ class ServerState:
             kind="overloaded",
         )
 
-    async def _prepare(self, texts: list[TextItem], gone: asyncio.Future[None]) -> Prepared:
+    async def _prepare(self, texts: list[TextItem], gone: asyncio.Future[None], field: str) -> Prepared:
         """The texts tokenised on the tokenizer thread, ENCODE_CHUNK at a time (its queue is first come, first
         served, so a small request waits for one chunk of a large one, not all of it)."""
         loop = asyncio.get_running_loop()
@@ -228,6 +232,8 @@ class ServerState:
             chunk = texts[start : start + ENCODE_CHUNK]
             try:
                 parts.append(await loop.run_in_executor(self.tokenizer, self.engine.prepare, chunk))
+            except MixedReading as exc:
+                raise invalid(f"{field}[{start + exc.position}]", str(exc)) from None
             except RewardsmithError:
                 raise
             except Exception as exc:
@@ -583,13 +589,15 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     @app.post("/get_reward")
     async def get_reward(request: Request) -> JSONResponse:
         """OpenRLHF: {"query": [...], "prompts": [...], "labels": [...]} -> rewards (raw), scores (the same
-        values, as OpenRLHF's own serve_rm answers), extra_logs."""
+        values, as OpenRLHF's own serve_rm answers), extra_logs; an ensemble adds uncertainties (the sd of its
+        standardised members per query)."""
         body = read_body(GetRewardRequest, await read_json(request))
         check_count(len(body.query), "query", max_items)
-        scores = await state.score(request, query_texts(body.query, body.prompts))
+        scores = await state.score(request, query_texts(body.query, body.prompts), field="query")
         rewards = _values(scores, False)
         logs = {"unsplit_texts": [len(scores.unsplit)] * len(rewards)} if scores.unsplit else {}
-        return JSONResponse({"rewards": rewards, "scores": rewards, "extra_logs": logs, **_unsplit(scores)})
+        spread = {} if scores.uncertainty is None else {"uncertainties": [float(u) for u in scores.uncertainty]}
+        return JSONResponse({"rewards": rewards, "scores": rewards, **spread, "extra_logs": logs, **_unsplit(scores)})
 
     @app.post("/classify")
     async def classify(request: Request) -> JSONResponse:
@@ -623,7 +631,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         body = read_body(PredictRequest, await read_json(request))
         texts, batched = predict_texts(body.inputs)
         check_count(len(texts), "inputs", max_items)
-        scores = await state.score(request, texts)
+        scores = await state.score(request, texts, field="inputs")
         values = _values(scores, body.raw_scores is False)
         predictions = [[{"score": v, "label": LABEL}] for v in values]
         headers = {"X-Rewardsmith-Note": UNSPLIT_NOTE.format(scores.unsplit)} if scores.unsplit else None
@@ -640,7 +648,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             raise invalid("rater", "this server has no rater maps (start it with --calibration)")
         texts, singles = score_items(body.items)
         standard = state.standard_for(body.standard, body.demonstrations)
-        scores = await state.score(request, texts, standard)
+        scores = await state.score(request, texts, standard, field="items")
         return JSONResponse(_native_response(state, body, scores, singles, standard))
 
     @app.post("/v1/standards")
@@ -723,7 +731,7 @@ def _native_response(
             note = f"rater {body.rater!r} is not in {state.calibration}: the population map was used"
     results = item_results(
         singles,
-        ItemScores(scores.rewards, scores.confidence),
+        ItemScores(scores.rewards, scores.confidence, scores.uncertainty),
         state.maps if body.rater is not None else None,
         body.rater,
     )

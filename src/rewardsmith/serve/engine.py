@@ -81,25 +81,38 @@ class Standard:
 
 @dataclass
 class TextScores:
-    """Scores of a job's M texts, in order: rewards (M,) float64 (an in-context model's utility u),
-    confidence (M,) float64 for an in-context model (None for a scalar one), the tokens the texts took, and the
-    positions of texts that could not be split into turns (tokenised whole, cut from their start when long)."""
+    """Scores of a job's M texts, in order: rewards (M,) float64 (an in-context model's utility u; an ensemble's
+    rule), confidence (M,) float64 for an in-context model (None for a scalar one), the tokens the texts took, the
+    positions of texts that could not be split into turns (tokenised whole, cut from their start when long), and
+    an ensemble's uncertainty (M,): the sd of its standardised members (jobs.inference.TextScores)."""
 
     rewards: np.ndarray
     confidence: np.ndarray | None
     tokens: int
     unsplit: list[int] = field(default_factory=list)
+    uncertainty: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The scores of one piece's n texts: rewards, and confidence (in-context model) or uncertainty (ensemble)."""
+
+    rewards: np.ndarray
+    confidence: np.ndarray | None = None
+    uncertainty: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
 class Prepared:
     """A request's M texts ready for the model, in order: encoded (M EncodedText: what a scalar model scores,
-    and what the token budget counts), items (an in-context model: the M (prompt, response) it scores with the
-    demonstrations; empty for a scalar model) and the positions of texts that could not be split into turns."""
+    and what the token budget counts; an ensemble's first member's), items (an in-context model: the M (prompt,
+    response) it scores with the demonstrations; empty for a scalar model), the positions of texts that could not
+    be split into turns, and for an ensemble each member's encodings (K lists of M, each in its own template)."""
 
     encoded: list[EncodedText]
     items: list[tuple[Any, str]] = field(default_factory=list)
     unsplit: list[int] = field(default_factory=list)
+    members: list[list[EncodedText]] = field(default_factory=list)
 
     @classmethod
     def join(cls, parts: Sequence[Prepared]) -> Prepared:
@@ -107,11 +120,24 @@ class Prepared:
         encoded: list[EncodedText] = []
         items: list[tuple[Any, str]] = []
         unsplit: list[int] = []
+        members: list[list[EncodedText]] = [[] for _ in parts[0].members] if parts else []
         for part in parts:
             unsplit += [len(encoded) + k for k in part.unsplit]
             encoded += part.encoded
             items += part.items
-        return cls(encoded, items, unsplit)
+            for joined, more in zip(members, part.members, strict=True):
+                joined += more
+        return cls(encoded, items, unsplit, members)
+
+
+class MixedReading(ConfigError):
+    """An ensemble's members read a rendered text differently: some split it into turns, others cannot (their
+    templates differ), so its reward would mix a conversation's scores with a verbatim string's. position: the
+    text's index in the prepared chunk."""
+
+    def __init__(self, position: int, message: str):
+        super().__init__(message)
+        self.position = position
 
 
 class Job:
@@ -133,6 +159,7 @@ class Job:
         self.served = False
         self.rewards = np.zeros(self.size)
         self.confidence = np.zeros(self.size) if with_confidence else None
+        self.uncertainty = np.zeros(self.size) if prepared.members else None
 
 
 @dataclass(frozen=True)
@@ -200,14 +227,18 @@ class ScoringEngine:
     def __init__(self, inference: Inference, max_standards: int = 1024, max_batch_tokens: int = CPU_BATCH_TOKENS):
         self.inference = inference
         self.loaded = inference.loaded
-        self.model = inference.loaded.model
+        self.model: Any = getattr(inference.loaded, "model", None)  # an ensemble's members hold theirs
         self.model_type: str = inference.loaded.model_type
         self.bf16 = inference.bf16
         self.max_standards = max_standards
         self.max_batch_tokens = max_batch_tokens
-        self.encoder = inference.encoder
         self.scorer: Any = inference.scorer
         self._adhoc: OrderedDict[str, None] = OrderedDict()
+        from rewardsmith.jobs.ensemble import EnsembleInference
+
+        # An ensemble: every member encodes and scores in its own template; the rule combines them.
+        self.ensemble = inference if isinstance(inference, EnsembleInference) else None
+        self.encoder = self.ensemble.members[0].encoder if self.ensemble is not None else inference.encoder
 
     @classmethod
     def load(
@@ -231,13 +262,6 @@ class ScoringEngine:
         )
         # Rounds are capped by tokens, not by texts: no batch-size cap of its own.
         options = InferenceOptions(template, max_length, trust_remote_code, batch_size=1 << 20, bf16=bf16)
-        from rewardsmith.models.ensemble import is_ensemble
-
-        if is_ensemble(model_dir):
-            raise ConfigError(
-                f"{model_dir}: an ensemble of reward models; serve takes one model (serving an ensemble with its "
-                "uncertainties is not built yet)"
-            )
         inference = Inference.load(
             model_dir,
             options,
@@ -253,17 +277,53 @@ class ScoringEngine:
     def prepare(self, texts: Sequence[TextItem]) -> Prepared:
         """The texts tokenised (serve.requests.encode_item: long parts cut first), and for an in-context model
         resolved into the (prompt, response) items it scores."""
+        if self.ensemble is not None:
+            return self._prepare_ensemble(texts)
         encoded = [encode_item(self.encoder, item) for item in texts]
         items = [item_parts(self.encoder, item) for item in texts] if self.in_context else []
         return Prepared(encoded, items, [k for k, e in enumerate(encoded) if e.unsplit])
 
-    def score_round(self, pieces: Sequence[Piece]) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        """(rewards (n,), confidence (n,) or None) of each piece's n texts, pieces in order."""
+    def _prepare_ensemble(self, texts: Sequence[TextItem]) -> Prepared:
+        """Each member's encodings of the texts. A rendered text some members read as turns and others cannot
+        (their templates differ) is refused (MixedReading); one no member can split is scored verbatim by each."""
+        assert self.ensemble is not None
+        members = [[encode_item(m.encoder, item) for item in texts] for m in self.ensemble.members]
+        labels = self.ensemble.spec.labels
+        for k in range(len(texts)):
+            verbatim = [label for label, encoded in zip(labels, members, strict=True) if encoded[k].unsplit]
+            if verbatim and len(verbatim) < len(labels):
+                split = [label for label in labels if label not in verbatim]
+                raise MixedReading(
+                    k,
+                    f"the ensemble's members read this rendered text differently: {', '.join(split)} split it into "
+                    f"turns of their template, {', '.join(verbatim)} cannot (templates {self.loaded.template}); send "
+                    "the conversation as turns (/v1/score items) or serve members of one template",
+                )
+        unsplit = [k for k, e in enumerate(members[0]) if e.unsplit]
+        return Prepared(members[0], [], unsplit, members)
+
+    def score_round(self, pieces: Sequence[Piece]) -> list[Scored]:
+        """The scores of each piece's n texts, pieces in order."""
+        if self.ensemble is not None:
+            from rewardsmith.models.ensemble import combine
+
+            rewards = np.stack(
+                [
+                    member.score_encoded(
+                        [e for p in pieces for e in p.job.prepared.members[k][p.start : p.end]]
+                    ).rewards
+                    for k, member in enumerate(self.ensemble.members)
+                ]
+            )
+            combined, spread = combine(rewards, self.ensemble.spec)
+            return [
+                Scored(r, uncertainty=u) for r, u in zip(_split(combined, pieces), _split(spread, pieces), strict=True)
+            ]
         if not self.in_context:
             texts = [e for p in pieces for e in p.job.prepared.encoded[p.start : p.end]]
             rewards = self.inference.score_encoded(texts).rewards
-            return [(part, None) for part in _split(rewards, pieces)]
-        out: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+            return [Scored(part) for part in _split(rewards, pieces)]
+        out: dict[int, Scored] = {}
         groups: dict[str | None, list[int]] = {}
         for i, piece in enumerate(pieces):
             groups.setdefault(piece.job.standard.key if piece.job.standard else None, []).append(i)
@@ -279,7 +339,7 @@ class ScoringEngine:
                 u, s = np.zeros(0), np.zeros(0)
             member_pieces = [pieces[i] for i in members]
             for i, part_u, part_s in zip(members, _split(u, member_pieces), _split(s, member_pieces), strict=True):
-                out[i] = (part_u, part_s)
+                out[i] = Scored(part_u, part_s)
             if standard is not None:
                 self._remember(standard)
         return [out[i] for i in range(len(pieces))]
@@ -494,17 +554,20 @@ class Batcher:
                     self._drop(job)
                     job.future.set_exception(result)
                     continue
-                rewards, confidence = result
-                job.rewards[piece.start : piece.end] = rewards
-                if job.confidence is not None and confidence is not None:
-                    job.confidence[piece.start : piece.end] = confidence
+                job.rewards[piece.start : piece.end] = result.rewards
+                if job.confidence is not None and result.confidence is not None:
+                    job.confidence[piece.start : piece.end] = result.confidence
+                if job.uncertainty is not None and result.uncertainty is not None:
+                    job.uncertainty[piece.start : piece.end] = result.uncertainty
                 job.scored += piece.size
                 job.turn = ended  # back in line behind the requests that arrived during this round
                 if job.scored == job.size:
-                    job.future.set_result(TextScores(job.rewards, job.confidence, job.tokens, job.prepared.unsplit))
+                    job.future.set_result(
+                        TextScores(job.rewards, job.confidence, job.tokens, job.prepared.unsplit, job.uncertainty)
+                    )
                     self._answered += 1
 
-    def _results(self, pieces: list[Piece]) -> list[tuple[np.ndarray, np.ndarray | None] | Exception]:
+    def _results(self, pieces: list[Piece]) -> list[Scored | Exception]:
         """The engine's scores of each piece, or the ScoringFailed of a piece the model fails on."""
         try:
             return list(self.engine.score_round(pieces))
@@ -514,7 +577,7 @@ class Batcher:
             if len(pieces) == 1:
                 log.exception("scoring failed")
                 return [ScoringFailed(f"scoring failed: {first_line(exc, with_type=True)}")]
-            out: list[tuple[np.ndarray, np.ndarray | None] | Exception] = []
+            out: list[Scored | Exception] = []
             for piece in pieces:
                 out += self._results([piece])
             return out
