@@ -402,3 +402,28 @@ def test_the_same_command_on_a_trl_trained_model(
     got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
     assert got == pytest.approx(100 * float(np.mean(per_prompt)))
     assert metrics["results"][label]["texts"]["reused"] > 0  # RewardBench's shared texts were not scored twice
+
+
+def test_the_same_command_on_an_ensemble(
+    tmp_path: Path, models: tuple[Path, Path], trl_chat_model: Path, releases: tuple[Path, set[tuple[str, str]]]
+) -> None:
+    from rewardsmith.data.schema import user_prompt
+    from rewardsmith.jobs.ensemble import make_ensemble
+    from rewardsmith.jobs.inference import Inference
+
+    ensemble = tmp_path / "ensemble"
+    make_ensemble([str(models[0]), str(trl_chat_model)], ensemble, "min", progress=False)
+    out = tmp_path / "run"
+    result = bench(out, releases[0], ensemble, extra=("--suite", "rm-bench"))
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    label = metrics["models"][0]
+    assert metrics["model_info"][label]["kind"] == "ensemble"
+    inference = Inference.load(ensemble)  # the rule over the members, as `score` gives it
+    per_prompt = []
+    for p in range(RM_PROMPTS):
+        texts = [(user_prompt(f"chat prompt {p}"), f"{side}{p}{s}" + "." * s) for side in "cr" for s in range(3)]
+        r = inference.score_texts(texts).rewards
+        per_prompt.append(np.mean([r[i] > r[3 + j] for i in range(3) for j in range(3)]))
+    got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
+    assert got == pytest.approx(100 * float(np.mean(per_prompt)))

@@ -218,3 +218,43 @@ def test_help_shows_every_option_with_its_default() -> None:
     ):
         assert option in result.stdout, option
     assert "[default: 16]" in result.stdout and "[default: 96]" in result.stdout
+
+
+def test_an_ensemble_chooses_by_its_rule_over_its_members_scores(
+    trl_chat_model: Path, lora_adapter: Path, trl_plain_model: Path, prompts_file: Path, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from rewardsmith.jobs.ensemble import make_ensemble
+    from rewardsmith.models.ensemble import combine, read_ensemble
+
+    rows = [json.loads(x) for x in prompts_file.read_text().splitlines()]
+    answers = ["patch the tube, then pump it", "no idea", "call someone who knows.", "Use a lever and a patch kit"]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text(
+        "".join(json.dumps({**r, "responses": answers[i % 2 :] + answers[: i % 2]}) + "\n" for i, r in enumerate(rows))
+    )
+    reference = tmp_path / "reference.jsonl"
+    reference.write_text(
+        "".join(json.dumps({"prompt": r["prompt"], "response": a}) + "\n" for r in rows for a in answers)
+    )
+    members = [str(trl_chat_model), str(lora_adapter)]
+    for rule in ("mean", "min"):
+        make_ensemble(members, tmp_path / f"ens-{rule}", rule, reference=reference, progress=False)
+    out = tmp_path / "run"
+    result = rk(
+        "bon", "--samples", samples, "--proxy", tmp_path / "ens-mean", "--proxy", tmp_path / "ens-min",
+        "--proxy", trl_chat_model, "--proxy", lora_adapter, "--gold", trl_plain_model,
+        "--n", "4", "--bootstrap", "50", "--out", out, "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    saved = {}
+    for path in (out / "scores").glob("proxy-*.json"):
+        record = json.loads(path.read_text())
+        saved[Path(record["identity"]["source"]).resolve()] = np.array(record["values"])
+    own = np.stack([saved[Path(m).resolve()] for m in members])
+    for rule in ("mean", "min"):
+        expected, _ = combine(own, read_ensemble(tmp_path / f"ens-{rule}"))
+        assert np.abs(saved[(tmp_path / f"ens-{rule}").resolve()] - expected).max() < 1e-6
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert len(metrics["proxies"]) == 4

@@ -147,10 +147,14 @@ def _check_options(models: Sequence[str], n_boot: int, limit: int | None) -> Non
 def _check_model_folders(sources: Sequence[str], trust_remote_code: bool) -> None:
     """Every local folder given is a model rewardsmith reads, before any model is scored (reading a folder that is
     not one stops at its one-line CheckpointError; loading a model that is one is left for its turn)."""
+    from rewardsmith.models.ensemble import is_ensemble, read_ensemble
     from rewardsmith.models.loading import MODEL_KINDS
 
     for source in sources:
         folder = Path(source).expanduser()
+        if is_ensemble(folder):
+            read_ensemble(folder)  # its members are there, and it does not list itself
+            continue
         if folder.exists() and not (
             folder.is_dir() and any(MODEL_KINDS.get(n).detect(folder) for n in MODEL_KINDS.names())
         ):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,26 @@ class EnsembleModel:
         )
 
 
+# Member rewards scored in this process: (member identity, texts digest) -> rewards; the oldest go first.
+_SCORED: OrderedDict[tuple[Any, ...], np.ndarray] = OrderedDict()
+_SCORED_MAX = 64
+
+
+def _member_identity(member: Inference) -> tuple[Any, ...]:
+    """What makes a member's rewards of given texts: its folder (and when its files last changed), template,
+    length and precision."""
+    loaded = member.loaded
+    folder = Path(str(loaded.source))
+    changed = max((f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()), default=0) if folder.is_dir() else 0
+    return (
+        str(folder.resolve()) if folder.exists() else str(loaded.source),
+        changed,
+        loaded.template,
+        loaded.max_length,
+        member.bf16,
+    )
+
+
 class EnsembleScorer:
     """The scorer interface of an ensemble (score_texts, score_pairs, counts): the rule's reward of each text."""
 
@@ -72,13 +93,21 @@ class EnsembleScorer:
         return total
 
     def member_rewards(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
-        """Every member's rewards (K, M) of the items, on its own scale."""
-        return np.stack(
-            [
-                m.score_texts(items, progress=f"{progress} {k + 1}/{len(self.members)}" if progress else None).rewards
-                for k, m in enumerate(self.members)
-            ]
-        )
+        """Every member's rewards (K, M) of the items, on its own scale. A member that scored the same texts, read
+        the same way, earlier in this process (another rule over the same members: the proxies of one `bon` run)
+        is not run again."""
+        digest = texts_digest(items)
+        out = []
+        for k, m in enumerate(self.members):
+            key = (*_member_identity(m), digest)
+            rewards = _SCORED.get(key)
+            if rewards is None:
+                shown = f"{progress} {k + 1}/{len(self.members)}" if progress else None
+                rewards = _SCORED[key] = m.score_texts(items, progress=shown).rewards
+                while len(_SCORED) > _SCORED_MAX:
+                    _SCORED.popitem(last=False)
+            out.append(rewards)
+        return np.stack(out)
 
     def score_texts(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
         return combine(self.member_rewards(items, progress), self.spec)[0]
