@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, load, table
+from blocks_common import BENCH, ci_text, claims_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.bon.claim_results import bon_claim_results
@@ -139,14 +139,8 @@ def block_paired() -> str:
 
 
 def block_claims() -> str:
-    d = load("bon")
-    return (
-        "held: the CI lies on the claimed side of the bar declared before the run (src/rewardsmith/bon/claims.py); "
-        "not held: on the other side; inconclusive: it covers the bar.\n\n"
-        + table(CLAIM_HEADER, [claim_row(r, 3) for r in bon_claim_results(d)])
-        + "\n\n"
-        + _source("bon")
-    )
+    rows = [claim_row(r, 3) for r in bon_claim_results(load("bon"))]
+    return claims_block(rows, "src/rewardsmith/bon/claims.py", "bon")
 
 
 def block_steps() -> str:

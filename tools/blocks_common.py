@@ -48,3 +48,16 @@ def source(*names: str) -> str:
         + "; ".join(f"`{c}`" for c in commands)
         + "."
     )
+
+
+def claims_block(rows: list[list[str]], claims_file: str, name: str) -> str:
+    """The claims table of a results file, with what its verdicts mean and its source."""
+    from rewardsmith.claims import CLAIM_HEADER
+
+    return (
+        "held: the CI lies on the claimed side of the bar declared before the run "
+        f"({claims_file}); not held: on the other side; inconclusive: it covers the bar.\n\n"
+        + table(CLAIM_HEADER, rows)
+        + "\n\n"
+        + source(name)
+    )

@@ -39,3 +39,18 @@ def test_the_accuracy_block_judges_minus_the_margin_by_default_and_soft_labels_d
     # Pair 2 (label 0.5) is dropped; pair 3 (label 0, margin -0.1) is right; pair 5 is wrong.
     assert given["doubt"]["selective"]["1"]["accuracy"] == pytest.approx(100 * 4 / 5)
     assert doubt_block([1.0, 0.0], [0.0, 1.0], "x", n_boot=10)["error_auroc"] == 1.0
+
+
+def test_the_auroc_difference_is_the_difference_of_the_two_aurocs_with_a_joint_ci() -> None:
+    from rewardsmith.evaluate.metrics import error_auroc, error_auroc_difference
+
+    rng = np.random.default_rng(3)
+    correct_a, correct_b = (rng.random(300) < 0.7).astype(float), (rng.random(300) < 0.6).astype(float)
+    informed = (1 - correct_a) + rng.normal(0, 0.8, 300)  # a's doubt knows its errors; b's is noise
+    noise = rng.normal(0, 1, 300)
+    diff = error_auroc_difference(correct_a, informed, correct_b, noise, n_boot=300)
+    a, b = error_auroc(correct_a, informed, n_boot=0), error_auroc(correct_b, noise, n_boot=0)
+    assert diff.value == pytest.approx(a.value - b.value) and diff.n == 300
+    assert 0 < diff.low < diff.value < diff.high  # informed doubt beats noise, and the CI says so
+    same = error_auroc_difference(correct_a, informed, correct_a, informed, n_boot=100)
+    assert same.value == 0 and same.low == 0 and same.high == 0

@@ -576,6 +576,31 @@ def error_auroc(
     return Estimate(_auroc(errors, u), low, high, n)
 
 
+def error_auroc_difference(
+    correct_a: ArrayLike,
+    doubt_a: ArrayLike,
+    correct_b: ArrayLike,
+    doubt_b: ArrayLike,
+    *,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Estimate:
+    """error_auroc of model a minus that of model b on the same N pairs (each judged on its own errors), with a
+    percentile CI resampling the pairs jointly (a replicate where either model has no error or no right pair is
+    dropped)."""
+    ca, ua, cb, ub = (
+        _as_1d(x, n)
+        for x, n in ((correct_a, "correct_a"), (doubt_a, "doubt_a"), (correct_b, "correct_b"), (doubt_b, "doubt_b"))
+    )
+    n = _check_same_length(correct_a=ca, doubt_a=ua, correct_b=cb, doubt_b=ub)
+    ea, eb = ca < 0.5, cb < 0.5
+    idx = bootstrap_indices(n, n_boot, seed)
+    reps = np.array([_auroc(ea[i], ua[i]) - _auroc(eb[i], ub[i]) for i in idx])
+    low, high = percentile_interval(reps, confidence)
+    return Estimate(_auroc(ea, ua) - _auroc(eb, ub), low, high, n)
+
+
 def doubt_block(
     correct: ArrayLike, doubt: ArrayLike, kind: str, *, n_boot: int = 1000, seed: int = 0
 ) -> dict[str, Any]:

@@ -77,6 +77,24 @@ def _member_identity(member: Inference) -> tuple[Any, ...]:
     )
 
 
+def score_members(members: Sequence[Inference], items: Sequence[tuple[Any, str]], progress: str | None) -> np.ndarray:
+    """Every member's rewards (K, M) of the items, each on its own scale. A member that scored the same texts, read
+    the same way, earlier in this process (another ensemble of the same members: the rules of one `bon` run, or the
+    reference texts of several rules) is not run again."""
+    digest = texts_digest(items)
+    out = []
+    for k, m in enumerate(members):
+        key = (*_member_identity(m), digest)
+        rewards = _SCORED.get(key)
+        if rewards is None:
+            shown = f"{progress} {k + 1}/{len(members)}" if progress else None
+            rewards = _SCORED[key] = m.score_texts(items, progress=shown).rewards
+            while len(_SCORED) > _SCORED_MAX:
+                _SCORED.popitem(last=False)
+        out.append(rewards)
+    return np.stack(out)
+
+
 class EnsembleScorer:
     """The scorer interface of an ensemble (score_texts, score_pairs, counts): the rule's reward of each text."""
 
@@ -93,21 +111,8 @@ class EnsembleScorer:
         return total
 
     def member_rewards(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
-        """Every member's rewards (K, M) of the items, on its own scale. A member that scored the same texts, read
-        the same way, earlier in this process (another rule over the same members: the proxies of one `bon` run)
-        is not run again."""
-        digest = texts_digest(items)
-        out = []
-        for k, m in enumerate(self.members):
-            key = (*_member_identity(m), digest)
-            rewards = _SCORED.get(key)
-            if rewards is None:
-                shown = f"{progress} {k + 1}/{len(self.members)}" if progress else None
-                rewards = _SCORED[key] = m.score_texts(items, progress=shown).rewards
-                while len(_SCORED) > _SCORED_MAX:
-                    _SCORED.popitem(last=False)
-            out.append(rewards)
-        return np.stack(out)
+        """Every member's rewards (K, M) of the items, on its own scale (score_members)."""
+        return score_members(self.members, items, progress)
 
     def score_texts(self, items: Sequence[tuple[Any, str]], progress: str | None = None) -> np.ndarray:
         return combine(self.member_rewards(items, progress), self.spec)[0]
@@ -201,12 +206,7 @@ def make_ensemble(
     for m, name in zip(members, models, strict=True):
         if m.in_context:
             raise ConfigError(f"ensemble: member {name} is an in-context model; an ensemble takes scalar models")
-    rewards = np.stack(
-        [
-            m.score_texts(items, progress=f"reference {k + 1}/{len(members)}" if progress else None).rewards
-            for k, m in enumerate(members)
-        ]
-    )
+    rewards = score_members(members, items, "reference" if progress else None)
     mean, sd = scales(rewards)
     for name, s in zip(models, sd, strict=True):
         if not (np.isfinite(s) and s > 0):
