@@ -1105,3 +1105,18 @@ def test_grpo_steps_with_rewards_from_the_server(bt_model: Path, tiny_grpo_train
     for entry in logged:
         means = [v for k, v in entry.items() if k.startswith("rewards/") and k.endswith("/mean")]
         assert len(means) == 2 and means[0] == pytest.approx(means[1], abs=1e-4)
+
+
+def test_the_monitors_see_what_the_server_scores(bt_url: str) -> None:
+    before = httpx.get(f"{bt_url}/v1/monitors", timeout=30).json()["stats"]["texts"]
+    items = [{"prompt": f"question {k % 2}", "response": "word " * (k + 1)} for k in range(6)]
+    assert httpx.post(f"{bt_url}/v1/score", json={"items": items}, timeout=60).status_code == 200
+    snap = httpx.get(f"{bt_url}/v1/monitors", timeout=30).json()
+    assert snap["stats"]["texts"] == min(before + 6, snap["window"]) and snap["rules"] == [
+        "length",
+        "repetition",
+        "collapse",
+    ]
+    assert snap["stats"]["groups"] >= 2  # the two prompts, three responses each
+    text = httpx.get(f"{bt_url}/metrics", timeout=30).text
+    assert "rewardsmith_monitor_length_corr" in text and "rewardsmith_monitor_texts" in text

@@ -49,6 +49,7 @@ def serve(
     max_standards: Annotated[int | None, config_option(_S, "max_standards", "--max-standards")] = None,
     template: Annotated[str | None, config_option(_S, "template", "--template")] = None,
     max_length: Annotated[int | None, config_option(_S, "max_length", "--max-length")] = None,
+    monitor_window: Annotated[int | None, config_option(_S, "monitor_window", "--monitor-window")] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Serve a reward model over HTTP with dynamic batching (OpenRLHF, vLLM, TEI and native endpoints)."""
@@ -81,6 +82,7 @@ def serve(
                 "max_standards": max_standards,
                 "template": template,
                 "max_length": max_length,
+                "monitor_window": monitor_window,
                 "trust_remote_code": trust_remote_code or None,
             },
         )

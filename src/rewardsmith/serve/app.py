@@ -71,6 +71,7 @@ from rewardsmith.serve.engine import (
     check_in_context,
 )
 from rewardsmith.serve.metrics import ServeMetrics, error_kind
+from rewardsmith.serve.monitors import HackingMonitor, Observation, prompt_key
 from rewardsmith.serve.requests import (
     GetRewardRequest,
     PredictRequest,
@@ -86,6 +87,7 @@ from rewardsmith.serve.requests import (
     predict_texts,
     query_texts,
     read_body,
+    response_text,
     score_items,
 )
 from rewardsmith.stats import sigmoid
@@ -102,6 +104,7 @@ ENDPOINTS = (
     "/health",
     "/v1/models",
     "/metrics",
+    "/v1/monitors",
 )
 JSON_ENDPOINTS = ("/get_reward", "/classify", "/pooling", "/predict", "/v1/score", "/v1/standards")
 OPEN_ENDPOINTS = ("/health",)  # answered without an API key (load balancers probe it)
@@ -160,6 +163,7 @@ class ServerState:
     maps: Any = None
     calibration: str | None = None
     api_key: str | None = None
+    monitor: HackingMonitor | None = None
     standards: dict[str, Standard] = field(default_factory=dict)
     started: int = field(default_factory=lambda: int(time.time()))
     tokenizer: ThreadPoolExecutor = field(
@@ -203,6 +207,13 @@ class ServerState:
             scores = await self._scores(job, gone)
         finally:
             gone.cancel()
+        if self.monitor is not None and texts:
+            self.monitor.observe(
+                [
+                    Observation(prompt_key(t.prompt), response_text(t), float(r), e.response_truncated)
+                    for t, r, e in zip(texts, scores.rewards, prepared.encoded, strict=True)
+                ]
+            )
         if scores.unsplit:
             endpoint = request.url.path
             self.metrics.verbatim.labels(endpoint).inc(len(scores.unsplit))
@@ -509,6 +520,7 @@ def build_app(
         maps,
         str(calibration) if calibration is not None else None,
         api_key,
+        HackingMonitor(settings.monitor_window, metrics=metrics) if settings.monitor_window else None,
     )
 
     @asynccontextmanager
@@ -713,7 +725,16 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/metrics")
     async def metrics() -> Response:
+        if state.monitor is not None:
+            state.monitor.snapshot()  # the monitor gauges, as of now
         return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/monitors")
+    async def monitors() -> JSONResponse:
+        """The reward-hacking monitors over the window (serve/monitors.py): statistics, rules firing, counts."""
+        if state.monitor is None:
+            raise RequestError(404, "the monitors are off (--monitor-window 0)")
+        return JSONResponse(state.monitor.snapshot())
 
 
 def _native_response(

@@ -99,6 +99,12 @@ class ServeConfig:
     trust_remote_code: bool = option(
         False, "run a model's own code (auto_map in its config); only for models you trust"
     )
+    monitor_window: int = option(
+        1024,
+        "texts the reward-hacking monitors look back over (reward on length, cut and repeated responses, "
+        "collapsed groups: /v1/monitors, /metrics); 0 = no monitors",
+        min=0,
+    )
 
     def validate(self) -> None:
         """Types and ranges as on load, then the cross-field rule. Raises ConfigError."""

@@ -104,6 +104,18 @@ class ServeMetrics:
             registry=r,
         )
         self.waiting = Gauge("rewardsmith_queue_texts", "texts queued or being scored", registry=r)
+        from rewardsmith.serve.monitors import RULES, STATS
+
+        self.monitor = {
+            name: Gauge(f"rewardsmith_monitor_{name}", f"reward-hacking monitor over its window: {name}", registry=r)
+            for name in STATS
+        }
+        self.monitor_warnings = Counter(
+            "rewardsmith_monitor_warnings",
+            "times a reward-hacking warning started firing (" + ", ".join(RULES) + ")",
+            ["rule"],
+            registry=r,
+        )
 
     def observe_round(
         self, n_requests: int, queue_seconds: list[float], n_texts: int, n_tokens: int, seconds: float

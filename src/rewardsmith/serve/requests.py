@@ -53,6 +53,16 @@ class TextItem:
     closing: bool = False
 
 
+def response_text(item: TextItem) -> str:
+    """The response of a text as the monitors count it: the text when its prompt came apart, what follows the
+    prompt in an OpenRLHF query that starts with it, else the whole text."""
+    if item.prompt is not None and not item.query:
+        return item.text
+    if isinstance(item.prompt, str) and item.text.startswith(item.prompt):
+        return item.text[len(item.prompt) :]
+    return item.text
+
+
 def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str] | None:
     """(prompt, response) of a text, read by the model's template; None when it cannot be read back exactly (it
     is then tokenised whole, and the response says so)."""
