@@ -212,7 +212,7 @@ def _paired_accuracy(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict[str, A
     """a - b in accuracy points over the same pairs (a, b: per-pair correctness), with a percentile CI."""
     from rewardsmith.evaluate.metrics import bootstrap_mean
 
-    return _estimate(bootstrap_mean(100.0 * (a - b), n_boot=N_BOOT, seed=seed))
+    return _estimate(bootstrap_mean(a - b, n_boot=N_BOOT, seed=seed))
 
 
 def _block(
@@ -222,7 +222,7 @@ def _block(
 
     lc = length_controlled_accuracy(margins, chars[0], chars[1], n_boot=N_BOOT)
     return {
-        "accuracy": _estimate(bootstrap_mean(100.0 * correct, n_boot=N_BOOT)),
+        "accuracy": _estimate(bootstrap_mean(correct, n_boot=N_BOOT)),
         "length_controlled": _estimate(lc.value),
         "doubt": doubt_block(correct, doubt, kind, n_boot=N_BOOT),
     }

@@ -130,11 +130,13 @@ class SeededSampling:
 
 @dataclass(frozen=True)
 class Completion:
-    """A sampled response: its text, how many tokens it took and whether it was cut at max_new_tokens."""
+    """A sampled response: its text, how many tokens it took, whether it was cut at max_new_tokens, and its token
+    ids (EOS included when it ended)."""
 
     text: str
     tokens: int
     cut: bool
+    ids: tuple[int, ...] = ()
 
 
 def sample_prompt(
@@ -173,7 +175,7 @@ def sample_prompt(
         for row in generated[:, len(ids) :].tolist():
             ended = eos in row
             body = row[: row.index(eos)] if ended else row
-            out.append(
-                Completion(tok.decode(body, skip_special_tokens=True).strip(), len(body) + int(ended), not ended)
-            )
+            ids_taken = tuple([*body, eos] if ended else body)
+            text = tok.decode(body, skip_special_tokens=True).strip()
+            out.append(Completion(text, len(ids_taken), not ended, ids_taken))
     return out

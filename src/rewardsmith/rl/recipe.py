@@ -1,0 +1,88 @@
+"""The RL recipe: TRL's GRPOTrainer on a causal-LM policy, its reward the rewardsmith client's GRPO reward function
+posting to a `rewardsmith serve` of the proxy, and the gold tracker (tracker.py) as a callback.
+
+The same recipe runs on a GPU by setting `use_vllm` (TRL's vLLM generation, colocated with the policy) and `bf16`:
+nothing else changes, since the reward comes over HTTP either way (experiments/rl.py says how).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.bon.prompts import BonPrompt
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """What a run varies. steps: optimiser steps; prompts_per_step x generations: completions per step (one GRPO
+    group per prompt); max_new_tokens: completion budget; beta: the KL coefficient of GRPO's loss (0: none);
+    lora_r: LoRA rank (0: full fine-tune); use_vllm / bf16: the GPU form."""
+
+    steps: int = 50
+    prompts_per_step: int = 2
+    generations: int = 8
+    max_new_tokens: int = 32
+    lr: float = 1e-5
+    beta: float = 0.0
+    temperature: float = 1.0
+    lora_r: int = 0
+    seed: int = 0
+    use_vllm: bool = False
+    bf16: bool = False
+
+
+def grpo_trainer(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[BonPrompt],
+    reward_funcs: Any,
+    out: str | Path,
+    settings: GRPOSettings,
+    callbacks: Sequence[Any] = (),
+) -> Any:
+    """A TRL GRPOTrainer of `model` on the training prompts (conversational: the policy's chat template applies),
+    rewarded by `reward_funcs` (rewardsmith.client.GRPOReward on a served proxy), logging every step and writing
+    each step's completions with their rewards (out/completions/*.parquet)."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    s = settings
+    args = GRPOConfig(
+        output_dir=str(out),
+        per_device_train_batch_size=s.prompts_per_step * s.generations,
+        num_generations=s.generations,
+        max_completion_length=s.max_new_tokens,
+        max_steps=s.steps,
+        learning_rate=s.lr,
+        beta=s.beta,
+        temperature=s.temperature,
+        logging_steps=1,
+        log_completions=True,
+        num_completions_to_print=0,
+        report_to=[],
+        use_cpu=not (s.use_vllm or s.bf16),
+        bf16=s.bf16,
+        use_vllm=s.use_vllm,
+        vllm_mode="colocate",
+        save_strategy="no",
+        seed=s.seed,
+    )
+    peft_config = None
+    if s.lora_r:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=s.lora_r, lora_alpha=2 * s.lora_r, task_type="CAUSAL_LM")
+    data = Dataset.from_list([{"prompt": [{"role": t.role, "content": t.content} for t in p.turns]} for p in prompts])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=args,
+        train_dataset=data,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=list(callbacks),
+    )
+    return trainer

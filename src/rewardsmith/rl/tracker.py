@@ -1,0 +1,193 @@
+"""The gold tracker of an RL run: a TRL TrainerCallback that, before training and every `every` steps, samples the
+current policy on held-out prompts, scores the samples with each gold (rewardsmith.bon's gold modules: ifeval,
+math, a learned gold) and with the proxy the policy is trained on, and estimates the KL divergence from the
+reference policy, writing one point per evaluation to points.jsonl (appended and flushed: a killed run keeps the
+points it made). Plotting gold and proxy against KL gives the over-optimisation curve (Gao et al. 2022).
+
+KL(policy || reference) is estimated on the held-out prompts from the samples themselves (drawn from the policy at
+temperature 1, no top-p, so the estimate is unbiased): per sample, the sum over its completion tokens (its EOS
+token included when it ended) of log pi(token) - log pi_ref(token), both from forward passes on the same tokens;
+per prompt, the mean over its samples; the point and a 95% bootstrap CI over prompts. The reference is the policy
+as it was when training began: a frozen copy, or for a LoRA policy the base model with its adapters disabled.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from rewardsmith.bon.gold import GoldContext, ModelScorer, resolve_gold
+from rewardsmith.bon.policy import Policy, sample_prompt
+from rewardsmith.bon.prompts import BonPrompt
+from rewardsmith.data.schema import Turn
+from rewardsmith.stats import bootstrap_indices, percentile_interval
+
+# (prompt turns, response) items -> rewards (M,): the proxy the policy is trained on (its server, or in process).
+ProxyScorer = Callable[[Sequence[tuple[tuple[Turn, ...], str]]], np.ndarray]
+POINTS_FILE = "points.jsonl"
+
+
+def served_proxy(client: Any) -> ProxyScorer:
+    """The proxy as the policy gets it: rewards from a rewardsmith.client.RewardClient (prompts sent as chat lists)."""
+
+    def score(items: Sequence[tuple[tuple[Turn, ...], str]]) -> np.ndarray:
+        prompts = [[{"role": t.role, "content": t.content} for t in turns] for turns, _ in items]
+        return np.asarray(client.rewards(prompts, [response for _, response in items]), dtype=np.float64)
+
+    return score
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    """every: steps between points (0: only before training and at its end); samples: completions per held-out
+    prompt; max_new_tokens: their budget (the run's completion length); seed: of every sample; n_boot: bootstrap
+    replicates of the CIs."""
+
+    every: int = 10
+    samples: int = 4
+    max_new_tokens: int = 64
+    seed: int = 0
+    n_boot: int = 1000
+
+
+def _mean_ci(per_prompt: np.ndarray, n_boot: int, seed: int) -> dict[str, float | None]:
+    """Mean over prompts (NaN prompts left out) with a percentile bootstrap CI over prompts."""
+    values = per_prompt[np.isfinite(per_prompt)]
+    if not values.size:
+        return {"estimate": None, "low": None, "high": None}
+    reps = values[bootstrap_indices(values.size, n_boot, seed)].mean(axis=1) if n_boot else np.array([])
+    low, high = percentile_interval(reps) if reps.size else (float("nan"), float("nan"))
+    return {
+        "estimate": float(values.mean()),
+        "low": float(low) if np.isfinite(low) else None,
+        "high": float(high) if np.isfinite(high) else None,
+    }
+
+
+def sequence_logprobs(model: Any, prompt_ids: list[int], completions: Sequence[list[int]]) -> np.ndarray:
+    """Sum of log p(token) over each completion's tokens after the prompt (one forward pass per completion)."""
+    device = next(model.parameters()).device
+    out = []
+    with torch.no_grad():
+        for tokens in completions:
+            if not tokens:
+                out.append(0.0)
+                continue
+            ids = torch.tensor([prompt_ids + tokens], device=device)
+            logits = model(input_ids=ids).logits[0, len(prompt_ids) - 1 : -1].float()
+            logp = torch.log_softmax(logits, dim=-1).gather(1, ids[0, len(prompt_ids) :, None])[:, 0]
+            out.append(float(logp.sum()))
+    return np.array(out)
+
+
+class GoldTracker:
+    """Builds the TrainerCallback (callback()) and writes the points (see the module docstring). policy: the
+    tokenizer and chat flag of the policy being trained (its model is read off the trainer at each point); golds:
+    --gold specs of rewardsmith.bon (a reward model folder is the learned gold); score_with_model: the one inference
+    path (jobs.bon.ModelScores) for learned golds; proxy: the proxy's rewards of (prompt, response) items."""
+
+    def __init__(
+        self,
+        out: str | Path,
+        prompts: Sequence[BonPrompt],
+        policy: Policy,
+        golds: Sequence[str],
+        score_with_model: ModelScorer,
+        proxy: ProxyScorer,
+        settings: TrackerSettings | None = None,
+    ):
+        self.out = Path(out)
+        self.prompts = list(prompts)
+        self.policy = policy
+        self.golds = [(spec, resolve_gold(spec)) for spec in golds]
+        self.context = GoldContext(score_with_model)
+        self.proxy = proxy
+        self.settings = settings or TrackerSettings()
+        self.reference: Any = None
+        self.points: list[dict[str, Any]] = []
+
+    def begin(self, model: Any) -> None:
+        """Keeps the reference policy (a frozen copy; a PEFT model keeps its base, read with adapters disabled)."""
+        if not hasattr(model, "disable_adapter"):
+            self.reference = copy.deepcopy(model).eval()
+            for p in self.reference.parameters():
+                p.requires_grad_(False)
+
+    def _reference_logprobs(self, model: Any, prompt_ids: list[int], tokens: Sequence[list[int]]) -> np.ndarray:
+        if self.reference is not None:
+            return sequence_logprobs(self.reference, prompt_ids, tokens)
+        with model.disable_adapter():
+            return sequence_logprobs(model, prompt_ids, tokens)
+
+    def point(self, model: Any, step: int) -> dict[str, Any]:
+        """Samples, scores and the KL estimate at this step; appended to points.jsonl and returned."""
+        s = self.settings
+        was_training = model.training
+        model.eval()
+        policy = Policy(model, self.policy.tokenizer, self.policy.source, self.policy.chat)
+        responses: list[list[str]] = []
+        kl, lengths, cut = [], [], []
+        for prompt in self.prompts:
+            done = sample_prompt(
+                policy, prompt, s.samples, seed=s.seed + step, temperature=1.0, top_p=1.0,
+                max_new_tokens=s.max_new_tokens, batch_size=s.samples,
+            )  # fmt: skip
+            responses.append([c.text for c in done])
+            ids = policy.prompt_ids(prompt)
+            tokens = [list(c.ids) for c in done]
+            kl.append(
+                float(np.mean(sequence_logprobs(model, ids, tokens) - self._reference_logprobs(model, ids, tokens)))
+            )
+            lengths.append(float(np.mean([c.tokens for c in done])))
+            cut.append(float(np.mean([c.cut for c in done])))
+        if was_training:
+            model.train()
+        items = [(p.turns, r) for p, rs in zip(self.prompts, responses, strict=True) for r in rs]
+        proxy = np.asarray(self.proxy(items), dtype=np.float64).reshape(len(self.prompts), s.samples)
+        record: dict[str, Any] = {
+            "step": step,
+            "kl": _mean_ci(np.array(kl), s.n_boot, s.seed),
+            "proxy": _mean_ci(proxy.mean(axis=1), s.n_boot, s.seed),
+            "golds": {},
+            "length": float(np.mean(lengths)),
+            "cut": float(np.mean(cut)),
+            "prompts": len(self.prompts),
+            "samples": s.samples,
+        }
+        for spec, gold in self.golds:
+            values = gold.score(spec, self.prompts, responses, self.context)
+            record["golds"][spec] = _mean_ci(np.nanmean(values, axis=1), s.n_boot, s.seed)
+        self.points.append(record)
+        self.out.mkdir(parents=True, exist_ok=True)
+        with (self.out / POINTS_FILE).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+            handle.flush()
+        return record
+
+    def callback(self) -> Any:
+        """A transformers TrainerCallback: a point before the first step, every `every` steps, and at the end."""
+        from transformers import TrainerCallback
+
+        tracker = self
+
+        class _Callback(TrainerCallback):
+            def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+                tracker.begin(model)
+                tracker.point(model, state.global_step)
+
+            def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+                every = tracker.settings.every
+                if every and state.global_step % every == 0 and state.global_step < state.max_steps:
+                    tracker.point(model, state.global_step)
+
+            def on_train_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
+                tracker.point(model, state.global_step)
+
+        return _Callback()
