@@ -405,14 +405,18 @@ def test_the_same_command_on_a_trl_trained_model(
 
 
 def test_the_same_command_on_an_ensemble(
-    tmp_path: Path, models: tuple[Path, Path], trl_chat_model: Path, releases: tuple[Path, set[tuple[str, str]]]
+    tmp_path: Path,
+    models: tuple[Path, Path],
+    trl_chat_model: Path,
+    lora_adapter: Path,
+    releases: tuple[Path, set[tuple[str, str]]],
 ) -> None:
     from rewardsmith.data.schema import user_prompt
     from rewardsmith.jobs.ensemble import make_ensemble
     from rewardsmith.jobs.inference import Inference
 
     ensemble = tmp_path / "ensemble"
-    make_ensemble([str(models[0]), str(trl_chat_model)], ensemble, "min", progress=False)
+    make_ensemble([str(models[0]), str(trl_chat_model), str(lora_adapter)], ensemble, "min", progress=False)
     out = tmp_path / "run"
     result = bench(out, releases[0], ensemble, extra=("--suite", "rm-bench"))
     assert result.exit_code == 0, result.output

@@ -238,13 +238,19 @@ def test_an_ensemble_chooses_by_its_rule_over_its_members_scores(
     reference.write_text(
         "".join(json.dumps({"prompt": r["prompt"], "response": a}) + "\n" for r in rows for a in answers)
     )
-    members = [str(trl_chat_model), str(lora_adapter)]
+    from rewardsmith.config import ModelConfig
+    from rewardsmith.models.factory import build_model, save_model
+
+    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
+    model, tok = build_model(cfg, seed=11)
+    rs_model = save_model(model, tok, tmp_path / "rs" / "model", cfg)
+    members = [str(rs_model), str(trl_chat_model), str(lora_adapter)]
     for rule in ("mean", "min"):
         make_ensemble(members, tmp_path / f"ens-{rule}", rule, reference=reference, progress=False)
     out = tmp_path / "run"
     result = rk(
         "bon", "--samples", samples, "--proxy", tmp_path / "ens-mean", "--proxy", tmp_path / "ens-min",
-        "--proxy", trl_chat_model, "--proxy", lora_adapter, "--gold", trl_plain_model,
+        "--proxy", rs_model, "--proxy", trl_chat_model, "--proxy", lora_adapter, "--gold", trl_plain_model,
         "--n", "4", "--bootstrap", "50", "--out", out, "--quiet",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -257,4 +263,4 @@ def test_an_ensemble_chooses_by_its_rule_over_its_members_scores(
         expected, _ = combine(own, read_ensemble(tmp_path / f"ens-{rule}"))
         assert np.abs(saved[(tmp_path / f"ens-{rule}").resolve()] - expected).max() < 1e-6
     metrics = json.loads((out / "metrics.json").read_text())
-    assert len(metrics["proxies"]) == 4
+    assert len(metrics["proxies"]) == 5

@@ -164,7 +164,7 @@ def test_bad_ensembles_end_in_one_line(tmp_path: Path, rewardsmith_model: Path, 
 
 
 def test_eval_and_calibrate_take_an_ensemble_as_a_model(
-    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, files
+    tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, lora_adapter: Path, files
 ) -> None:
     from typer.testing import CliRunner
 
@@ -172,7 +172,8 @@ def test_eval_and_calibrate_take_an_ensemble_as_a_model(
 
     reference, pairs = files
     ensemble = tmp_path / "ensemble"
-    make_ensemble([str(rewardsmith_model), str(trl_chat_model)], ensemble, "min", reference=reference, progress=False)
+    members = [str(rewardsmith_model), str(trl_chat_model), str(lora_adapter)]
+    make_ensemble(members, ensemble, "min", reference=reference, progress=False)
     scored = np.array(
         [
             [json.loads(x)[k] for k in ("reward_chosen", "reward_rejected")]
