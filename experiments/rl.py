@@ -114,7 +114,7 @@ def run(steps: int, gpu: bool) -> None:
             GOLDS,
             ModelScores(InferenceOptions(), progress=False),
             served_proxy(client),
-            TrackerSettings(every=max(1, steps // 4), samples=4, max_new_tokens=32),
+            TrackerSettings(every=max(1, steps // 3), samples=4, max_new_tokens=32),
         )
         reward = TimedReward(GRPOReward(url))
 
