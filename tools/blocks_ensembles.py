@@ -18,7 +18,7 @@ from blocks_common import BENCH, ci_text, claims_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, claim_row
-from rewardsmith.ensembles.claim_results import KINDS, ensemble_claim_results, proxy_label
+from rewardsmith.ensembles.claim_results import KINDS, ensemble_claim_results, gold_name, proxy_label
 
 MODELS = ["seeds best member", "seeds mean", "seeds min", "seeds uwo", "boot best member", "boot mean", "heads mean"]
 
@@ -97,7 +97,7 @@ def block_bon() -> str:
     parts = []
     for gold in d["bon"]["golds"]:
         header = ["proxy", "gold@1", f"gold@{n}", f"gold@{n} - gold@1", "validation peak n: drop after it (test)"]
-        parts.append(f"**Gold: {gold}**\n\n" + table(header, _bon_rows(d, gold)))
+        parts.append(f"**Gold: {gold_name(gold)}**\n\n" + table(header, _bon_rows(d, gold)))
     return "\n\n".join(parts) + "\n\n" + _source("ensembles")
 
 

@@ -33,6 +33,11 @@ def proxy_label(d: Mapping[str, Any], source: str) -> str | None:
     return None
 
 
+def gold_name(gold: str) -> str:
+    """A gold as a reader knows it: the verifiable ones by name, a reward model as the learned gold."""
+    return gold if gold in ("ifeval", "math") else f"learned gold ({gold})"
+
+
 def _paired(d: Mapping[str, Any], gold: str, a: str, b: str) -> tuple[dict[str, Any] | None, float]:
     for pair in d["bon"]["golds"][gold]["paired"]:
         if (pair["a"], pair["b"]) == (a, b):
@@ -80,10 +85,11 @@ def _bon_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     out: list[ClaimResult] = []
     n_max = d["bon"]["ns"][-1]
     for gold, block in d["bon"]["golds"].items():
+        shown = gold_name(gold)
         for kind, name in KINDS.items():
             mean = proxy_label(d, f"rules/{kind}-mean")
             for rule in ("min", "uwo"):
-                scope = f"{gold}: {name}, {rule} - mean"
+                scope = f"{shown}: {name}, {rule} - mean"
                 other = proxy_label(d, f"rules/{kind}-{rule}")
                 if mean is None or other is None:
                     out.append(not_run(CONSERVATIVE_OVEROPTIMISES_LESS, "not in this run", scope=scope))
@@ -100,7 +106,7 @@ def _bon_results(d: Mapping[str, Any]) -> list[ClaimResult]:
                 )
                 out.append(_interval(CONSERVATIVE_OVEROPTIMISES_LESS, _signed(pair["drop_diff"], sign), scope, note))
         for kind, name in KINDS.items():
-            scope = f"{gold}: {name}"
+            scope = f"{shown}: {name}"
             mean = proxy_label(d, f"rules/{kind}-mean")
             member = proxy_label(d, f"{d['best_member'][kind]}/model")
             pair, sign = _paired(d, gold, mean, member) if mean and member else (None, 1.0)
