@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from dataclasses import replace
@@ -333,7 +334,11 @@ def summarise() -> None:
         "commands": (RUNS / "commands.txt").read_text().splitlines(),
     }
     atomic_write_text(RESULTS / "ensembles.json", json.dumps(out, indent=1) + "\n")
-    print(f"wrote {RESULTS / 'ensembles.json'}")
+    figures = ROOT / "docs" / "ensembles"
+    figures.mkdir(parents=True, exist_ok=True)
+    for png in sorted((RUNS / "bon" / "plots").glob("gold_vs_kl_*.png")):
+        shutil.copyfile(png, figures / png.name)
+    print(f"wrote {RESULTS / 'ensembles.json'} and {figures}/*.png")
 
 
 def main() -> None:
