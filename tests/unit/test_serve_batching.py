@@ -29,6 +29,7 @@ from rewardsmith.serve.engine import (
     Piece,
     Prepared,
     QueueFull,
+    Scored,
     ScoringFailed,
     ServerClosing,
     plan_round,
@@ -118,7 +119,7 @@ class FakeEngine:
         self.hook = hook
         self.ended: list[float] = []
 
-    def score_round(self, pieces: list[Piece]) -> list[tuple[np.ndarray, None]]:
+    def score_round(self, pieces: list[Piece]) -> list[Scored]:
         if self.hook is not None:
             self.hook(len(self.rounds), pieces)
         time.sleep(self.delay)
@@ -128,7 +129,7 @@ class FakeEngine:
         self.ended.append(time.monotonic())
         if any(BOOM in x for x in lengths):
             raise ValueError("boom")
-        return [(np.array(x, dtype=float), None) for x in lengths]
+        return [Scored(np.array(x, dtype=float)) for x in lengths]
 
 
 class Gate:
