@@ -151,13 +151,18 @@ def score_body(
     return body
 
 
+def check_penalty(sd_penalty: float) -> float:
+    """sd_penalty itself; RewardClientError when it is negative."""
+    if sd_penalty < 0:
+        raise RewardClientError(f"sd_penalty {sd_penalty:g}: must be at least 0")
+    return sd_penalty
+
+
 def penalised(results: Sequence[dict[str, float]], sd_penalty: float) -> list[float]:
     """Each single-response result's reward, less sd_penalty times its reward_sd (an ensemble's uncertainty:
     reward - lambda sd). RewardClientError when sd_penalty is set and the server's model returns no reward_sd."""
-    if sd_penalty == 0:
+    if check_penalty(sd_penalty) == 0:
         return [r["reward"] for r in results]
-    if sd_penalty < 0:
-        raise RewardClientError(f"sd_penalty {sd_penalty:g}: must be at least 0")
     if results and "reward_sd" not in results[0]:
         raise RewardClientError(
             f"sd_penalty {sd_penalty:g}: the server's model returns no reward_sd (serve an ensemble: `rewardsmith "
@@ -371,12 +376,10 @@ class _GRPOItems:
     def __init__(
         self, rater: str | None, standard: str | None, empty_reward: float | None, name: str, sd_penalty: float
     ):
-        if sd_penalty < 0:
-            raise RewardClientError(f"sd_penalty {sd_penalty:g}: must be at least 0")
         self.rater = rater
         self.standard = standard
         self.empty_reward = empty_reward
-        self.sd_penalty = sd_penalty
+        self.sd_penalty = check_penalty(sd_penalty)
         self.__name__ = name  # TRL names a reward function's logged columns by it
 
     def split(self, prompts: Sequence[Any], completions: Sequence[Any]) -> tuple[list[int], list[Any], list[Any]]:

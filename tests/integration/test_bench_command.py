@@ -376,6 +376,19 @@ def test_one_line_errors(
     assert not any((tmp_path / f"r{i}").exists() for i in range(1, 6))  # nothing written for a refused run
 
 
+def _rm_bench_avg(inference: Any) -> float:
+    """RM-Bench avg by hand from a model's own rewards: per prompt, the share of the 9 (chosen style, rejected
+    style) comparisons the chosen response wins, a tie counting as wrong."""
+    from rewardsmith.data.schema import user_prompt
+
+    per_prompt = []
+    for p in range(RM_PROMPTS):
+        texts = [(user_prompt(f"chat prompt {p}"), f"{side}{p}{s}" + "." * s) for side in "cr" for s in range(3)]
+        r = inference.score_texts(texts).rewards
+        per_prompt.append(np.mean([r[i] > r[3 + j] for i in range(3) for j in range(3)]))
+    return 100 * float(np.mean(per_prompt))
+
+
 def test_the_same_command_on_a_trl_trained_model(
     tmp_path: Path, trl_chat_model: Path, releases: tuple[Path, set[tuple[str, str]]]
 ) -> None:
@@ -389,18 +402,9 @@ def test_the_same_command_on_a_trl_trained_model(
     info = metrics["model_info"][label]
     assert (info["kind"], info["template"]) == ("sequence-classification", "chat")
     assert metrics["missing"] == [] and set(metrics["results"][label]["suites"]) == {"reward-bench", "rm-bench"}
-    # RM-Bench avg by hand from the model's own rewards: per prompt, the share of the 9 (chosen style, rejected
-    # style) comparisons the chosen response wins, a tie counting as wrong.
-    from rewardsmith.data.schema import user_prompt
-
     inference = Inference.load(trl_chat_model)
-    per_prompt = []
-    for p in range(RM_PROMPTS):
-        texts = [(user_prompt(f"chat prompt {p}"), f"{side}{p}{s}" + "." * s) for side in "cr" for s in range(3)]
-        r = inference.score_texts(texts).rewards
-        per_prompt.append(np.mean([r[i] > r[3 + j] for i in range(3) for j in range(3)]))
     got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
-    assert got == pytest.approx(100 * float(np.mean(per_prompt)))
+    assert got == pytest.approx(_rm_bench_avg(inference))
     assert metrics["results"][label]["texts"]["reused"] > 0  # RewardBench's shared texts were not scored twice
 
 
@@ -411,7 +415,6 @@ def test_the_same_command_on_an_ensemble(
     lora_adapter: Path,
     releases: tuple[Path, set[tuple[str, str]]],
 ) -> None:
-    from rewardsmith.data.schema import user_prompt
     from rewardsmith.jobs.ensemble import make_ensemble
     from rewardsmith.jobs.inference import Inference
 
@@ -424,10 +427,5 @@ def test_the_same_command_on_an_ensemble(
     label = metrics["models"][0]
     assert metrics["model_info"][label]["kind"] == "ensemble"
     inference = Inference.load(ensemble)  # the rule over the members, as `score` gives it
-    per_prompt = []
-    for p in range(RM_PROMPTS):
-        texts = [(user_prompt(f"chat prompt {p}"), f"{side}{p}{s}" + "." * s) for side in "cr" for s in range(3)]
-        r = inference.score_texts(texts).rewards
-        per_prompt.append(np.mean([r[i] > r[3 + j] for i in range(3) for j in range(3)]))
     got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
-    assert got == pytest.approx(100 * float(np.mean(per_prompt)))
+    assert got == pytest.approx(_rm_bench_avg(inference))
