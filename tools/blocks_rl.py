@@ -1,13 +1,24 @@
 """Result blocks of docs/rl.md (and the README's RL section), rendered from docs/results/rl.json only
-(experiments/rl.py summarise): the gold tracker's points, the monitors over the run and the reward-wait share."""
+(experiments/rl.py summarise): each arm's gold tracker points, the monitors over the main run, the reward-wait share
+beside an in-process reward function, and the claims of rewardsmith.rl.claims with the verdicts
+rewardsmith.rl.claim_results builds; these functions only lay them out."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import ci_text, load, table
+from blocks_common import ci_text, claims_block, load, table
 from blocks_common import source as _source
+
+from rewardsmith.claims import CLAIM_HEADER, claim_row
+from rewardsmith.rl.claim_results import gold_label, rl_claim_results
+
+MAIN = "helpful"
+PROBES = {
+    "icrm - bt": "the in-context model (steered by the demonstrations) against its Bradley-Terry baseline",
+    "calibrated - uncalibrated": "the harmless reward model uncalibrated against one rater's PEBS-calibrated reward",
+}
 
 
 def _ci(entry: Mapping[str, Any] | None, decimals: int = 3) -> str:
@@ -16,31 +27,82 @@ def _ci(entry: Mapping[str, Any] | None, decimals: int = 3) -> str:
     return ci_text(entry.get("estimate"), [entry.get("low"), entry.get("high")], decimals)
 
 
+def _not_run(d: Mapping[str, Any], arm: str) -> str | None:
+    return None if arm in d["arms"] else f"Not run: the `{arm}` arm (`python experiments/rl.py run --arm {arm}`)."
+
+
+def _settings(arm: Mapping[str, Any]) -> str:
+    f, s = arm["facts"], arm["facts"]["settings"]
+    return (
+        f"GRPO for {s['steps']} steps ({s['prompts_per_step']} prompts x {s['generations']} generations of at most "
+        f"{s['max_new_tokens']} tokens, lr {s['lr']:g}, KL coefficient {s['beta']:g}, advantages scaled by "
+        f"{s.get('scale_rewards', 'group')}) took {f['seconds'] / 60:.1f} min"
+    )
+
+
+def _points_table(d: Mapping[str, Any], arms: list[str]) -> str:
+    golds = d["golds"]
+    rows = [
+        [
+            name,
+            str(p["step"]),
+            _ci(p["kl"]),
+            _ci(p["proxy"]),
+            *(_ci(p["golds"][g]) for g in golds),
+            f"{p['length']:.1f}",
+        ]
+        for name in arms
+        for p in d["arms"][name]["points"]
+    ]
+    header = ["arm", "step", "KL to the reference (nats)", "proxy", *[gold_label(g) for g in golds], "mean tokens"]
+    return table(header, rows)
+
+
 def block_points() -> str:
     d = load("rl")
-    golds = list(d["points"][0]["golds"]) if d["points"] else []
-    rows = [
-        [str(p["step"]), _ci(p["kl"]), _ci(p["proxy"]), *(_ci(p["golds"][g]) for g in golds), f"{p['length']:.1f}"]
-        for p in d["points"]
-    ]
-    header = ["step", "KL to the reference (nats)", "proxy", *[f"gold: {g}" for g in golds], "mean tokens"]
-    f = d["facts"]
-    s = f["settings"]
+    missing = _not_run(d, MAIN)
+    if missing:
+        return missing + "\n\n" + _source("rl")
+    arm = d["arms"][MAIN]
+    f = arm["facts"]
     return (
-        f"SmolLM2-135M-Instruct, GRPO for {s['steps']} steps ({s['prompts_per_step']} prompts x {s['generations']} "
-        f"generations of at most {s['max_new_tokens']} tokens, lr {s['lr']:g}, KL coefficient {s['beta']:g}), "
-        f"rewarded by `{f['proxy']}` served on loopback; each point samples {d['points'][0]['samples']} completions "
-        f"of each of {f['heldout_prompts']} held-out prompts (95% CIs over prompts). The run took "
-        f"{f['seconds'] / 60:.1f} min.\n\n"
-        + table(header, rows)
+        f"SmolLM2-135M-Instruct rewarded by `{f['proxy']}` served on loopback: {_settings(arm)}. Each point samples "
+        f"{arm['points'][0]['samples']} completions of each of {f['heldout_prompts']} held-out prompts (95% CIs over "
+        "prompts).\n\n"
+        + _points_table(d, [MAIN])
         + "\n\n![proxy and gold against KL](rl/gold-vs-kl.png)\n\n"
         + _source("rl")
     )
 
 
+def _share_text(arm: Mapping[str, Any]) -> str:
+    w = arm["reward_wait_share"]
+    if w["median"] is None:
+        return "Reward-wait share: not measured."
+    text = (
+        f"Share of step time spent waiting for rewards (the HTTP round trip to the server, which scores the step's "
+        f"completions): median {100 * w['median']:.1f}%, at most {100 * w['max']:.1f}%, over {w['steps']} steps."
+    )
+    inproc = arm.get("inprocess")
+    if inproc:
+        text += (
+            f" The same completions scored by the same model inside the trainer's process "
+            f"(`python experiments/rl.py inprocess`): median {100 * inproc['share_median']:.1f}% of the step "
+            f"({inproc['seconds_median']:.3f} s a step against {inproc['served_seconds_median']:.3f} s served); the "
+            f"served and in-process rewards differ by at most {inproc['max_abs_difference']:.1e}."
+        )
+    else:
+        text += " An in-process reward function: not run."
+    return text
+
+
 def block_monitors() -> str:
     d = load("rl")
-    steps = d["steps"]
+    missing = _not_run(d, MAIN)
+    if missing:
+        return missing + "\n\n" + _source("rl")
+    arm = d["arms"][MAIN]
+    steps = arm["steps"]
     keep = steps if len(steps) <= 10 else [*steps[:: max(1, len(steps) // 10)], steps[-1]]
     rows = [
         [
@@ -63,28 +125,59 @@ def block_monitors() -> str:
         "group reward sd",
         "firing",
     ]
-    w = d["reward_wait_share"]
-    share = (
-        f"Share of step time spent waiting for rewards (the HTTP round trip to the server): median "
-        f"{100 * w['median']:.1f}%, at most {100 * w['max']:.1f}%, over {w['steps']} steps."
-        if w["median"] is not None
-        else "Reward-wait share: not measured."
-    )
     return (
         "The server's monitors (GET /v1/monitors after each step; their window holds the run's last 1024 texts):\n\n"
         + table(header, rows)
         + "\n\n![monitors over the run](rl/monitors.png)\n\n"
-        + share
+        + _share_text(arm)
         + "\n\n"
         + _source("rl")
     )
 
 
+def block_probes() -> str:
+    d = load("rl")
+    parts = []
+    for key, what in PROBES.items():
+        a, b = key.split(" - ")
+        missing = [m for m in (_not_run(d, a), _not_run(d, b)) if m]
+        if missing:
+            parts.append(f"**{what}**: " + " ".join(missing))
+            continue
+        arm = d["arms"][a]
+        rater = arm["facts"].get("rater")
+        extra = (
+            f" The calibrated arm's reward is rater {rater}'s calibrated harm score negated (shrunk slope "
+            f"{arm['facts']['rater_slope']:.2f} harm points per reward unit)."
+            if rater
+            else ""
+        )
+        parts.append(
+            f"**{what}** ({_settings(arm)} per arm).{extra}\n\n"
+            + _points_table(d, [a, b])
+            + f"\n\n![{a} against {b}](rl/probe-{a}-vs-{b}.png)"
+        )
+    return "\n\n".join(parts) + "\n\n" + _source("rl")
+
+
+def block_claims() -> str:
+    rows = [claim_row(r, 3) for r in rl_claim_results(load("rl"))]
+    return claims_block(rows, "src/rewardsmith/rl/claims.py", "rl")
+
+
 def block_readme() -> str:
-    """The points without the figure (README paths differ), and the reward-wait share."""
-    points = block_points().split("\n\n![")[0]
-    share = [x for x in block_monitors().split("\n\n") if x.startswith(("Share of step time", "Reward-wait"))]
-    return points + "\n\n" + "\n\n".join(share) + "\n\n" + _source("rl")
+    """The main run's points without the figure (README paths differ), the reward-wait share and the claims."""
+    d = load("rl")
+    points = block_points().split("\n\n![")[0].split("\n\nSource:")[0]
+    share = _share_text(d["arms"][MAIN]) if MAIN in d["arms"] else ""
+    claims = table(CLAIM_HEADER, [claim_row(r, 3) for r in rl_claim_results(d)])
+    return "\n\n".join(x for x in (points, share, claims) if x) + "\n\n" + _source("rl")
 
 
-BLOCKS: dict[str, Callable[[], str]] = {"rl": block_readme, "rl-points": block_points, "rl-monitors": block_monitors}
+BLOCKS: dict[str, Callable[[], str]] = {
+    "rl": block_readme,
+    "rl-points": block_points,
+    "rl-monitors": block_monitors,
+    "rl-probes": block_probes,
+    "rl-claims": block_claims,
+}

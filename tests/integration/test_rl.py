@@ -31,7 +31,7 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     from rewardsmith.jobs.inference import InferenceOptions
     from rewardsmith.jobs.score import score_file
     from rewardsmith.rl.recipe import GRPOSettings, grpo_trainer
-    from rewardsmith.rl.tracker import POINTS_FILE, GoldTracker, TrackerSettings, served_proxy
+    from rewardsmith.rl.tracker import POINTS_FILE, SAMPLES_FILE, GoldTracker, TrackerSettings, served_proxy
     from rewardsmith.serve.app import build_app
     from rewardsmith.serve.config import ServeConfig
 
@@ -83,6 +83,13 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     assert points[0]["kl"]["estimate"] == pytest.approx(0.0, abs=1e-6)  # the policy is its own reference
     assert all(p["golds"][str(trl_plain_model)]["estimate"] is not None for p in points)
     assert all(p["proxy"]["estimate"] is not None and p["prompts"] == 2 for p in points)
+    # Per-prompt values (arms pair on them) whose mean is the point's, and every sample kept.
+    for p in points:
+        per_prompt = p["per_prompt"]["golds"][str(trl_plain_model)]
+        assert len(per_prompt) == 2
+        assert np.mean(per_prompt) == pytest.approx(p["golds"][str(trl_plain_model)]["estimate"])
+    samples = [json.loads(x) for x in (out / SAMPLES_FILE).read_text().splitlines()]
+    assert [(s["step"], len(s["responses"])) for s in samples] == [(k, 2) for k in (0, 0, 1, 1, 2, 2)]
 
 
 def test_the_embedded_smollm2_policy_from_gguf_is_fine_tunable() -> None:
@@ -97,3 +104,53 @@ def test_the_embedded_smollm2_policy_from_gguf_is_fine_tunable() -> None:
     model = trainable(model)
     validate_quantization_for_training(model)
     assert all(p.dtype.is_floating_point and p.requires_grad for p in model.parameters())
+
+
+def test_a_positive_calibration_map_trains_the_same_policy_and_a_negative_one_reverses_it(
+    tmp_path: Path, chat_tokenizer_dir: Path
+) -> None:
+    """rl/claims.py CALIBRATION_INVARIANT, through TRL's own GRPO step: a rater's map a*r + b with a > 0 leaves the
+    group-standardised advantages (and Adam's update) as they were, so two steps on it reach the parameters two
+    steps on r reach; a < 0 negates the advantages, and the first update with them."""
+    import copy
+
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from conftest import TINY_DECODER
+    from rewardsmith.bon.prompts import BonPrompt, prompt_id
+    from rewardsmith.data.schema import Turn
+    from rewardsmith.rl.recipe import GRPOSettings, grpo_trainer
+
+    tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    torch.manual_seed(0)
+    start = LlamaForCausalLM(
+        LlamaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **TINY_DECODER)
+    )
+    prompts = [BonPrompt(prompt_id((Turn("user", t),)), (Turn("user", t),)) for t in ("Name a river.", "Say hi.")]
+
+    def text(completion: object) -> str:
+        return completion[0]["content"] if isinstance(completion, list) else str(completion)  # type: ignore[index]
+
+    def mapped(slope: float, intercept: float) -> object:
+        def reward(prompts: object, completions: list[object], **kwargs: object) -> list[float]:
+            return [slope * len(set(text(c))) + intercept for c in completions]  # distinct characters: varies
+
+        reward.__name__ = "reward"
+        return reward
+
+    def train(slope: float, intercept: float, steps: int) -> dict[str, torch.Tensor]:
+        model = copy.deepcopy(start)
+        settings = GRPOSettings(steps=steps, prompts_per_step=2, generations=4, max_new_tokens=8, lr=1e-3)
+        grpo_trainer(model, tok, prompts, mapped(slope, intercept), tmp_path / f"{slope}-{steps}", settings).train()
+        return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    before = {k: v.detach().clone() for k, v in start.state_dict().items()}
+    raw, calibrated = train(1.0, 0.0, 2), train(3.0, 7.0, 2)
+    moved = max(float((raw[k] - before[k]).abs().max()) for k in before)
+    assert moved > 1e-4  # the steps changed the policy
+    for k in before:
+        torch.testing.assert_close(calibrated[k], raw[k], atol=1e-5, rtol=0)
+    first, reversed_ = train(1.0, 0.0, 1), train(-2.0, 1.0, 1)
+    for k in before:
+        torch.testing.assert_close(reversed_[k] - before[k], -(first[k] - before[k]), atol=1e-6, rtol=0)

@@ -19,7 +19,8 @@ from rewardsmith.bon.prompts import BonPrompt
 class GRPOSettings:
     """What a run varies. steps: optimiser steps; prompts_per_step x generations: completions per step (one GRPO
     group per prompt); max_new_tokens: completion budget; beta: the KL coefficient of GRPO's loss (0: none);
-    lora_r: LoRA rank (0: full fine-tune); use_vllm / bf16: the GPU form."""
+    scale_rewards: TRL's advantage scaling ("group": (r - mean) / sd per group; "none": r - mean, so the reward's
+    scale meets beta); lora_r: LoRA rank (0: full fine-tune); use_vllm / bf16: the GPU form."""
 
     steps: int = 50
     prompts_per_step: int = 2
@@ -27,6 +28,7 @@ class GRPOSettings:
     max_new_tokens: int = 32
     lr: float = 1e-5
     beta: float = 0.0
+    scale_rewards: str = "group"
     temperature: float = 1.0
     lora_r: int = 0
     seed: int = 0
@@ -72,6 +74,7 @@ def grpo_trainer(
         max_steps=s.steps,
         learning_rate=s.lr,
         beta=s.beta,
+        scale_rewards=s.scale_rewards,
         temperature=s.temperature,
         logging_steps=1,
         log_completions=True,

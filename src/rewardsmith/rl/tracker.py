@@ -2,7 +2,9 @@
 current policy on held-out prompts, scores the samples with each gold (rewardsmith.bon's gold modules: ifeval,
 math, a learned gold) and with the proxy the policy is trained on, and estimates the KL divergence from the
 reference policy, writing one point per evaluation to points.jsonl (appended and flushed: a killed run keeps the
-points it made). Plotting gold and proxy against KL gives the over-optimisation curve (Gao et al. 2022).
+points it made), with its per-prompt values (arms tracked on the same prompts compare paired over them), and the
+samples themselves to tracker-samples.jsonl. Plotting gold and proxy against KL gives the over-optimisation curve
+(Gao et al. 2022).
 
 KL(policy || reference) is estimated on the held-out prompts from the samples themselves (drawn from the policy at
 temperature 1, no top-p, so the estimate is unbiased): per sample, the sum over its completion tokens (its EOS
@@ -32,14 +34,17 @@ from rewardsmith.stats import bootstrap_indices, percentile_interval
 # (prompt turns, response) items -> rewards (M,): the proxy the policy is trained on (its server, or in process).
 ProxyScorer = Callable[[Sequence[tuple[tuple[Turn, ...], str]]], np.ndarray]
 POINTS_FILE = "points.jsonl"
+SAMPLES_FILE = "tracker-samples.jsonl"  # every point's samples, one line per prompt
 
 
-def served_proxy(client: Any) -> ProxyScorer:
-    """The proxy as the policy gets it: rewards from a rewardsmith.client.RewardClient (prompts sent as chat lists)."""
+def served_proxy(client: Any, rater: str | None = None, standard: str | None = None) -> ProxyScorer:
+    """The proxy as the policy gets it: rewards from a rewardsmith.client.RewardClient (prompts sent as chat lists),
+    on `rater`'s scale or steered by the registered `standard` where the policy's reward function is."""
 
     def score(items: Sequence[tuple[tuple[Turn, ...], str]]) -> np.ndarray:
         prompts = [[{"role": t.role, "content": t.content} for t in turns] for turns, _ in items]
-        return np.asarray(client.rewards(prompts, [response for _, response in items]), dtype=np.float64)
+        rewards = client.rewards(prompts, [response for _, response in items], rater, standard)
+        return np.asarray(rewards, dtype=np.float64)
 
     return score
 
@@ -57,7 +62,7 @@ class TrackerSettings:
     n_boot: int = 1000
 
 
-def _mean_ci(per_prompt: np.ndarray, n_boot: int, seed: int) -> dict[str, float | None]:
+def mean_ci(per_prompt: np.ndarray, n_boot: int, seed: int) -> dict[str, float | None]:
     """Mean over prompts (NaN prompts left out) with a percentile bootstrap CI over prompts."""
     values = per_prompt[np.isfinite(per_prompt)]
     if not values.size:
@@ -153,19 +158,25 @@ class GoldTracker:
         proxy = np.asarray(self.proxy(items), dtype=np.float64).reshape(len(self.prompts), s.samples)
         record: dict[str, Any] = {
             "step": step,
-            "kl": _mean_ci(np.array(kl), s.n_boot, s.seed),
-            "proxy": _mean_ci(proxy.mean(axis=1), s.n_boot, s.seed),
+            "kl": mean_ci(np.array(kl), s.n_boot, s.seed),
+            "proxy": mean_ci(proxy.mean(axis=1), s.n_boot, s.seed),
             "golds": {},
             "length": float(np.mean(lengths)),
             "cut": float(np.mean(cut)),
             "prompts": len(self.prompts),
             "samples": s.samples,
         }
+        per_prompt: dict[str, Any] = {"kl": kl, "proxy": proxy.mean(axis=1).tolist(), "golds": {}}
         for spec, gold in self.golds:
-            values = gold.score(spec, self.prompts, responses, self.context)
-            record["golds"][spec] = _mean_ci(np.nanmean(values, axis=1), s.n_boot, s.seed)
+            values = np.nanmean(gold.score(spec, self.prompts, responses, self.context), axis=1)
+            record["golds"][spec] = mean_ci(values, s.n_boot, s.seed)
+            per_prompt["golds"][spec] = [None if not np.isfinite(v) else float(v) for v in values]
+        record["per_prompt"] = per_prompt  # in the order of the prompts: arms on the same prompts pair on them
         self.points.append(record)
         self.out.mkdir(parents=True, exist_ok=True)
+        with (self.out / SAMPLES_FILE).open("a", encoding="utf-8") as handle:
+            for prompt, texts in zip(self.prompts, responses, strict=True):
+                handle.write(json.dumps({"step": step, "prompt_id": prompt.id, "responses": texts}) + "\n")
         with (self.out / POINTS_FILE).open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()

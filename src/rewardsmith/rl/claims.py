@@ -1,0 +1,82 @@
+"""The questions `experiments/rl.py` answers, declared before its runs (rewardsmith.claims): does GRPO on a served
+proxy raise the gold, does the in-context model's posterior resist over-optimisation better than its Bradley-Terry
+baseline (the ICRM paper's motivation), and does the per-rater calibrated reward stay stable where the uncalibrated
+one collapses (the PEBS paper's pre-registered PPO probe). Results come from docs/results/rl.json
+(rl/claim_results.py); nothing here reads them.
+
+Every arm runs the same recipe (GRPOSettings of experiments/rl.py: SmolLM2-135M-Instruct, full fine-tune, the same
+seed, prompts and budget) and is tracked on the same 16 held-out prompts with the same seeded samples, so arms are
+compared paired over those prompts.
+
+"Collapse" (the PEBS paper does not define it; defined here before the runs): an arm collapsed when the learned
+gold at its last point lies below its value before training with the 95% CI of the change below 0, or when the
+server's `collapse` or `repetition` monitor fired in the last third of its steps.
+
+Why the calibration probe runs with `scale_rewards="none"` and a KL term: a PEBS map is affine in the reward with,
+for a rater whose shrunk slope is positive, a positive slope. GRPO's advantages are group-standardised
+((r - mean) / sd), so such a map leaves them unchanged, and Adam's update does not see the scale of the gradient
+either: without a KL term the calibrated and uncalibrated arms train the same policy (CALIBRATION_INVARIANT, an
+exact property checked by a test). Only where the reward's scale meets another term (the KL penalty beta, with
+unstandardised advantages) can calibration change what is learned; that is the form the probe runs in.
+"""
+
+from __future__ import annotations
+
+from rewardsmith.claims import Claim
+
+SOURCE = "src/rewardsmith/rl/claims.py"
+LEARNED_GOLD = "learned gold"  # the tracker's gold every verdict is read on (experiments/bon.py's gold model)
+KL_REACHED = 1.0  # the KL (nats per completion) the PEBS probe's uncalibrated arm must reach to test the claim
+CALIBRATION_BETA = 0.04  # the KL coefficient of the calibration probe's arms (TRL's former default)
+CALIBRATION_SCALE_REWARDS = "none"  # unstandardised advantages: the reward's scale reaches the update
+RATER_RULE = (
+    "the PluriHarms rater whose PEBS shrunk slope is the median of all raters' (a typical rater), fitted by "
+    "`rewardsmith calibrate --ratings pluriharms --model runs/harmless/model`; the served reward is that rater's "
+    "calibrated score negated (PluriHarms rates harm: 100 = extremely harmful), so the policy is pushed towards "
+    "what the rater finds harmless"
+)
+
+GOLD_RISES = Claim(
+    "RL",
+    "rl.a",
+    "GRPO on rewards served by rewardsmith raises the gold on held-out prompts.",
+    "gold at the run's last point - gold before training, paired over the held-out prompts (95% CI)",
+    bar=0.0,
+    bar_source=SOURCE,
+    own=True,
+)
+ICRM_RESISTS = Claim(
+    "ICRM",
+    "rl.b",
+    "A posterior that does not converge to probability 1 resists over-optimisation: a policy trained on the "
+    "in-context model (steered by demonstrations) loses less gold than one trained on its Bradley-Terry baseline.",
+    f"({LEARNED_GOLD} at the last point - before training) with the ICRM as the proxy, minus the same with its BT "
+    "baseline as the proxy, paired over the held-out prompts (95% CI)",
+    bar=0.0,
+    bar_source=SOURCE,
+    paper_figure="stated without a figure",
+)
+CALIBRATED_STABLE = Claim(
+    "PEBS",
+    "rl.c",
+    "The uncalibrated reward model collapsed once KL reached about 1.0, while the PEBS-calibrated arm stayed stable "
+    "(pre-registered PPO probe).",
+    f"({LEARNED_GOLD} at the last point - before training) of the calibrated arm minus that of the uncalibrated arm, "
+    "paired over the held-out prompts (95% CI); collapse as defined in rl/claims.py",
+    bar=0.0,
+    bar_source=SOURCE,
+    paper_figure="uncalibrated collapsed at KL ~ 1.0; calibrated stable",
+    bar_note=f"tested only where the uncalibrated arm reached KL >= {KL_REACHED:g}",
+)
+CALIBRATION_INVARIANT = Claim(
+    "PEBS",
+    "rl.d",
+    "Under GRPO (group-standardised advantages, Adam, no KL term) a rater's calibration map with a positive slope "
+    "trains the same policy as the uncalibrated reward; a negative slope reverses the first update.",
+    "the policy's parameters after GRPO steps on r and on a*r + b (a > 0), and the first update on -r",
+    bar=0.0,
+    bar_source=SOURCE,
+    own=True,
+    kind="exact",
+)
+CLAIMS = (GOLD_RISES, ICRM_RESISTS, CALIBRATED_STABLE, CALIBRATION_INVARIANT)
