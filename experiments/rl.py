@@ -13,10 +13,12 @@ steered by experiments/bon.py's demonstrations) and `bt` (its Bradley-Terry base
 rater's calibrated reward), both with unstandardised advantages and a KL term (rewardsmith/rl/claims.py says why
 and how the rater is chosen).
 
-Prompts: the 100 held-out prompts of experiments/bon.py (runs/bon/prompts.jsonl: helpful-rejection-sampled
-conversations no reward model here was trained on, each with verifiable instructions); the 16 whose id sorts
-first are the tracker's held-out prompts, the rest the training prompts. Every setting is fixed before the runs
-(GRPOSettings below: full fine-tune, lr 1e-5, 2 prompts x 8 generations of at most 32 tokens per step, seed 0).
+Prompts: the prompts of experiments/bon.py (runs/bon/prompts.jsonl: helpful-rejection-sampled conversations no
+reward model here was trained on, each with verifiable instructions) whose rendered chat prompt is at most 192
+policy tokens (a step on a 400-token conversation took 106 s against 28 s, measured in a first attempt); of those,
+the 16 whose id sorts first are the tracker's held-out prompts, the rest the training prompts. Every setting is
+fixed before the runs (GRPOSettings below: full fine-tune, lr 1e-5, 2 prompts x 8 generations of at most 32
+tokens per step, seed 0).
 
 The reward-wait share is the time inside the reward function (an HTTP round trip to the server, which scores the
 step's 16 completions) over the time of the step, per step, as the trainer logs it; `inprocess` times the same
@@ -47,6 +49,7 @@ PROMPTS = ROOT / "runs" / "bon" / "prompts.jsonl"
 DEMOS = "runs/bon/demos.jsonl"
 MAPS = RUNS / "calibration" / "maps.json"
 HELDOUT = 16
+MAX_PROMPT_TOKENS = 192  # the policy's rendered prompt; longer conversations cost a CPU step minutes (measured)
 RESULTS = ROOT / "docs" / "results"
 FIGURES = ROOT / "docs" / "rl"
 
@@ -163,14 +166,15 @@ def run(name: str, steps: int, gpu: bool) -> None:
     if (out / "steps.jsonl").exists():
         raise SystemExit(f"{out} holds a run already; move it away to run again")
     out.mkdir(parents=True, exist_ok=True)
-    prompts = sorted((read_prompt_record(r, PROMPTS, k) for k, r in iter_records(PROMPTS)), key=lambda p: p.id)
+    policy = load_policy("smollm2")
+    every = sorted((read_prompt_record(r, PROMPTS, k) for k, r in iter_records(PROMPTS)), key=lambda p: p.id)
+    prompts = [p for p in every if len(policy.prompt_ids(p)) <= MAX_PROMPT_TOKENS]
     heldout, train = prompts[:HELDOUT], prompts[HELDOUT:]
     settings = settings_of(arm, steps, gpu)
     rater, slope = median_rater(MAPS) if arm.rater else (None, None)
     extra = ["--calibration", str(MAPS)] if arm.rater else []
     proc, url = serve(arm.model, out / "server.log", extra)
     try:
-        policy = load_policy("smollm2")
         client = RewardClient(url)
         standard = None
         if arm.demos:
@@ -222,6 +226,8 @@ def run(name: str, steps: int, gpu: bool) -> None:
             "golds": GOLDS,
             "heldout_prompts": len(heldout),
             "train_prompts": len(train),
+            "prompts_over_the_token_limit": len(every) - len(prompts),
+            "max_prompt_tokens": MAX_PROMPT_TOKENS,
             "command": f"python experiments/rl.py run --arm {name} --steps {steps}" + (" --gpu" if gpu else ""),
         }
         (out / "facts.json").write_text(json.dumps(facts, indent=1) + "\n")
