@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.rl.claims import CALIBRATION_BETA, CALIBRATION_SCALE_REWARDS
+from rewardsmith.rl.claims import CALIBRATION_BETA, CALIBRATION_LR, CALIBRATION_SCALE_REWARDS, PROBE_STEPS
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "rl"
@@ -66,7 +66,7 @@ class Arm:
     changes: tuple[tuple[str, Any], ...] = ()
 
 
-PROBE = (("beta", CALIBRATION_BETA), ("scale_rewards", CALIBRATION_SCALE_REWARDS))
+PROBE = (("beta", CALIBRATION_BETA), ("scale_rewards", CALIBRATION_SCALE_REWARDS), ("lr", CALIBRATION_LR))
 ARMS = {
     "helpful": Arm("runs/helpful/model"),
     "icrm": Arm("runs/icrm/s0/model", demos=DEMOS),
@@ -443,11 +443,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=["run", "inprocess", "summarise"])
     parser.add_argument("--arm", choices=sorted(ARMS), default="helpful")
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, help=f"default: 30 for helpful, {PROBE_STEPS} for a probe arm")
     parser.add_argument("--gpu", action="store_true", help="TRL's colocated vLLM generation and bf16")
     args = parser.parse_args()
     if args.step == "run":
-        run(args.arm, args.steps, args.gpu)
+        run(args.arm, args.steps or (30 if args.arm == "helpful" else PROBE_STEPS), args.gpu)
     elif args.step == "inprocess":
         inprocess(args.arm)
     else:

@@ -81,6 +81,9 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     points = [json.loads(x) for x in (out / POINTS_FILE).read_text().splitlines()]
     assert [p["step"] for p in points] == [0, 1, 2]
     assert points[0]["kl"]["estimate"] == pytest.approx(0.0, abs=1e-6)  # the policy is its own reference
+    # ...and the reference stays where it was: a copy that kept TRL's patched forward would read the trained
+    # policy's logits, and every later KL would be 0 as well.
+    assert all(abs(p["kl"]["estimate"]) > 1e-4 for p in points[1:])
     assert all(p["golds"][str(trl_plain_model)]["estimate"] is not None for p in points)
     assert all(p["proxy"]["estimate"] is not None and p["prompts"] == 2 for p in points)
     # Per-prompt values (arms pair on them) whose mean is the point's, and every sample kept.
@@ -106,9 +109,7 @@ def test_the_embedded_smollm2_policy_from_gguf_is_fine_tunable() -> None:
     assert all(p.dtype.is_floating_point and p.requires_grad for p in model.parameters())
 
 
-def test_a_positive_calibration_map_trains_the_same_policy_and_a_negative_one_reverses_it(
-    tmp_path: Path, chat_tokenizer_dir: Path
-) -> None:
+def test_positive_maps_train_the_same_policy(tmp_path: Path, chat_tokenizer_dir: Path) -> None:
     """rl/claims.py CALIBRATION_INVARIANT, through TRL's own GRPO step: a rater's map a*r + b with a > 0 leaves the
     group-standardised advantages (and Adam's update) as they were, so two steps on it reach the parameters two
     steps on r reach; a < 0 negates the advantages, and the first update with them."""

@@ -15,7 +15,7 @@ from rewardsmith.rl.claims import (
     KL_REACHED,
 )
 
-INVARIANCE_TEST = "tests/integration/test_rl.py::test_a_positive_calibration_map_trains_the_same_policy_and_a_negative_one_reverses_it"
+INVARIANCE_TEST = "tests/integration/test_rl.py::test_positive_maps_train_the_same_policy"
 
 
 def gold_label(gold: str) -> str:

@@ -5,8 +5,8 @@ one collapses (the PEBS paper's pre-registered PPO probe). Results come from doc
 (rl/claim_results.py); nothing here reads them.
 
 Every arm runs the same recipe (GRPOSettings of experiments/rl.py: SmolLM2-135M-Instruct, full fine-tune, the same
-seed, prompts and budget) and is tracked on the same 16 held-out prompts with the same seeded samples, so arms are
-compared paired over those prompts.
+seed, prompts and budget; a probe's two arms PROBE_STEPS steps each) and is tracked on the same 16 held-out prompts
+with the same seeded samples, so arms are compared paired over those prompts.
 
 "Collapse" (the PEBS paper does not define it; defined here before the runs): an arm collapsed when the learned
 gold at its last point lies below its value before training with the 95% CI of the change below 0, or when the
@@ -17,7 +17,8 @@ for a rater whose shrunk slope is positive, a positive slope. GRPO's advantages 
 ((r - mean) / sd), so such a map leaves them unchanged, and Adam's update does not see the scale of the gradient
 either: without a KL term the calibrated and uncalibrated arms train the same policy (CALIBRATION_INVARIANT, an
 exact property checked by a test). Only where the reward's scale meets another term (the KL penalty beta, with
-unstandardised advantages) can calibration change what is learned; that is the form the probe runs in.
+unstandardised advantages) can calibration change what is learned; that is the form the probe runs in, at a
+learning rate (CALIBRATION_LR) that lets the uncalibrated arm reach KL_REACHED in the budget.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ SOURCE = "src/rewardsmith/rl/claims.py"
 LEARNED_GOLD = "learned gold"  # the tracker's gold every verdict is read on (experiments/bon.py's gold model)
 KL_REACHED = 1.0  # the KL (nats per completion) the PEBS probe's uncalibrated arm must reach to test the claim
 CALIBRATION_BETA = 0.04  # the KL coefficient of the calibration probe's arms (TRL's former default)
+CALIBRATION_LR = 5e-5  # 5x the main run's: the uncalibrated arm must be able to reach KL_REACHED within the budget
+PROBE_STEPS = 20  # GRPO steps of every probe arm (the main run takes 30): what four arms cost on this CPU
 CALIBRATION_SCALE_REWARDS = "none"  # unstandardised advantages: the reward's scale reaches the update
 RATER_RULE = (
     "the PluriHarms rater whose PEBS shrunk slope is the median of all raters' (a typical rater), fitted by "

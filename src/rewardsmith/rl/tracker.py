@@ -119,9 +119,16 @@ class GoldTracker:
         self.points: list[dict[str, Any]] = []
 
     def begin(self, model: Any) -> None:
-        """Keeps the reference policy (a frozen copy; a PEFT model keeps its base, read with adapters disabled)."""
+        """Keeps the reference policy (a frozen copy; a PEFT model keeps its base, read with adapters disabled).
+
+        The copy loses every forward patched onto a module instance: TRL's GRPOTrainer replaces the policy's
+        forward with a closure over the original model's forward, and a deep copy would keep calling it, so the
+        "reference" would answer with the trained policy's logits and every KL would read 0."""
         if not hasattr(model, "disable_adapter"):
             self.reference = copy.deepcopy(model).eval()
+            for module in self.reference.modules():
+                if "forward" in vars(module):
+                    del module.forward
             for p in self.reference.parameters():
                 p.requires_grad_(False)
 
