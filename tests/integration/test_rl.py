@@ -147,11 +147,14 @@ def test_positive_maps_train_the_same_policy(tmp_path: Path, chat_tokenizer_dir:
         return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     before = {k: v.detach().clone() for k, v in start.state_dict().items()}
-    raw, calibrated = train(1.0, 0.0, 2), train(3.0, 7.0, 2)
-    moved = max(float((raw[k] - before[k]).abs().max()) for k in before)
-    assert moved > 1e-4  # the steps changed the policy
-    for k in before:
-        torch.testing.assert_close(calibrated[k], raw[k], atol=1e-5, rtol=0)
-    first, reversed_ = train(1.0, 0.0, 1), train(-2.0, 1.0, 1)
-    for k in before:
-        torch.testing.assert_close(reversed_[k] - before[k], -(first[k] - before[k]), atol=1e-6, rtol=0)
+
+    def change(after: dict[str, torch.Tensor]) -> torch.Tensor:
+        return torch.cat([(after[k] - before[k]).flatten() for k in before])
+
+    raw, calibrated = change(train(1.0, 0.0, 2)), change(train(3.0, 7.0, 2))
+    assert float(raw.abs().max()) > 1e-4  # the steps changed the policy
+    # The same update up to TRL's 1e-4 in (r - mean) / (sd + 1e-4) and Adam's 1e-8, which move a parameter whose
+    # gradient is near 0 by a few percent of a step: a thousandth of the update's norm at most.
+    assert float((calibrated - raw).norm() / raw.norm()) < 1e-3
+    first, reversed_ = change(train(1.0, 0.0, 1)), change(train(-2.0, 1.0, 1))
+    assert float((reversed_ + first).norm() / first.norm()) < 1e-3

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.bon.prompts import BonPrompt
+from rewardsmith.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,13 @@ def grpo_trainer(
         # compute per step and switch the KV cache off.
         gradient_checkpointing=False,
     )
+    source = Path(str(getattr(model.config, "name_or_path", "") or ""))
+    if s.beta and source.is_dir() and not (source / "config.json").is_file():
+        raise ConfigError(
+            f"GRPO with a KL term (beta={s.beta:g}) has TRL load the reference policy from {source}, which holds no "
+            "config.json (a policy read from a GGUF file): save the policy with save_pretrained and load it from "
+            "that folder (experiments/rl.py does)"
+        )
     peft_config = None
     if s.lora_r:
         from peft import LoraConfig
