@@ -15,6 +15,7 @@ from rewardsmith.claims import CLAIM_HEADER, claim_row
 from rewardsmith.rl.claim_results import gold_label, rl_claim_results
 
 MAIN = "helpful"
+WAIT_GOAL = 0.05  # the goal for the share of a step spent waiting for rewards
 PROBES = {
     "icrm - bt": "the in-context model (steered by the demonstrations) against its Bradley-Terry baseline",
     "calibrated - uncalibrated": "the harmless reward model uncalibrated against one rater's PEBS-calibrated reward",
@@ -81,7 +82,9 @@ def _share_text(arm: Mapping[str, Any]) -> str:
         return "Reward-wait share: not measured."
     text = (
         f"Share of step time spent waiting for rewards (the HTTP round trip to the server, which scores the step's "
-        f"completions): median {100 * w['median']:.1f}%, at most {100 * w['max']:.1f}%, over {w['steps']} steps."
+        f"completions): median {100 * w['median']:.1f}%, at most {100 * w['max']:.1f}%, over {w['steps']} steps "
+        f"(goal: at most {100 * WAIT_GOAL:g}% of the step; "
+        + ("met at every step)." if w["max"] <= WAIT_GOAL else "exceeded at some steps).")
     )
     inproc = arm.get("inprocess")
     if inproc:
@@ -89,7 +92,9 @@ def _share_text(arm: Mapping[str, Any]) -> str:
             f" The same completions scored by the same model inside the trainer's process "
             f"(`python experiments/rl.py inprocess`): median {100 * inproc['share_median']:.1f}% of the step "
             f"({inproc['seconds_median']:.3f} s a step against {inproc['served_seconds_median']:.3f} s served); the "
-            f"served and in-process rewards differ by at most {inproc['max_abs_difference']:.1e}."
+            f"served and in-process rewards differ by at most {inproc['max_abs_difference']:.1e} (the model scores "
+            "under bf16 autocast, as it was trained, and a text's bf16 score moves with the texts it is batched with: "
+            "the server batches a step's completions across prompts)."
         )
     else:
         text += " An in-process reward function: not run."
@@ -125,8 +130,18 @@ def block_monitors() -> str:
         "group reward sd",
         "firing",
     ]
+    fired = sorted({r for s in steps for r in s["firing"]})
+    verdict = (
+        "No warning fired during the run."
+        if not fired
+        else f"Warnings fired: {', '.join(fired)} (first at step "
+        + ", ".join(str(next(s["step"] for s in steps if r in s["firing"])) for r in fired)
+        + ")."
+    )
     return (
-        "The server's monitors (GET /v1/monitors after each step; their window holds the run's last 1024 texts):\n\n"
+        "The server's monitors (GET /v1/monitors after each step; their window holds the run's last 1024 texts). "
+        + verdict
+        + "\n\n"
         + table(header, rows)
         + "\n\n![monitors over the run](rl/monitors.png)\n\n"
         + _share_text(arm)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from rewardsmith.claims import Claim
 
 SOURCE = "src/rewardsmith/rl/claims.py"
-LEARNED_GOLD = "learned gold"  # the tracker's gold every verdict is read on (experiments/bon.py's gold model)
 KL_REACHED = 1.0  # the KL (nats per completion) the PEBS probe's uncalibrated arm must reach to test the claim
 CALIBRATION_BETA = 0.04  # the KL coefficient of the calibration probe's arms (TRL's former default)
 CALIBRATION_LR = 5e-5  # 5x the main run's: the uncalibrated arm must be able to reach KL_REACHED within the budget
@@ -53,8 +52,8 @@ ICRM_RESISTS = Claim(
     "rl.b",
     "A posterior that does not converge to probability 1 resists over-optimisation: a policy trained on the "
     "in-context model (steered by demonstrations) loses less gold than one trained on its Bradley-Terry baseline.",
-    f"({LEARNED_GOLD} at the last point - before training) with the ICRM as the proxy, minus the same with its BT "
-    "baseline as the proxy, paired over the held-out prompts (95% CI)",
+    "(gold at the last point - before training) with the ICRM as the proxy, minus the same with its BT baseline as "
+    "the proxy, paired over the held-out prompts (95% CI), per gold",
     bar=0.0,
     bar_source=SOURCE,
     paper_figure="stated without a figure",
@@ -64,8 +63,8 @@ CALIBRATED_STABLE = Claim(
     "rl.c",
     "The uncalibrated reward model collapsed once KL reached about 1.0, while the PEBS-calibrated arm stayed stable "
     "(pre-registered PPO probe).",
-    f"({LEARNED_GOLD} at the last point - before training) of the calibrated arm minus that of the uncalibrated arm, "
-    "paired over the held-out prompts (95% CI); collapse as defined in rl/claims.py",
+    "(gold at the last point - before training) of the calibrated arm minus that of the uncalibrated arm, paired "
+    "over the held-out prompts (95% CI), per gold; collapse (on the learned gold) as defined in rl/claims.py",
     bar=0.0,
     bar_source=SOURCE,
     paper_figure="uncalibrated collapsed at KL ~ 1.0; calibrated stable",
