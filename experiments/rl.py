@@ -49,6 +49,7 @@ PROMPTS = ROOT / "runs" / "bon" / "prompts.jsonl"
 DEMOS = "runs/bon/demos.jsonl"
 MAPS = RUNS / "calibration" / "maps.json"
 START = RUNS / "policy-start"
+TRACK_EVERY = 10  # steps between the tracker's points (each costs about 2.5 min here); the calibration arms took 6
 HELDOUT = 16
 MAX_PROMPT_TOKENS = 192  # the policy's rendered prompt; longer conversations cost a CPU step minutes (measured)
 RESULTS = ROOT / "docs" / "results"
@@ -210,7 +211,7 @@ def run(name: str, steps: int, gpu: bool) -> None:
             GOLDS,
             ModelScores(InferenceOptions(), progress=False),
             proxy,
-            TrackerSettings(every=max(1, steps // 3), samples=4, max_new_tokens=32),
+            TrackerSettings(every=TRACK_EVERY, samples=4, max_new_tokens=32),
         )
         served = GRPOReward(url, rater=rater, standard=standard)
         reward = TimedReward(Negated(served) if arm.negate else served)
@@ -249,6 +250,7 @@ def run(name: str, steps: int, gpu: bool) -> None:
             "train_prompts": len(train),
             "prompts_over_the_token_limit": len(every) - len(prompts),
             "max_prompt_tokens": MAX_PROMPT_TOKENS,
+            "track_every": TRACK_EVERY,
             "command": f"python experiments/rl.py run --arm {name} --steps {steps}" + (" --gpu" if gpu else ""),
         }
         (out / "facts.json").write_text(json.dumps(facts, indent=1) + "\n")
