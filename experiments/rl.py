@@ -40,7 +40,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.rl.claims import CALIBRATION_BETA, CALIBRATION_LR, CALIBRATION_SCALE_REWARDS, PROBE_STEPS
+from rewardsmith.rl.claims import (
+    CALIBRATION_BETA,
+    CALIBRATION_LR,
+    CALIBRATION_SCALE_REWARDS,
+    ICRM_LR,
+    ICRM_STEPS,
+    PROBE_STEPS,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "rl"
@@ -66,13 +73,14 @@ class Arm:
     demos: str | None = None
     negate: bool = False
     changes: tuple[tuple[str, Any], ...] = ()
+    steps: int = PROBE_STEPS
 
 
 PROBE = (("beta", CALIBRATION_BETA), ("scale_rewards", CALIBRATION_SCALE_REWARDS), ("lr", CALIBRATION_LR))
 ARMS = {
-    "helpful": Arm("runs/helpful/model"),
-    "icrm": Arm("runs/icrm/s0/model", demos=DEMOS),
-    "bt": Arm("runs/icrm/bt-s0/model"),
+    "helpful": Arm("runs/helpful/model", steps=30),
+    "icrm": Arm("runs/icrm/s0/model", demos=DEMOS, changes=(("lr", ICRM_LR),), steps=ICRM_STEPS),
+    "bt": Arm("runs/icrm/bt-s0/model", changes=(("lr", ICRM_LR),), steps=ICRM_STEPS),
     "uncalibrated": Arm("runs/harmless/model", changes=PROBE),
     "calibrated": Arm("runs/harmless/model", rater=True, negate=True, changes=PROBE),
 }
@@ -466,11 +474,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=["run", "inprocess", "summarise"])
     parser.add_argument("--arm", choices=sorted(ARMS), default="helpful")
-    parser.add_argument("--steps", type=int, help=f"default: 30 for helpful, {PROBE_STEPS} for a probe arm")
+    parser.add_argument("--steps", type=int, help="default: the arm's (ARMS)")
     parser.add_argument("--gpu", action="store_true", help="TRL's colocated vLLM generation and bf16")
     args = parser.parse_args()
     if args.step == "run":
-        run(args.arm, args.steps or (30 if args.arm == "helpful" else PROBE_STEPS), args.gpu)
+        run(args.arm, args.steps or ARMS[args.arm].steps, args.gpu)
     elif args.step == "inprocess":
         inprocess(args.arm)
     else:

@@ -5,7 +5,8 @@ one collapses (the PEBS paper's pre-registered PPO probe). Results come from doc
 (rl/claim_results.py); nothing here reads them.
 
 Every arm runs the same recipe (GRPOSettings of experiments/rl.py: SmolLM2-135M-Instruct, full fine-tune, the same
-seed, prompts and budget; a probe's two arms PROBE_STEPS steps each) and is tracked on the same 16 held-out prompts
+seed, prompts and budget within a probe: the calibration arms PROBE_STEPS steps each, the ICRM arms ICRM_STEPS steps at
+ICRM_LR) and is tracked on the same 16 held-out prompts
 with the same seeded samples, so arms are compared paired over those prompts.
 
 "Collapse" (the PEBS paper does not define it; defined here before the runs): an arm collapsed when the learned
@@ -29,7 +30,9 @@ SOURCE = "src/rewardsmith/rl/claims.py"
 KL_REACHED = 1.0  # the KL (nats per completion) the PEBS probe's uncalibrated arm must reach to test the claim
 CALIBRATION_BETA = 0.04  # the KL coefficient of the calibration probe's arms (TRL's former default)
 CALIBRATION_LR = 5e-5  # 5x the main run's: the uncalibrated arm must be able to reach KL_REACHED within the budget
-PROBE_STEPS = 20  # GRPO steps of every probe arm (the main run takes 30): what four arms cost on this CPU
+PROBE_STEPS = 20  # GRPO steps of each calibration arm (the main run takes 30): what the arms cost on this CPU
+ICRM_STEPS = 10  # GRPO steps of each ICRM-probe arm: what was left of the session's compute after the others
+ICRM_LR = 5e-5  # the ICRM probe's learning rate, as the calibration probe's: 10 steps must move the policy far
 CALIBRATION_SCALE_REWARDS = "none"  # unstandardised advantages: the reward's scale reaches the update
 RATER_RULE = (
     "the PluriHarms rater whose PEBS shrunk slope is the median of all raters' (a typical rater), fitted by "
