@@ -333,11 +333,26 @@ def arm_summary(name: str) -> dict[str, Any] | None:
     from rewardsmith.rl.tracker import mean_ci
 
     out = RUNS / name
-    if not (out / "facts.json").exists():
+    if not (out / "points.jsonl").exists():
         return None
     points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
-    facts = json.loads((out / "facts.json").read_text())
+    if (out / "facts.json").exists():
+        facts = json.loads((out / "facts.json").read_text())
+    else:  # the run stopped: what it recorded, and the error its log ends with
+        arm = ARMS[name]
+        log = RUNS / f"{name}.log"
+        errors = [x for x in log.read_text().splitlines() if "Error" in x] if log.exists() else []
+        facts = {
+            "arm": name,
+            "seconds": None,
+            "settings": settings_of(arm, arm.steps, False).__dict__,
+            "proxy": arm.model,
+            "rater": median_rater(MAPS)[0] if arm.rater else None,
+            "rater_slope": median_rater(MAPS)[1] if arm.rater else None,
+            "heldout_prompts": HELDOUT,
+            "stopped": {"after_step": steps[-1]["step"] if steps else 0, "error": errors[-1] if errors else None},
+        }
     share = [
         s["reward_seconds"] / s["logs"]["step_time"]
         for s in steps
@@ -407,7 +422,7 @@ def summarise() -> None:
     arms = {name: summary for name in ARMS if (summary := arm_summary(name)) is not None}
     paired: dict[str, Any] = {}
     for a, b in PAIRS:
-        if a in arms and b in arms:
+        if a in arms and b in arms and not any("stopped" in arms[x]["facts"] for x in (a, b)):
             pa, pb = arms[a]["points"], arms[b]["points"]
             paired[f"{a} - {b}"] = {g: mean_ci(_change(pa, g) - _change(pb, g), 1000, 0) for g in GOLDS}
     out = {

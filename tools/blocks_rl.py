@@ -34,10 +34,15 @@ def _not_run(d: Mapping[str, Any], arm: str) -> str | None:
 
 def _settings(arm: Mapping[str, Any]) -> str:
     f, s = arm["facts"], arm["facts"]["settings"]
+    took = (
+        f"took {f['seconds'] / 60:.1f} min"
+        if f.get("seconds") is not None
+        else f"stopped after step {f['stopped']['after_step']}: {f['stopped']['error']}"
+    )
     return (
         f"GRPO for {s['steps']} steps ({s['prompts_per_step']} prompts x {s['generations']} generations of at most "
         f"{s['max_new_tokens']} tokens, lr {s['lr']:g}, KL coefficient {s['beta']:g}, advantages scaled by "
-        f"{s.get('scale_rewards', 'group')}) took {f['seconds'] / 60:.1f} min"
+        f"{s.get('scale_rewards', 'group')}) {took}"
     )
 
 

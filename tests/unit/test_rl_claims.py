@@ -19,6 +19,8 @@ def _arm(kl: float, collapsed: bool = False) -> dict[str, Any]:
         "kl_end": _ci(kl, kl - 0.1, kl + 0.1),
         "gold_change": {"ifeval": _ci(0.1, 0.02, 0.2), "runs/bon/gold/model": _ci(-0.1, -0.3, 0.1)},
         "collapse": {"gold_falls": collapsed, "monitors_fired": [], "collapsed": collapsed},
+        "facts": {"seconds": 60.0},
+        "points": [{"step": 0}, {"step": 20}],
     }
 
 
@@ -65,3 +67,13 @@ def test_arms_not_run_say_so() -> None:
     rows = {(r.claim.key, r.scope): r for r in rl_claim_results(d)}
     assert rows[("rl.b", "learned gold")].verdict == "not run"
     assert rows[("rl.c", "learned gold")].verdict == "not run"
+
+
+def test_an_arm_that_stopped_before_its_budget_leaves_its_probe_not_run() -> None:
+    d = _results(uncalibrated_kl=1.4)
+    d["arms"]["calibrated"]["facts"] = {"seconds": None, "stopped": {"after_step": 20, "error": "422 empty response"}}
+    d["arms"]["calibrated"]["points"] = [{"step": 0}, {"step": 10}]
+    rows = {(r.claim.key, r.scope): r for r in rl_claim_results(d)}
+    row = rows[("rl.c", "learned gold")]
+    assert row.verdict == "not run" and row.estimate is None  # the paired CI in the file is not read
+    assert "stopped after step 20 (422 empty response)" in row.evidence and "last point is step 10" in row.evidence

@@ -42,9 +42,15 @@ def served_proxy(client: Any, rater: str | None = None, standard: str | None = N
     on `rater`'s scale or steered by the registered `standard` where the policy's reward function is."""
 
     def score(items: Sequence[tuple[tuple[Turn, ...], str]]) -> np.ndarray:
-        prompts = [[{"role": t.role, "content": t.content} for t in turns] for turns, _ in items]
-        rewards = client.rewards(prompts, [response for _, response in items], rater, standard)
-        return np.asarray(rewards, dtype=np.float64)
+        # An empty response has no reward (the server refuses it, as GRPOReward never sends it): NaN, left out of
+        # the prompt's mean. A policy that collapses to empty answers must not end the run that shows it.
+        keep = [k for k, (_, response) in enumerate(items) if response.strip()]
+        out = np.full(len(items), np.nan)
+        if keep:
+            prompts = [[{"role": t.role, "content": t.content} for t in items[k][0]] for k in keep]
+            rewards = client.rewards(prompts, [items[k][1] for k in keep], rater, standard)
+            out[keep] = np.asarray(rewards, dtype=np.float64)
+        return out
 
     return score
 
@@ -74,6 +80,17 @@ def mean_ci(per_prompt: np.ndarray, n_boot: int, seed: int) -> dict[str, float |
         "low": float(low) if np.isfinite(low) else None,
         "high": float(high) if np.isfinite(high) else None,
     }
+
+
+def _row_means(values: np.ndarray) -> np.ndarray:
+    """Each prompt's mean over its samples with a value (NaN where none has one)."""
+    counts = np.isfinite(values).sum(axis=1)
+    sums = np.where(np.isfinite(values), values, 0.0).sum(axis=1)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+
+def _finite_list(values: np.ndarray) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in values]
 
 
 def sequence_logprobs(model: Any, prompt_ids: list[int], completions: Sequence[list[int]]) -> np.ndarray:
@@ -166,18 +183,18 @@ class GoldTracker:
         record: dict[str, Any] = {
             "step": step,
             "kl": mean_ci(np.array(kl), s.n_boot, s.seed),
-            "proxy": mean_ci(proxy.mean(axis=1), s.n_boot, s.seed),
+            "proxy": mean_ci(_row_means(proxy), s.n_boot, s.seed),
             "golds": {},
             "length": float(np.mean(lengths)),
             "cut": float(np.mean(cut)),
             "prompts": len(self.prompts),
             "samples": s.samples,
         }
-        per_prompt: dict[str, Any] = {"kl": kl, "proxy": proxy.mean(axis=1).tolist(), "golds": {}}
+        per_prompt: dict[str, Any] = {"kl": kl, "proxy": _finite_list(_row_means(proxy)), "golds": {}}
         for spec, gold in self.golds:
             values = np.nanmean(gold.score(spec, self.prompts, responses, self.context), axis=1)
             record["golds"][spec] = mean_ci(values, s.n_boot, s.seed)
-            per_prompt["golds"][spec] = [None if not np.isfinite(v) else float(v) for v in values]
+            per_prompt["golds"][spec] = _finite_list(values)
         record["per_prompt"] = per_prompt  # in the order of the prompts: arms on the same prompts pair on them
         self.points.append(record)
         self.out.mkdir(parents=True, exist_ok=True)
