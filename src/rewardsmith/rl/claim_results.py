@@ -48,13 +48,16 @@ def _collapse_text(name: str, arm: Mapping[str, Any]) -> str:
     return f"{name}: KL {reached}, {'collapsed (' + '; '.join(why) + ')' if c['collapsed'] else 'no collapse'}"
 
 
-def _stopped_text(name: str, arm: Mapping[str, Any]) -> str:
-    stop = arm["facts"]["stopped"]
-    last = arm["points"][-1]["step"]
-    return (
-        f"the {name} arm stopped after step {stop['after_step']} ({stop['error'] or 'no error logged'}), so its "
-        f"last point is step {last}, not the budget's end"
-    )
+def _stopped(arms: Mapping[str, Any], names: tuple[str, str]) -> str | None:
+    """Why a probe's arms cannot be compared at the budget's end: the first of them that stopped short (None: none)."""
+    for name in names:
+        if name in arms and "stopped" in arms[name]["facts"]:
+            stop, last = arms[name]["facts"]["stopped"], arms[name]["points"][-1]["step"]
+            return (
+                f"the {name} arm stopped after step {stop['after_step']} ({stop['error'] or 'no error logged'}), so "
+                f"its last point is step {last}, not the budget's end"
+            )
+    return None
 
 
 def rl_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
@@ -66,9 +69,9 @@ def rl_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
         out.append(_interval(GOLD_RISES, entry, f"helpful proxy: {gold_label(gold)}"))
     for gold in golds:
         entry = paired.get("icrm - bt", {}).get(gold)
-        stopped = [n for n in ("icrm", "bt") if n in arms and "stopped" in arms[n]["facts"]]
+        stopped = _stopped(arms, ("icrm", "bt"))
         if stopped:
-            out.append(not_run(ICRM_RESISTS, _stopped_text(stopped[0], arms[stopped[0]]), scope=gold_label(gold)))
+            out.append(not_run(ICRM_RESISTS, stopped, scope=gold_label(gold)))
             continue
         out.append(_interval(ICRM_RESISTS, entry, gold_label(gold)))
     for gold in golds:
@@ -77,11 +80,9 @@ def rl_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
             out.append(not_run(CALIBRATED_STABLE, "the probe's arms were not run", scope=scope))
             continue
         facts = "; ".join(_collapse_text(n, arms[n]) for n in ("uncalibrated", "calibrated"))
-        stopped = [n for n in ("uncalibrated", "calibrated") if "stopped" in arms[n]["facts"]]
+        stopped = _stopped(arms, ("uncalibrated", "calibrated"))
         if stopped:
-            out.append(
-                not_run(CALIBRATED_STABLE, f"{_stopped_text(stopped[0], arms[stopped[0]])} ({facts})", scope=scope)
-            )
+            out.append(not_run(CALIBRATED_STABLE, f"{stopped} ({facts})", scope=scope))
             continue
         kl = _kl(arms["uncalibrated"])
         if kl is None or kl < KL_REACHED:

@@ -192,7 +192,7 @@ class GoldTracker:
         }
         per_prompt: dict[str, Any] = {"kl": kl, "proxy": _finite_list(_row_means(proxy)), "golds": {}}
         for spec, gold in self.golds:
-            values = np.nanmean(gold.score(spec, self.prompts, responses, self.context), axis=1)
+            values = _row_means(gold.score(spec, self.prompts, responses, self.context))
             record["golds"][spec] = mean_ci(values, s.n_boot, s.seed)
             per_prompt["golds"][spec] = _finite_list(values)
         record["per_prompt"] = per_prompt  # in the order of the prompts: arms on the same prompts pair on them
