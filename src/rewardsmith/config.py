@@ -191,6 +191,7 @@ class ICRMModelConfig(ModelConfig):
 
 DEBIAS_KINDS = ("none", "length-covariate", "odin", "length-balanced")
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow", "trackio")
+BATCHES = ("length-grouped", "random")  # TrainConfig.batches
 
 
 @dataclass
@@ -233,6 +234,23 @@ class TrainConfig:
         True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per pair and epoch"
     )
     bf16: bool = option(False, "bf16 autocast for the backbone (pooling and heads stay fp32)")
+    batches: str = option(
+        "length-grouped",
+        "how pairs form micro-batches: length-grouped (pairs of similar length together, in a seeded random "
+        "order; less padding) or random",
+        choices=BATCHES,
+    )
+    forward_groups: bool = option(
+        True,
+        "run each micro-batch's texts as groups of similar length, each padded to its own longest (the same "
+        "loss and gradients to float rounding, less padding computed)",
+        volatile=True,
+    )
+    compile: bool = option(
+        False,
+        "torch.compile the backbone for training (dynamic shapes); its compile time counts in the run",
+        volatile=True,
+    )
     seed: int = option(0, "seed for initialisation, data order and swaps", min=0, max=MAX_SEED)
     checkpoint_every: int = option(
         50, "optimiser steps between atomic checkpoints (0 = none: a killed run starts again)", min=0, volatile=True

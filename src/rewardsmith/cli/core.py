@@ -58,6 +58,7 @@ TRAIN_OPTIONS: dict[str, str | Flag] = {
     "train.batch_size": "--batch-size",
     "train.lr": "--lr",
     "train.bf16": Flag(("--bf16/--fp32",)),
+    "train.batches": "--batches",
     "train.max_steps": "--max-steps",
     "train.checkpoint_every": "--checkpoint-every",
     "train.seed": "--seed",

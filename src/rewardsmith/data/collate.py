@@ -210,6 +210,42 @@ def collate_pairs(batch: Sequence[EncodedPair], pad_id: int, padding_side: str =
     return out
 
 
+# What one extra forward pass costs beyond its tokens, in padded-token equivalents: forward_groups trades it
+# against the padding a cut saves. Chosen on MiniLM forward+backward over 320 hh-rlhf pairs on a 2-core CPU
+# (one epoch, length-grouped batches): 32 and 64 cut too often (4.7 and 3.5 groups a batch, no faster than one
+# pass), 128 (2.2 groups, 14% -> 7% padding) was at least as fast in fp32 and bf16.
+GROUP_OVERHEAD_TOKENS = 128
+
+
+def forward_groups(lengths: Sequence[int], overhead: int = GROUP_OVERHEAD_TOKENS) -> list[list[int]]:
+    """The rows of one forward batch cut into groups that run as separate forward passes, each padded to its own
+    longest text: of the partitions of the rows sorted by length (longest first) into runs, the one with the fewest
+    padded tokens plus `overhead` per group (exact, by dynamic programming). One group when cutting saves
+    nothing. Deterministic in `lengths` (ties keep row order)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    n = len(order)
+    cost = [0.0] + [float("inf")] * n  # cost[j]: the best cut of the j longest rows
+    cut = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(j):  # rows i..j-1 (sorted) form the last group, padded to lengths[order[i]]
+            c = cost[i] + (j - i) * lengths[order[i]] + overhead
+            if c < cost[j]:
+                cost[j], cut[j] = c, i
+    groups: list[list[int]] = []
+    j = n
+    while j > 0:
+        groups.append(order[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]
+
+
+def random_batches(count: int, batch_size: int, seed: int) -> list[list[int]]:
+    """Batches of indices in a seeded random order, lengths ignored (what length grouping is measured against)."""
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    return [order[k : k + batch_size] for k in range(0, count, batch_size)]
+
+
 def length_grouped_batches(
     lengths: Sequence[int],
     batch_size: int,

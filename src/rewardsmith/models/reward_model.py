@@ -98,7 +98,13 @@ class PooledBackbone(nn.Module):
         self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
     ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """Runs the backbone on pad_texts tensors (B, T). Returns the last hidden state (B, T, H) and the
-        requested layers (index 0 = embeddings, L = last; negative counts from the end)."""
+        requested layers (index 0 = embeddings, L = last; negative counts from the end).
+
+        A batch with "forward_group" (B,) (the trainer's, data.collate.forward_groups) runs one backbone pass per
+        group of rows, each cut to its own longest text, and the outputs are padded back to (B, T): the same
+        values as one pass to float rounding, with less padding computed."""
+        if "forward_group" in batch:
+            return self._encode_in_groups(batch, hidden_layers)
         kwargs: dict[str, Any] = {
             "input_ids": batch["input_ids"],
             "attention_mask": batch["attention_mask"],
@@ -113,6 +119,29 @@ class PooledBackbone(nn.Module):
             n = len(out.hidden_states)
             states = {layer: out.hidden_states[layer if layer >= 0 else n + layer] for layer in hidden_layers}
         return out.last_hidden_state, states
+
+    def _encode_in_groups(
+        self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int]
+    ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        mask = batch["attention_mask"]
+        width = mask.shape[1]
+        ends = mask.sum(dim=1)
+        if not torch.equal(mask.bool(), torch.arange(width, device=mask.device) < ends[:, None]):
+            raise ValueError("forward groups need right-padded rows (collate_pairs' default)")
+        groups = batch["forward_group"]
+        rows_of, lasts, states_of = [], [], []
+        for g in torch.unique(groups).tolist():
+            rows = (groups == g).nonzero().squeeze(1)
+            cut = int(ends[rows].max())
+            part = {k: v[rows, :cut] for k, v in batch.items() if k != "forward_group" and v.dim() == 2}
+            last, states = self.encode(part, hidden_layers)
+            rows_of.append(rows)
+            lasts.append(nn.functional.pad(last, (0, 0, 0, width - cut)))
+            states_of.append({k: nn.functional.pad(v, (0, 0, 0, width - cut)) for k, v in states.items()})
+        back = torch.argsort(torch.cat(rows_of))  # grouped order -> the batch's row order
+        last = torch.cat(lasts)[back]
+        states = {k: torch.cat([s[k] for s in states_of])[back] for k in states_of[0]}
+        return last, states
 
     def embed(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Pooled representation (B, H) float32 of pad_texts tensors."""

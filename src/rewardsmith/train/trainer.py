@@ -35,8 +35,15 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from rewardsmith.config import ModelConfig, TrainConfig, to_dict
-from rewardsmith.data.collate import EncodedPair, collate_pairs, encode_pairs, length_grouped_batches
+from rewardsmith.config import BATCHES, ModelConfig, TrainConfig, to_dict
+from rewardsmith.data.collate import (
+    EncodedPair,
+    collate_pairs,
+    encode_pairs,
+    forward_groups,
+    length_grouped_batches,
+    random_batches,
+)
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
@@ -77,6 +84,7 @@ _RESUME_KEYS = (
     "head_lr",
     "swap_pairs",
     "debias",
+    "batches",
 )
 
 
@@ -109,8 +117,13 @@ def _swap_pair(p: EncodedPair) -> EncodedPair:
 
 
 class PairBatchPlan:
-    """Length-grouped micro-batches of encoded pairs, reshuffled each epoch (seed * 7919 + epoch), with a
-    seeded swap coin per (pair, epoch). weights: one per pair (served as the batch's "weights") or None."""
+    """Micro-batches of encoded pairs, reshuffled each epoch (seed * 7919 + epoch), with a seeded swap coin per
+    (pair, epoch). weights: one per pair (served as the batch's "weights") or None.
+
+    batches: "length-grouped" (collate.length_grouped_batches: pairs of similar length together) or "random".
+    grouped_forward: each micro-batch also carries "forward_group" (collate.forward_groups), so the model runs
+    its texts in groups of similar length (models.reward_model.PooledBackbone.encode); left out where one group
+    is best."""
 
     def __init__(
         self,
@@ -121,7 +134,11 @@ class PairBatchPlan:
         seed: int,
         swap_pairs: bool = True,
         weights: Sequence[float] | None = None,
+        batches: str = "length-grouped",
+        grouped_forward: bool = False,
     ):
+        if batches not in BATCHES:
+            raise ConfigError(f"train.batches must be one of {', '.join(BATCHES)}, got {batches!r}")
         if not encoded:
             raise ConfigError("no training pairs")
         if weights is not None and len(weights) != len(encoded):
@@ -132,6 +149,8 @@ class PairBatchPlan:
         self.batch_size = batch_size
         self.seed = seed
         self.swap_pairs = swap_pairs
+        self.batches = batches
+        self.grouped_forward = grouped_forward
         self.lengths = [p.length for p in self.encoded]
         self.batches_per_epoch = math.ceil(len(self.encoded) / batch_size)
         self.natural_batches: int | None = max(1, math.ceil(epochs * self.batches_per_epoch))
@@ -139,7 +158,11 @@ class PairBatchPlan:
 
     def _epoch(self, epoch: int) -> list[list[int]]:
         if epoch not in self._epochs:
-            self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size, seed=self.seed * 7919 + epoch)}
+            seed = self.seed * 7919 + epoch
+            if self.batches == "random":
+                self._epochs = {epoch: random_batches(len(self.lengths), self.batch_size, seed)}
+            else:
+                self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size, seed)}
         return self._epochs[epoch]
 
     def batch(self, index: int, process_index: int = 0, num_processes: int = 1) -> PlannedBatch:
@@ -150,6 +173,13 @@ class PairBatchPlan:
             p = self.encoded[i]
             items.append(_swap_pair(p) if self.swap_pairs and swap_decision(self.seed, epoch, i) else p)
         tensors = collate_pairs(items, self.pad_id)
+        if self.grouped_forward:
+            groups = forward_groups(tensors["attention_mask"].sum(dim=1).tolist())
+            if len(groups) > 1:
+                group = torch.empty(tensors["attention_mask"].shape[0], dtype=torch.long)
+                for g, rows in enumerate(groups):
+                    group[rows] = g
+                tensors["forward_group"] = group
         if self.weights is not None:
             tensors["weights"] = torch.tensor([self.weights[i] for i in indices], dtype=torch.float32)
         return PlannedBatch(tensors, len(items), epoch)
@@ -275,6 +305,7 @@ class Trainer:
             accelerator, math.ceil(self._items_per_batch() / accelerator.num_processes), cfg.max_grad_norm
         )
         self.model.to(accelerator.device)
+        compiled = _compile_backbone(self.model, accelerator.num_processes) if cfg.compile else None
         random.seed(cfg.seed)
         np.random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
@@ -359,6 +390,8 @@ class Trainer:
                     os.kill(os.getpid(), signal.SIGKILL)
         accelerator.wait_for_everyone()
         seconds = time.perf_counter() - t0
+        if compiled is not None:
+            compiled._compiled_call_impl = None  # scoring after the run calls the module as it was
         if skeleton is not None:  # a plain module with whole weights on every process (scoring, saving)
             self.model = skeleton.build(whole_model_state(accelerator, model, everywhere=True), accelerator.device)
         else:
@@ -507,6 +540,8 @@ def train_pairs(
         cfg.seed,
         cfg.swap_pairs,
         hooks.pair_weights(encoded),
+        cfg.batches,
+        cfg.forward_groups,
     )
     hooks.prepare(model, encoded)
     trainer = Trainer(model, plan, cfg, run_dir, objective, on_step)
@@ -515,6 +550,16 @@ def train_pairs(
     finally:
         hooks.finish(trainer.model)
     return trainer
+
+
+def _compile_backbone(model: Any, processes: int) -> Any:
+    """torch.compile (dynamic shapes) of the model's backbone in place: parameter names, and so checkpoints and
+    saved models, stay as they are. Returns the compiled module."""
+    if processes > 1:
+        raise ConfigError("train.compile runs in one process; leave it off under accelerate launch")
+    target = getattr(model, "backbone", model)
+    target.compile(dynamic=True)
+    return target
 
 
 def _write_step(log: Any, accelerator: Any, values: dict[str, Any]) -> None:
