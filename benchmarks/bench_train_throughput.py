@@ -1,24 +1,30 @@
 """Training throughput as a user sees it: rewardsmith's Trainer against TRL's RewardTrainer and against the
 hardware's limit, every measured run in its own fresh process.
 
-Same backbone (the embedded MiniLM, dropout 0), same hh-rlhf/harmless-base pairs, same max_length, 16 pairs a
-step, one epoch, lr 2e-5, gradient checkpointing off, fp32 or bf16 autocast. Per round, three processes run in
-a rotating order:
-- rewardsmith: `train_pairs`'s Trainer on the pairs, timed over the training loop (tokenisation and model load
-  excluded), then a second model trained in the same process (the first must not be slower than the second);
-- trl: TRL's RewardTrainer with its defaults (random batches padded to their longest pair; pairs longer than
-  max_length dropped). TRL 1.16's `train_sampling_strategy="group_by_length"` fails on reward datasets ("Can
-  only automatically infer lengths for datasets whose items are dictionaries with an 'input_ids' key"), so
-  its defaults are its best working configuration here;
+Same backbone (the embedded MiniLM, dropout 0), same max_length, 16 pairs a step, one epoch, lr 2e-5, gradient
+checkpointing off, fp32 or bf16 autocast. The same work for every tool: the first N hh-rlhf/harmless-base
+training pairs that fit max_length whole under both tools' tokenisation, so rewardsmith truncates none and TRL
+(which drops a pair longer than max_length) drops none. Per round, these processes run in a rotating order:
+- rewardsmith: `train_pairs`'s Trainer with its defaults (length-grouped batches, forward groups), timed over
+  the training loop (tokenisation and model load excluded), then a second model trained in the same process
+  (the first must not be slower than the second);
+- the levers alone: random batches with neither lever (`rs-none`), length-grouped batches only
+  (`rs-grouped`), forward groups only (`rs-forward`), and the defaults with `train.compile` (`rs-compile`:
+  torch.compile of the backbone, dynamic shapes, its compile time inside the timed loop, as a first run has
+  it; `warm` also records the same process's second training, compiled graphs cached);
+- trl: TRL's RewardTrainer with its defaults (random batches padded to their longest pair). TRL 1.16's
+  `train_sampling_strategy="group_by_length"` fails on reward datasets ("Can only automatically infer lengths
+  for datasets whose items are dictionaries with an 'input_ids' key") and its reward trainer has no
+  padding-free mode, so its defaults are its best working configuration here;
 - bare: a plain PyTorch loop (forward, Bradley-Terry loss, backward, AdamW step) over exactly rewardsmith's
-  batches, pre-padded before the clock, fused AdamW: no data loading, no logging, no accelerate. What training
-  could reach.
+  default batches, pre-collated before the clock, fused AdamW: no data loading, no logging, no accelerate.
 
-Reported per run: pairs/s, non-padding tokens/s, the padding fraction, loop wall and CPU seconds, and the
-process's wall and CPU seconds from outside. Per precision: the median paired ratio rewardsmith / TRL (pairs/s)
-and rewardsmith / bare (non-padding tokens/s) with their ranges, and second / first training in one process.
+Reported per run: pairs/s, non-padding tokens/s, the padding fraction (of the positions the forward passes
+computed), loop wall and CPU seconds, and the process's wall and CPU seconds from outside. Per precision: the
+median paired ratio of each rewardsmith variant to TRL (pairs/s), rewardsmith / bare, and second / first
+training in one process.
 
-    .venv/bin/python benchmarks/bench_train_throughput.py --pairs 480 --max-length 256 --precision fp32 bf16 --rounds 3
+    .venv/bin/python benchmarks/bench_train_throughput.py --pairs 320 --max-length 256 --precision fp32 bf16 --rounds 3
 
 Writes benchmarks/results/train_throughput.json and prints a table.
 """
@@ -38,20 +44,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train_throughput.json"
-TOOLS = ("rewardsmith", "trl", "bare")
+# rewardsmith variant -> (train.batches, train.forward_groups, train.compile)
+VARIANTS = {
+    "rewardsmith": ("length-grouped", True, False),
+    "rs-none": ("random", False, False),
+    "rs-grouped": ("length-grouped", False, False),
+    "rs-forward": ("random", True, False),
+    "rs-compile": ("length-grouped", True, True),
+}
+TOOLS = (*VARIANTS, "trl", "bare")
 BATCH = 16
 LR = 2e-5
 
 
-def load_pairs(n: int, data_dir: str | None) -> list[Any]:
+def load_pairs(n: int, data_dir: str | None, max_length: int) -> list[Any]:
+    """The first n training pairs of hh-rlhf/harmless-base that both tools take whole at max_length."""
+    from transformers import AutoTokenizer
+
+    from rewardsmith.config import ModelConfig
+    from rewardsmith.data.collate import PairEncoder
     from rewardsmith.data.registry import load_dataset
     from rewardsmith.data.splits import split_pairs
+    from rewardsmith.models.backbone import minilm_dir
 
-    pairs = load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs
-    return split_pairs(pairs, {"train": 0.8})["train"][:n]
+    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    encoder = PairEncoder(tok, max_length, ModelConfig().min_prompt_tokens)
+    kept = []
+    for p in split_pairs(load_dataset("hh-rlhf/harmless-base", data_dir=data_dir).pairs, {"train": 0.8})["train"]:
+        ours = [encoder.encode(p.prompt_text(), r) for r in (p.chosen, p.rejected)]
+        theirs = [len(tok(p.prompt_text() + " " + r + tok.sep_token)["input_ids"]) for r in (p.chosen, p.rejected)]
+        if not any(e.prompt_truncated or e.response_truncated for e in ours) and max(theirs) <= max_length:
+            kept.append(p)
+        if len(kept) == n:
+            return kept
+    raise SystemExit(f"only {len(kept)} pairs fit {max_length} tokens, {n} asked")
 
 
-def _plan(pairs: list[Any], max_length: int) -> tuple[Any, Any, Any]:
+def _plan(
+    pairs: list[Any], max_length: int, batches: str = "length-grouped", grouped_forward: bool = True
+) -> tuple[Any, Any, Any]:
     """A fresh MiniLM reward model, its tokenizer and rewardsmith's batch plan for the pairs."""
     from rewardsmith.config import ModelConfig
     from rewardsmith.data.collate import PairEncoder, encode_pairs
@@ -61,17 +92,30 @@ def _plan(pairs: list[Any], max_length: int) -> tuple[Any, Any, Any]:
     model_cfg = ModelConfig(backbone="minilm", template="hh", max_length=max_length)
     model, tok = build_reward_model(model_cfg, seed=0)
     encoded = encode_pairs(PairEncoder(tok, max_length, model_cfg.min_prompt_tokens), pairs)
-    return model, tok, PairBatchPlan(encoded, int(tok.pad_token_id), BATCH, 1.0, seed=0)
+    plan = PairBatchPlan(
+        encoded, int(tok.pad_token_id), BATCH, 1.0, seed=0, batches=batches, grouped_forward=grouped_forward
+    )
+    return model, tok, plan
 
 
 def _tokens(plan: Any) -> tuple[int, int]:
-    """(non-padding tokens, padded positions) over every batch of one epoch of the plan."""
+    """(non-padding tokens, positions the forward passes compute) over every batch of one epoch of the plan."""
     real = padded = 0
     for b in range(plan.natural_batches):
-        mask = plan.batch(b).tensors["attention_mask"]
-        real += int(mask.sum())
-        padded += mask.numel()
+        t = plan.batch(b).tensors
+        real, padded = real + int(t["attention_mask"].sum()), padded + _positions(t)
     return real, padded
+
+
+def _positions(t: dict[str, Any]) -> int:
+    """Token positions a forward pass over the batch computes: each forward group padded to its own longest."""
+    lengths = t["attention_mask"].sum(dim=1)
+    if "forward_group" not in t:
+        return int(t["attention_mask"].numel())
+    return sum(
+        int((t["forward_group"] == g).sum()) * int(lengths[t["forward_group"] == g].max())
+        for g in t["forward_group"].unique()
+    )
 
 
 def _record(pairs: int, real: int, padded: int, wall: float, cpu: float, **extra: Any) -> dict[str, Any]:
@@ -86,22 +130,34 @@ def _record(pairs: int, real: int, padded: int, wall: float, cpu: float, **extra
     }
 
 
-def measure_rewardsmith(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
+def measure_rewardsmith(pairs: list[Any], max_length: int, bf16: bool, variant: str = "rewardsmith") -> dict[str, Any]:
     from rewardsmith.config import TrainConfig
     from rewardsmith.train.trainer import Trainer
 
+    batches, grouped_forward, compiled = VARIANTS[variant]
     trainings = []
-    for _ in range(2):  # the first training of the process, then a second one beside it
-        model, _, plan = _plan(pairs, max_length)
+    # The first training of the process; the defaults and compile also a second one beside it.
+    for _ in range(2 if variant in ("rewardsmith", "rs-compile") else 1):
+        model, _, plan = _plan(pairs, max_length, batches, grouped_forward)
         real, padded = _tokens(plan)
-        cfg = TrainConfig(epochs=1, batch_size=BATCH, lr=LR, bf16=bf16, checkpoint_every=0, progress=False)
+        cfg = TrainConfig(
+            epochs=1,
+            batch_size=BATCH,
+            lr=LR,
+            bf16=bf16,
+            checkpoint_every=0,
+            progress=False,
+            batches=batches,
+            forward_groups=grouped_forward,
+            compile=compiled,
+        )
         with tempfile.TemporaryDirectory() as tmp:
             trainer = Trainer(model, plan, cfg, tmp)
             cpu0 = time.process_time()
             result = trainer.fit()
             cpu = time.process_time() - cpu0
         trainings.append(_record(result.items_seen, real, padded, result.seconds, cpu, pairs_in=len(pairs)))
-    return {**trainings[0], "second": trainings[1]}
+    return {**trainings[0], "second": trainings[1]} if len(trainings) > 1 else trainings[0]
 
 
 def measure_bare(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
@@ -112,7 +168,7 @@ def measure_bare(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any
     model, _, plan = _plan(pairs, max_length)
     batches = [plan.batch(b).tensors for b in range(plan.natural_batches)]
     real = sum(int(b["attention_mask"].sum()) for b in batches)
-    padded = sum(b["attention_mask"].numel() for b in batches)
+    padded = sum(_positions(b) for b in batches)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, fused=True)  # the fastest step torch has on CPU
     model.train()
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -178,7 +234,10 @@ def measure_trl(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]
     return _record(kept, counts["real"], counts["padded"], wall, cpu, pairs_in=len(pairs))
 
 
-MEASURES = {"rewardsmith": measure_rewardsmith, "trl": measure_trl, "bare": measure_bare}
+def measure(tool: str, pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
+    if tool in VARIANTS:
+        return measure_rewardsmith(pairs, max_length, bf16, tool)
+    return {"trl": measure_trl, "bare": measure_bare}[tool](pairs, max_length, bf16)
 
 
 def _child(tool: str, args: argparse.Namespace, precision: str) -> dict[str, Any]:
@@ -192,9 +251,10 @@ def drive(args: argparse.Namespace) -> None:
 
     rows = []
     for precision in args.precision:
-        runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
+        tools = [t for t in TOOLS if t in args.tools]
+        runs: dict[str, list[dict[str, Any]]] = {t: [] for t in tools}
         for r in range(args.rounds):
-            for tool in rotated(TOOLS, r):
+            for tool in rotated(tools, r):
                 runs[tool].append(_child(tool, args, precision))
                 last = runs[tool][-1]
                 print(
@@ -215,14 +275,20 @@ def drive(args: argparse.Namespace) -> None:
                     [o["tokens_per_s"] / b["tokens_per_s"] for o, b in zip(ours, bare, strict=True)]
                 ),
                 "second_over_first_training": spread([o["second"]["pairs_per_s"] / o["pairs_per_s"] for o in ours]),
+                "variants_vs_trl_pairs_per_s": {
+                    v: spread([o["pairs_per_s"] / t["pairs_per_s"] for o, t in zip(runs[v], trl, strict=True)])
+                    for v in VARIANTS
+                    if v in runs
+                },
                 "median": {
                     t: {
                         k: statistics.median(x[k] for x in runs[t])
                         for k in ("pairs_per_s", "tokens_per_s", "padding_fraction", "seconds", "cpu_seconds")
                     }
-                    for t in TOOLS
+                    for t in tools
                 },
-                "pairs_kept": {"rewardsmith": ours[0]["pairs"], "trl": trl[0]["pairs"], "of": args.pairs},
+                "process_seconds": {t: statistics.median(x["process_seconds"] for x in runs[t]) for t in tools},
+                "pairs_kept": {t: runs[t][0]["pairs"] for t in tools} | {"of": args.pairs},
             }
         )
     out = {
@@ -234,20 +300,25 @@ def drive(args: argparse.Namespace) -> None:
         "rounds": args.rounds,
         "results": rows,
         "command": f".venv/bin/python benchmarks/bench_train_throughput.py --pairs {args.pairs} --max-length "
-        f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}",
+        f"{args.max_length} --precision {' '.join(args.precision)} --rounds {args.rounds}"
+        + ("" if set(args.tools) == set(TOOLS) else f" --tools {' '.join(args.tools)}"),
     }
     write_results(RESULTS, out, table(out))
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = ["| precision | tool | pairs/s | tokens/s | padding | pairs kept |", "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        "| precision | tool | pairs/s | / TRL | tokens/s | padding | pairs kept |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in out["results"]:
-        for t in TOOLS:
-            m = r["median"][t]
-            kept = r["pairs_kept"].get(t, r["pairs_kept"]["rewardsmith"])
+        for t, m in r["median"].items():
+            ratio = r["variants_vs_trl_pairs_per_s"].get(t)
+            shown = f"{ratio['median']:.2f}x" if ratio else ""
             lines.append(
-                f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | {m['tokens_per_s']:.0f} | "
-                f"{100 * m['padding_fraction']:.0f}% | {kept} of {r['pairs_kept']['of']} |"
+                f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | "
+                f"{shown} | {m['tokens_per_s']:.0f} | "
+                f"{100 * m['padding_fraction']:.0f}% | {r['pairs_kept'][t]} of {r['pairs_kept']['of']} |"
             )
     lines.append("")
     for r in out["results"]:
@@ -264,16 +335,20 @@ def table(out: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=480)
+    parser.add_argument("--pairs", type=int, default=320)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--precision", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of (rewardsmith, trl, bare), at least 3")
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument(
+        "--tools", nargs="+", default=list(TOOLS), choices=TOOLS, help="a subset (rewardsmith, trl, bare always run)"
+    )
     parser.add_argument("--worker", choices=TOOLS, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.tools = sorted(set(args.tools) | {"rewardsmith", "trl", "bare"}, key=TOOLS.index)
     if args.worker:
-        pairs = load_pairs(args.pairs, args.data_dir)
-        print(json.dumps(MEASURES[args.worker](pairs, args.max_length, args.precision[0] == "bf16")))
+        pairs = load_pairs(args.pairs, args.data_dir, args.max_length)
+        print(json.dumps(measure(args.worker, pairs, args.max_length, args.precision[0] == "bf16")))
         return
     drive(args)
 
