@@ -108,8 +108,16 @@ def summarise(seeds: list[int]) -> dict[str, Any]:
         },
         "default_seed0": {
             "set": held,
-            "before": {"accuracy": round(before["accuracy"], 2), "ci": [round(x, 2) for x in before["accuracy_ci"]]},
-            "now": {"accuracy": round(now["accuracy"], 2), "ci": [round(x, 2) for x in now["accuracy_ci"]]},
+            "before": {
+                "accuracy": round(before["accuracy"], 2),
+                "ci": [round(x, 2) for x in before["accuracy_ci"]],
+                "n": before["n"],
+            },
+            "now": {
+                "accuracy": round(now["accuracy"], 2),
+                "ci": [round(x, 2) for x in now["accuracy_ci"]],
+                "n": now["n"],
+            },
             "within_before_ci": before["accuracy_ci"][0] <= now["accuracy"] <= before["accuracy_ci"][1],
         },
         "train_seconds_shared_cpu": seconds,

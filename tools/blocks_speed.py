@@ -202,8 +202,9 @@ def block_batching() -> str:
         "bootstrap CIs over seeds and pairs):\n\n"
         + _table(["scored on", "pairs", "length-grouped", "random", "grouped - random (points)"], rows)
         + f"\n\nThe default recipe with forward groups, seed 0, on {d0['set']}: {now['accuracy']:.1f} "
-        f"[{now['ci'][0]:.1f}, {now['ci'][1]:.1f}], against {before['accuracy']:.1f} [{before['ci'][0]:.1f}, "
-        f"{before['ci'][1]:.1f}] committed before them (`docs/results/train-harmless.json`): {within} its CI. "
+        f"[{now['ci'][0]:.1f}, {now['ci'][1]:.1f}] ({now['n']} pairs), against {before['accuracy']:.1f} "
+        f"[{before['ci'][0]:.1f}, {before['ci'][1]:.1f}] ({before['n']} pairs) committed before them "
+        f"(`docs/results/train-harmless.json`): {within} its CI. "
         f"Source: `docs/results/batching.json`; commands: `{'`; `'.join(b['commands'])}`."
     )
 
