@@ -121,10 +121,10 @@ def summarise(seeds: list[int]) -> dict[str, Any]:
             "within_before_ci": before["accuracy_ci"][0] <= now["accuracy"] <= before["accuracy_ci"][1],
         },
         "train_seconds_shared_cpu": seconds,
-        "commands": [
-            "python experiments/batching.py run --seeds " + " ".join(map(str, seeds)),
-            "python experiments/batching.py summarise --seeds " + " ".join(map(str, seeds)),
-        ],
+        "command": "; ".join(
+            f"python experiments/batching.py {step} --seeds {' '.join(map(str, seeds))}"
+            for step in ("run", "summarise")
+        ),
     }
 
 

@@ -205,7 +205,7 @@ def block_batching() -> str:
         f"[{now['ci'][0]:.1f}, {now['ci'][1]:.1f}] ({now['n']} pairs), against {before['accuracy']:.1f} "
         f"[{before['ci'][0]:.1f}, {before['ci'][1]:.1f}] ({before['n']} pairs) committed before them "
         f"(`docs/results/train-harmless.json`): {within} its CI. "
-        f"Source: `docs/results/batching.json`; commands: `{'`; `'.join(b['commands'])}`."
+        f"Source: `docs/results/batching.json`; commands: `{'`; `'.join(b['command'].split('; '))}`."
     )
 
 
