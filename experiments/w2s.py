@@ -18,6 +18,7 @@ results as soon as it ends (the harmless runs share a folder, whose metrics.json
     rewardsmith shift --config runs/shift-harmless-layer.yaml --out runs/shift-harmless --seeds 0,1,2
     rewardsmith shift --config runs/shift-harmless.yaml --out runs/shift-harmless --seeds 0,1,2
     rewardsmith shift --config runs/shift-helpful.yaml --out runs/shift-helpful --seeds 0,1,2
+    rewardsmith shift --config configs/shift-harmless-paper.yaml --out runs/shift-harmless-paper --seeds 0,1,2
 
 `summarise` copies each run's metrics.json (slimmed, with its command) to docs/results/<name>.json and every
 model's per-pair margins (float16) to docs/results/pairs/<name>.npz, so any CI can be recomputed from the repository.
@@ -45,11 +46,14 @@ EXE = ".venv/bin/rewardsmith"
 # ANCHOR is chosen on validation before the layer and headline runs use it.
 SWEEP = "shift-harmless-sweep"
 LAYER = "shift-harmless-layer"
+PAPER_FORM = "shift-harmless-paper"
 RUNS = (
     (SWEEP, "configs/shift-harmless-sweep.yaml", "runs/shift-harmless", "0,1,2"),
     (LAYER, "configs/shift-harmless-sweep.yaml", "runs/shift-harmless", "0,1,2"),
     ("shift-harmless", "configs/shift-harmless.yaml", "runs/shift-harmless", "0,1,2"),
     ("shift-helpful", "configs/shift-helpful.yaml", "runs/shift-helpful", "0,1,2"),
+    # ANCHOR in the paper's form (plain masked MSE, lambda = 1e-4) beside its own naive students: no choice involved
+    (PAPER_FORM, "configs/shift-harmless-paper.yaml", "runs/shift-harmless-paper", "0,1,2"),
 )
 
 
@@ -76,7 +80,7 @@ def run_config(name: str, config: str) -> str:
     config with every anchor method replaced by ANCHOR at lambda*. Written to runs/<name>.yaml; returns its path."""
     import yaml
 
-    if name == SWEEP:
+    if name in (SWEEP, PAPER_FORM):
         return config
     anchor = chosen_anchor()
     data = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
@@ -185,7 +189,7 @@ def summarise(names: list[str] | None) -> None:
     for name, committed, out, seeds in RUNS:
         if names and name not in names:
             continue
-        config = committed if name == SWEEP else f"runs/{name}.yaml"
+        config = committed if name in (SWEEP, PAPER_FORM) else f"runs/{name}.yaml"
         save(name, config, out, seeds)
 
 

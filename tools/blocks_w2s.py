@@ -4,6 +4,7 @@
   `rewardsmith shift` runs (experiments/w2s.py summarise);
 - docs/results/teachers.json: experiments/teachers.py (the teacher screening and its choice on validation);
 - docs/results/anchor-scale.json: experiments/w2s.py scale (the anchor normaliser);
+- docs/results/w2s-gap.json: experiments/w2s_gap.py (the search for a setting with a gap, on validation only);
 - benchmarks/results/anchor.json: benchmarks/bench_anchor.py.
 
 The claims and their verdicts are built by rewardsmith.w2s.claim_results against the bars declared in
@@ -21,11 +22,15 @@ from blocks_common import BENCH, RESULTS, ci_text, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, ClaimResult, claim_row
-from rewardsmith.w2s.claim_results import own_claims, paper_claims
+from rewardsmith.w2s.claim_results import own_claims, paper_claims, paper_form_claims
 from rewardsmith.w2s.claims import CHOICES, PAPER_RAW_WEIGHT, RERUN
 
-# (headline run, its anchor-strength sweep, its layer run) per source, as docs/results names.
-SOURCES = (("shift-harmless", "shift-harmless-sweep", "shift-harmless-layer"), ("shift-helpful", None, None))
+# (headline run, its anchor-strength sweep, its layer run, its run of ANCHOR in the paper's form) per source, as
+# docs/results names.
+SOURCES = (
+    ("shift-harmless", "shift-harmless-sweep", "shift-harmless-layer", "shift-harmless-paper"),
+    ("shift-helpful", None, None, None),
+)
 
 
 def _optional(name: str | None) -> str | None:
@@ -34,19 +39,21 @@ def _optional(name: str | None) -> str | None:
 
 def _results() -> tuple[list[ClaimResult], list[ClaimResult], list[str]]:
     paper, own, names = [], [], []
-    for headline, sweep, layer in SOURCES:
+    for headline, sweep, layer, paper_form in SOURCES:
         if not (RESULTS / f"{headline}.json").exists():
             continue
-        sweep, layer = _optional(sweep), _optional(layer)
+        sweep, layer, form = _optional(sweep), _optional(layer), _optional(paper_form)
         h = load(headline)
         paper += paper_claims(h, load(sweep) if sweep else None, load(layer) if layer else None)
         own += own_claims(h)
-        names += [headline] + [n for n in (sweep, layer) if n]
+        if paper_form:
+            own += paper_form_claims(load(form) if form else None, h["targets"])
+        names += [headline] + [n for n in (sweep, layer, form) if n]
     return paper, own, names
 
 
 def _note(names: list[str]) -> str:
-    kind = {"sweep": "sweep", "layer": "layer run"}
+    kind = {"sweep": "sweep", "layer": "layer run", "paper": "paper-form run"}
     seeds = "; ".join(
         f"{load(n)['name']} {next((v for k, v in kind.items() if k in n), 'headline')}: seeds "
         f"{', '.join(map(str, load(n)['seeds']))}"
@@ -208,6 +215,59 @@ def block_teachers() -> str:
     )
 
 
+def block_gap_search() -> str:
+    g = load("w2s-gap")
+    bar = g["bar"]
+    rows = []
+    for name, st in g["settings"].items():
+        seconds = st["ceiling_seconds_per_seed"]
+        for teacher, r in st["teachers"].items():
+            reached = "reaches the bar" if r["reaches_bar"] else "no"
+            if not r["informative"]:
+                reached += " (teacher not informative: its CI covers 50%)"
+            rows.append(
+                [
+                    name,
+                    ci_text(st["ceiling_val_acc"], None) + f" (seeds {', '.join(map(str, st['seeds']))})",
+                    f"{sum(seconds) / len(seconds):.0f}",
+                    teacher,
+                    ci_text(r["teacher_val_acc"], r["teacher_val_acc_ci"]),
+                    f"{r['seconds']:.0f}",
+                    ci_text(r["gap"], r["gap_ci"]),
+                    reached,
+                ]
+            )
+    teacher_s = {st["source"]: sum(r["seconds"] for r in st["teachers"].values()) for st in g["settings"].values()}
+    total = sum(sum(st["ceiling_seconds_per_seed"]) for st in g["settings"].values()) + sum(teacher_s.values())
+    not_run = g.get("not_run") or []
+    return (
+        f"Each setting's ceiling and every candidate teacher scored on the source's validation split only (the ID "
+        f"test and the targets were not scored). Bar: gap >= {bar['min_gap']:g} points with the 95% CI above 0 "
+        f"(hierarchical: ceiling seeds, then pairs) and an informative teacher; a setting reaching it on seed 0 is "
+        f"confirmed on seeds {', '.join(map(str, bar['confirm_seeds']))}. Cost: the seconds of one ceiling training "
+        "(2 CPU cores, including its validation scoring) and of one teacher fit (with its cross-fitted "
+        "calibration); the teachers are fitted once per source.\n\n"
+        + table(
+            [
+                "setting (source/student)",
+                "ceiling validation accuracy",
+                "ceiling s / seed",
+                "teacher",
+                "teacher validation accuracy [95% CI]",
+                "teacher s",
+                "gap ceiling - teacher [95% CI]",
+                "bar",
+            ],
+            rows,
+        )
+        + f"\n\nChoice ({g['choice']['where']}): **{g['choice']['chosen']}**. Compute spent: {total / 60:.0f} min "
+        "(every ceiling and teacher fit above, each once)."
+        + (f" Not run: {', '.join(not_run)}." if not_run else "")
+        + " "
+        + _source("w2s-gap")
+    )
+
+
 def block_anchor_scale() -> str:
     a = load("anchor-scale")
     rows = [
@@ -273,6 +333,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "w2s-choices": block_choices,
     "teachers": block_teachers,
     "anchor-scale": block_anchor_scale,
+    "w2s-gap": block_gap_search,
     "anchor-speed": block_anchor_speed,
 }
 FAMILIES: tuple[Callable[[str], str | None], ...] = (render_shift,)

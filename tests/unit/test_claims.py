@@ -390,6 +390,7 @@ QUANTIFIED = {
     "w2s.b",
     "w2s.c",
     "own.anchor-ood",
+    "own.anchor-paper-form",
     "icrm.flipped",
     "icrm.tracking",
     "icrm.reliability",
@@ -444,3 +445,39 @@ def test_the_papers_figure_is_placed_against_our_ci() -> None:
     assert "the paper's +3.81 lies outside our CI" in outside[-1]
     assert "lies inside our CI" in claim_row(interval_result(quantified, 3.6, [-1.1, 8.3]))[-1]
     assert "paper's" not in claim_row(interval_result(quantified, 3.6, None))[-1]  # no CI, nothing to place it in
+
+
+def test_w2s_paper_form_rows_per_target_and_not_run_without_its_run() -> None:
+    from rewardsmith.w2s.claim_results import paper_form_claims
+
+    targets = ["t1", "t2"]
+    missing = paper_form_claims(None, targets)
+    assert [r.verdict for r in missing] == [NOT_RUN, NOT_RUN]
+    assert "python experiments/w2s.py run --only shift-harmless-paper" in missing[0].evidence
+    run = {
+        "name": "harmless",
+        "targets": targets,
+        "seeds": [0, 1, 2],
+        "vs_naive": {"anchor-paper-raw": {"d.t1": 0.1, "d.t1_ci": [-1.0, 1.2], "d.t2": 2.0, "d.t2_ci": [0.5, 3.5]}},
+    }
+    rows = paper_form_claims(run, targets)
+    assert [r.verdict for r in rows] == [INCONCLUSIVE, HELD]
+    assert [r.scope for r in rows] == ["harmless: t1", "harmless: t2"]
+    # The paper's +3.81 is placed against each CI.
+    assert "outside our CI" in claim_row(rows[0])[-1] and "outside our CI" in claim_row(rows[1])[-1]
+
+
+def test_gap_search_bar_needs_the_gap_its_ci_and_an_informative_teacher() -> None:
+    from rewardsmith.w2s.claim_results import gap_search_result
+
+    n = 300
+    truth = np.ones(n)
+    ceiling = [np.where(np.arange(n) < 0.75 * n, truth, -truth) for _ in range(3)]  # 75% correct, 3 seeds
+    teacher = np.where(np.arange(n) % 100 < 58, truth, -truth)  # 58% correct: informative
+    r = gap_search_result(ceiling, teacher, n_boot=500)
+    assert r["gap"] == pytest.approx(17.0) and r["gap_ci"][0] > 0 and r["informative"] and r["reaches_bar"]
+    coin = np.where(np.arange(n) % 2 == 0, truth, -truth)  # 50%: its CI covers chance
+    r = gap_search_result(ceiling, coin, n_boot=500)
+    assert r["gap"] == pytest.approx(25.0) and not r["informative"] and not r["reaches_bar"]
+    close = [np.where(np.arange(n) % 100 < 63, truth, -truth)]  # a 5-point gap misses the 8-point bar
+    assert not gap_search_result(close, teacher, n_boot=500)["reaches_bar"]

@@ -11,8 +11,10 @@ anchor's paired ID difference to naive (the same teacher, so the WRG difference 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from rewardsmith.claims import NOT_RUN, ClaimResult, interval_result, majority_result, not_run, point_only
 from rewardsmith.w2s.claims import (
@@ -23,7 +25,11 @@ from rewardsmith.w2s.claims import (
     DEBIASED_OOD,
     GAIN_LOST_OOD,
     LAST_LAYER,
+    MIN_TEACHER_GAP,
+    PAPER_FORM_METHOD,
+    PAPER_FORM_OOD,
     RERUN,
+    RERUN_PAPER_FORM,
     RERUN_SWEEP,
     SEAM_ID,
     TEACHER_GAP,
@@ -31,7 +37,7 @@ from rewardsmith.w2s.claims import (
     TRADE_OFF,
     WRG_POSITIVE,
 )
-from rewardsmith.w2s.metrics import ID_SPLIT, NAIVE
+from rewardsmith.w2s.metrics import ID_SPLIT, NAIVE, VAL_SPLIT
 
 Metrics = Mapping[str, Any]
 
@@ -289,6 +295,30 @@ def _layer_points(sweep: Metrics, anchor: str | None, source: str, target: str, 
     return not_run(LAST_LAYER, why, scope=_scope(source, target))
 
 
+def paper_form_claims(run: Metrics | None, targets: list[str]) -> list[ClaimResult]:
+    """ANCHOR in the paper's form (plain masked MSE, lambda = 1e-4) minus naive on each target of the harmless
+    protocol (configs/shift-harmless-paper.yaml, its own naive students); not run without that run."""
+    d = (run or {}).get("vs_naive", {}).get(PAPER_FORM_METHOD)
+    if not d:
+        return [
+            not_run(PAPER_FORM_OOD, _rerun("the paper's form", RERUN_PAPER_FORM), scope=_scope("harmless", t))
+            for t in targets
+        ]
+    assert run is not None
+    seeds = len(run["seeds"])
+    return [
+        interval_result(
+            PAPER_FORM_OOD,
+            d.get(f"d.{t}"),
+            d.get(f"d.{t}_ci"),
+            scope=_scope(run["name"], t),
+            seeds=seeds,
+            evidence=PAPER_FORM_METHOD,
+        )
+        for t in run["targets"]
+    ]
+
+
 def own_claims(headline: Metrics) -> list[ClaimResult]:
     """The project's own questions on one source's headline run."""
     source, targets = headline["name"], headline["targets"]
@@ -337,3 +367,29 @@ def own_claims(headline: Metrics) -> list[ClaimResult]:
         interval_result(TEACHER_GAP, gap.get("value"), gap.get("ci"), scope=_scope(source, ID_SPLIT), seeds=seeds)
     )
     return out
+
+
+def gap_search_result(ceiling: Sequence[np.ndarray], teacher: np.ndarray, n_boot: int = 2000) -> dict[str, Any]:
+    """One setting of the gap search (GAP_SEARCH) judged from validation margins: the gap ceiling - teacher (points)
+    with its hierarchical CI (the ceiling's seeds, then pairs, paired with the teacher's pairs), the teacher's
+    accuracy and CI, whether the teacher is informative (its CI above 50%) and whether the setting reaches the bar
+    (gap >= MIN_TEACHER_GAP, CI above 0, informative teacher)."""
+    from rewardsmith.evaluate.metrics import pairwise_accuracy, pairwise_correct
+    from rewardsmith.evaluate.transfer import paired_differences
+
+    correct = {
+        "ceiling": {VAL_SPLIT: np.stack([pairwise_correct(m) for m in ceiling])},
+        "teacher": {VAL_SPLIT: pairwise_correct(teacher)},
+    }
+    gap = paired_differences(correct, "teacher", n_boot=n_boot)["ceiling"]
+    acc = pairwise_accuracy(teacher, n_boot=n_boot)
+    value, ci = float(gap[f"d.{VAL_SPLIT}"]), [float(x) for x in gap[f"d.{VAL_SPLIT}_ci"]]
+    informative = bool(acc.ci[0] > 50.0)
+    return {
+        "teacher_val_acc": round(acc.value, 2),
+        "teacher_val_acc_ci": [round(x, 2) for x in acc.ci],
+        "informative": informative,
+        "gap": round(value, 2),
+        "gap_ci": [round(x, 2) for x in ci],
+        "reaches_bar": bool(informative and value >= MIN_TEACHER_GAP and ci[0] > 0),
+    }

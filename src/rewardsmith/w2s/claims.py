@@ -32,6 +32,9 @@ MIN_TEACHER_GAP = 8.0
 # docs/results/shift-*.json with the paired contrasts of rewardsmith.w2s.metrics.claim_statistics).
 RERUN = "python experiments/w2s.py run"
 RERUN_SWEEP = "python experiments/w2s.py run --only shift-harmless-sweep shift-harmless-layer"
+RERUN_PAPER_FORM = "python experiments/w2s.py run --only shift-harmless-paper"
+# The method of configs/shift-harmless-paper.yaml: ANCHOR exactly as the paper writes it (anchor.normalise: false).
+PAPER_FORM_METHOD = "anchor-paper-raw"
 
 _FIG = None  # the paper gives these claims without a figure
 # The paper's figures for its Llama / Anthropic Helpful setting (it reports no CIs): the naive student's AOG on
@@ -140,6 +143,18 @@ ANCHOR_OOD = Claim(
     own=True,
     paper_value=round(PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE, 2),
 )
+PAPER_FORM_OOD = Claim(
+    PAPER,
+    "own.anchor-paper-form",
+    "ANCHOR in the paper's form (plain masked MSE on the last layer, lambda = 1e-4) beats naive out of distribution",
+    "target accuracy, ANCHOR (paper's form) minus naive (points; configs/shift-harmless-paper.yaml)",
+    0.0,
+    WHERE,
+    f"{PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE:+.2f} on Anthropic Helpful (AOG {PAPER_AOG_ANCHOR:.2f} - "
+    f"{PAPER_AOG_NAIVE:.2f}; Llama, Helpful setting)",
+    own=True,
+    paper_value=round(PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE, 2),
+)
 DEBIASED_OOD = Claim(
     PAPER,
     "own.length-covariate",
@@ -161,7 +176,7 @@ TEACHER_GAP = Claim(
 )
 
 PAPER_CLAIMS = (WRG_POSITIVE, GAIN_LOST_OOD, ANCHOR_BEST_NTS, ANCHOR_BEST_MOST, TRADE_OFF, TOO_STRONG, LAST_LAYER)
-OWN_CLAIMS = (CONFIDENCE_ID, SEAM_ID, ANCHOR_OOD, DEBIASED_OOD, TEACHER_GAP)
+OWN_CLAIMS = (CONFIDENCE_ID, SEAM_ID, ANCHOR_OOD, PAPER_FORM_OOD, DEBIASED_OOD, TEACHER_GAP)
 
 # Choices, each made on data that is never reported.
 TEACHER_CHOICE = Choice(
@@ -204,5 +219,23 @@ DEBIAS_CHOICE = Choice(
     "accuracy (docs/results/debias.json: choice)",
     "the validation split of each training source (hh-rlhf harmless and helpful), never reported",
     "experiments/debias.py",
+)
+# The search for a setting with a gap (docs/w2s.md, experiments/w2s_gap.py), written before its results: a setting
+# is a source, a strong student and a teacher; it reaches the bar when, on the validation split, the ceiling beats
+# the teacher by at least MIN_TEACHER_GAP points with the CI's lower end above 0 and the teacher is informative (its
+# validation accuracy's CI lies above 50%). A setting screened on seed 0 that reaches it is confirmed on seeds 0-2.
+GAP_SEARCH = Choice(
+    PAPER,
+    "w2s.setting",
+    "the weak-to-strong setting the claim tables are run in (source, strong student, weak teacher)",
+    "the settings of experiments/w2s_gap.py: PKU-SafeRLHF harmless and helpful labels; students MiniLM (128 tokens, "
+    "1 epoch; 256 tokens, 2 epochs) and SmolLM2-135M-Instruct (full fine-tuning); every teacher of "
+    "experiments/teachers.py",
+    f"among the settings whose ceiling - teacher gap on validation is at least {MIN_TEACHER_GAP:g} points with its "
+    "95% CI above 0 over seeds 0-2 and pairs, and whose teacher's validation accuracy has its CI above 50%: the one "
+    "with the most accurate teacher (ties: the one listed first); none reaching it leaves the protocol's setting "
+    "in place",
+    "the source's validation split (300 pairs), never reported; the ID test and the targets are not scored",
+    "experiments/w2s_gap.py",
 )
 CHOICES = (TEACHER_CHOICE, STRENGTH_CHOICE, LAYER_CHOICE, DEBIAS_CHOICE)
