@@ -268,6 +268,25 @@ def block_gap_search() -> str:
     )
 
 
+def block_gap_summary() -> str:
+    """The README's line on the gap search: what was screened and what the rule chose."""
+    g = load("w2s-gap")
+    pairs = [r for st in g["settings"].values() for r in st["teachers"].values()]
+    reached = sum(r["reaches_bar"] for r in pairs)
+    return (
+        f"Do these runs have a gap for a weak-to-strong method to recover? The search of docs/w2s.md (validation "
+        f"only; ceiling - teacher >= {g['bar']['min_gap']:g} points with its CI above 0 and an informative teacher) "
+        f"screened {len(g['settings'])} settings (source and strong student), each against every candidate teacher: "
+        f"{reached} of the {len(pairs)} (setting, teacher) pairs reached the bar; choice: **{g['choice']['chosen']}**. "
+        + (
+            "Without a gap the verdicts above cannot test the paper, in either direction. "
+            if g["choice"]["chosen"].startswith("none")
+            else ""
+        )
+        + _source("w2s-gap")
+    )
+
+
 def block_anchor_scale() -> str:
     a = load("anchor-scale")
     rows = [
@@ -334,6 +353,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "teachers": block_teachers,
     "anchor-scale": block_anchor_scale,
     "w2s-gap": block_gap_search,
+    "w2s-gap-summary": block_gap_summary,
     "anchor-speed": block_anchor_speed,
 }
 FAMILIES: tuple[Callable[[str], str | None], ...] = (render_shift,)
