@@ -420,7 +420,7 @@ def block_demographics() -> str:
 def block_forecast() -> str:
     """The paper's form: forecast against realised gain, judged on the error's CI against the paper's 0.2-point
     tolerance (rewardsmith.calibrate.claim_results.forecast_result), with the diagnostics of a miss."""
-    from rewardsmith.calibrate.claim_results import forecast_result
+    from rewardsmith.calibrate.claim_results import forecast_result, single_pilot_errors
 
     rows, causes = [], []
     verdicts: dict[str, int] = {}
@@ -437,6 +437,7 @@ def block_forecast() -> str:
             verdicts[result.verdict] = verdicts.get(result.verdict, 0) + 1
             error_ci = "" if result.ci is None else f" [{result.ci[0]:+.2f}, {result.ci[1]:+.2f}]"
             full = m.get(f"{prefix}forecast_full_pilot_gain_pct.{PAPER_FORM}")
+            one = single_pilot_errors(m, prefix)
             rows.append(
                 [
                     title,
@@ -444,6 +445,9 @@ def block_forecast() -> str:
                     f"{forecast:.2f}",
                     _ci(realised, ci),
                     f"{forecast - realised:+.2f}{error_ci}",
+                    "not run"
+                    if one is None
+                    else f"{one['median_abs']:.2f} ({one['p5']:+.2f} to {one['p95']:+.2f}; {one['splits']} splits)",
                     result.verdict
                     if result.verdict in (HELD, NOT_HELD, INCONCLUSIVE)
                     else f"not run: {result.evidence}",
@@ -460,7 +464,8 @@ def block_forecast() -> str:
         "held-out gain over pooled with its 95% CI over splits and raters. The error's CI is the realised gain's; "
         f"held: it lies within the paper's tolerance of {FORECAST_TOLERANCE:g} points, not held: wholly outside "
         "it, inconclusive: it straddles it. The claim is about continuous corpora, so DICES-350 (binary) rows are "
-        "shown but not judged, nor are rows whose pilot is the whole fit part.\n\n"
+        "shown but not judged, nor are rows whose pilot is the whole fit part. One pilot's error is each hold-out "
+        "split's own forecast against that split's realised gain: what a practitioner with a single pilot gets.\n\n"
         + table(
             [
                 "corpus",
@@ -468,6 +473,7 @@ def block_forecast() -> str:
                 "forecast %",
                 "realised % [95% CI]",
                 "forecast - realised [95% CI]",
+                "one pilot's error: median absolute (5th to 95th percentile)",
                 f"verdict (tolerance {FORECAST_TOLERANCE:g} points)",
                 "forecast from the whole fit part %",
             ],

@@ -481,3 +481,18 @@ def test_gap_search_bar_needs_the_gap_its_ci_and_an_informative_teacher() -> Non
     assert r["gap"] == pytest.approx(25.0) and not r["informative"] and not r["reaches_bar"]
     close = [np.where(np.arange(n) % 100 < 63, truth, -truth)]  # a 5-point gap misses the 8-point bar
     assert not gap_search_result(close, teacher, n_boot=500)["reaches_bar"]
+
+
+def test_single_pilot_errors_pair_each_splits_forecast_with_its_realised_gain() -> None:
+    from rewardsmith.calibrate.claim_results import single_pilot_errors
+
+    forecasts = [5.0, 7.0, None, 9.0, 6.0]
+    realised = [6.0, 6.0, 4.0, 6.0, 6.0]  # errors -1, +1, (failed pilot), +3, 0
+    m = {"forecast_gain_by_split.pebs-uncentred": forecasts, "gain_by_split.pebs-uncentred": realised}
+    one = single_pilot_errors(m, "")
+    assert one is not None and one["splits"] == 4
+    assert one["median_abs"] == pytest.approx(1.0)
+    assert one["p5"] == pytest.approx(np.percentile([-1, 1, 3, 0], 5))
+    assert one["p95"] == pytest.approx(np.percentile([-1, 1, 3, 0], 95))
+    # A run written before the per-split forecasts were kept has none: the column says not run.
+    assert single_pilot_errors({"gain_by_split.pebs-uncentred": realised}, "") is None

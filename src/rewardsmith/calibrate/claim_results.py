@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from rewardsmith.calibrate.claims import (
     BINARY_RATINGS,
     DEMOGRAPHICS,
@@ -80,6 +82,25 @@ def forecast_miss_cause(m: Metrics, prefix: str, method: str = PAPER_FORM) -> st
             )
         )
     return "; ".join(parts)
+
+
+def single_pilot_errors(m: Metrics, prefix: str, method: str = PAPER_FORM) -> dict[str, float] | None:
+    """One pilot's forecast minus the realised gain of the same hold-out split, over the splits: the error a
+    practitioner with one pilot gets (median absolute error, 5th and 95th percentiles, the split count); None when
+    the run holds no per-split forecasts."""
+    forecasts = m.get(f"{prefix}forecast_gain_by_split.{method}")
+    realised = m.get(f"{prefix}gain_by_split.{method}")
+    if not forecasts or not realised or len(forecasts) != len(realised):
+        return None
+    errors = np.array([f - r for f, r in zip(forecasts, realised, strict=True) if f is not None and r is not None])
+    if errors.size == 0:
+        return None
+    return {
+        "median_abs": float(np.median(np.abs(errors))),
+        "p5": float(np.percentile(errors, 5)),
+        "p95": float(np.percentile(errors, 95)),
+        "splits": int(errors.size),
+    }
 
 
 def forecast_result(m: Metrics, prefix: str, *, scope: str) -> ClaimResult:

@@ -405,6 +405,11 @@ def summarise(result: HoldoutResult) -> dict[str, Any]:
         flat[f"forecast_gain_pct.{variant}"] = float(np.mean([r["gain_pct"] for r in runs]))
         flat[f"forecast_full_pilot_gain_pct.{variant}"] = float(np.mean([r["full_pilot_gain_pct"] for r in runs]))
         flat[f"forecast_tau2_slope_clipped_share.{variant}"] = float(np.mean([r["tau2"][0][0] <= 0 for r in runs]))
+        # One pilot's forecast per hold-out split, in the splits' order (None where it failed): against the split's
+        # realised gain (gain_by_split) it is the error a practitioner with one pilot gets.
+        flat[f"forecast_gain_by_split.{variant}"] = [
+            f[variant]["gain_pct"] if "gain_pct" in f.get(variant, {}) else None for f in result.forecasts
+        ]
     flat["residual_heteroscedasticity"] = result.heteroscedasticity
     split_names = list(range(cfg.first_seed, cfg.first_seed + cfg.seeds))
     tables["per_rater"] = {
