@@ -496,3 +496,18 @@ def test_single_pilot_errors_pair_each_splits_forecast_with_its_realised_gain() 
     assert one["p95"] == pytest.approx(np.percentile([-1, 1, 3, 0], 95))
     # A run written before the per-split forecasts were kept has none: the column says not run.
     assert single_pilot_errors({"gain_by_split.pebs-uncentred": realised}, "") is None
+
+
+def test_w2s_debiased_row_not_judged_on_the_set_its_objective_was_chosen_on() -> None:
+    from rewardsmith.w2s.claim_results import own_claims
+
+    d = {"d.hh-rlhf/harmless-base": 3.0, "d.hh-rlhf/harmless-base_ci": [1.0, 5.0], "d.t2": 3.0, "d.t2_ci": [1.0, 5.0]}
+    headline = {
+        "name": "harmless",
+        "targets": ["hh-rlhf/harmless-base", "t2"],
+        "seeds": [0, 1, 2],
+        "vs_naive_length_controlled": {"naive-length-covariate": d},
+    }
+    rows = [r for r in own_claims(headline) if r.claim.key == "own.length-covariate"]
+    assert [r.verdict for r in rows] == [NOT_RUN, HELD]
+    assert "not independent of the choice" in rows[0].evidence

@@ -239,3 +239,6 @@ GAP_SEARCH = Choice(
     "experiments/w2s_gap.py",
 )
 CHOICES = (TEACHER_CHOICE, STRENGTH_CHOICE, LAYER_CHOICE, DEBIAS_CHOICE)
+# The sets whose own validation pairs made the debiasing choice (experiments/debias.py trains on these files): a
+# target drawn from one of them is not independent of the choice, so the debiased student's row there is not judged.
+DEBIAS_CHOICE_SETS = ("hh-rlhf/harmless-base", "hh-rlhf/helpful-base")
