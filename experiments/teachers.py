@@ -30,7 +30,7 @@ from rewardsmith.evaluate.transfer import paired_differences
 from rewardsmith.w2s.claims import TEACHER_CHOICE
 from rewardsmith.w2s.config import ShiftConfig, TeacherConfig, TfidfSettings
 from rewardsmith.w2s.metrics import ID_SPLIT, VAL_SPLIT, teacher_label_stats
-from rewardsmith.w2s.pipeline import ShiftRun, shift_data
+from rewardsmith.w2s.pipeline import ShiftData, ShiftRun, shift_data
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,6 +78,17 @@ def _correct(margins: np.ndarray) -> np.ndarray:
     return np.where(margins > 0, 1.0, np.where(margins == 0, 0.5, 0.0))
 
 
+def candidate_setup(
+    cfg: ShiftConfig, data: ShiftData, teacher: TeacherConfig, gold_pairs: int | None
+) -> tuple[ShiftConfig, ShiftData]:
+    """The config and data a candidate teacher is fitted with: the config's gold pool, or a smaller one of
+    `gold_pairs` (the same stable-hash sample, capped lower)."""
+    if gold_pairs is None:
+        return replace(cfg, teacher=teacher), data
+    cand = replace(cfg, teacher=teacher, split=replace(cfg.split, gold_pairs=gold_pairs))
+    return cand, replace(data, gold=shift_data(cand).gold)
+
+
 def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> dict[str, Any]:
     cfg = load_yaml(ShiftConfig, config_path)
     data = shift_data(cfg)
@@ -90,11 +101,7 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
         for name, (teacher, gold_pairs) in candidates().items():
             if names and name not in names:
                 continue
-            cand = replace(cfg, teacher=teacher)
-            cand_data = data
-            if gold_pairs is not None:
-                cand = replace(cand, split=replace(cfg.split, gold_pairs=gold_pairs))
-                cand_data = replace(data, gold=shift_data(cand).gold)
+            cand, cand_data = candidate_setup(cfg, data, teacher, gold_pairs)
             run = ShiftRun(cand, Path(tmp) / f"t{len(rows)}", cand_data, progress=False)
             labels, margins, facts = run.teacher()
             acc = pairwise_accuracy(margins[ID_SPLIT])

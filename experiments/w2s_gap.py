@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from teachers import candidates  # experiments/teachers.py: the teachers screened for the protocol
+from teachers import candidate_setup, candidates  # experiments/teachers.py: the protocol's teacher screening
 
 from rewardsmith.config import ModelConfig, load_yaml
 from rewardsmith.evaluate.metrics import pairwise_accuracy
@@ -98,10 +98,7 @@ def teacher_rows(source: str, cfg: ShiftConfig, data: ShiftData) -> dict[str, An
     """Every candidate teacher fitted on the gold pool (cached per source): validation margins and cost."""
     rows: dict[str, Any] = {}
     for name, (teacher, gold_pairs) in candidates().items():
-        cand, cand_data = replace(cfg, teacher=teacher), data
-        if gold_pairs is not None:
-            cand = replace(cand, split=replace(cfg.split, gold_pairs=gold_pairs))
-            cand_data = replace(data, gold=shift_data(cand).gold)
+        cand, cand_data = candidate_setup(cfg, data, teacher, gold_pairs)
         run = ShiftRun(cand, RUNS / source / "teachers" / slug(name), cand_data, progress=False)
         _, margins, facts = run.teacher()
         rows[name] = {"gold_pairs": len(cand_data.gold), "margins": margins[VAL_SPLIT], "seconds": facts["seconds"]}

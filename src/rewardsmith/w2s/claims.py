@@ -41,6 +41,12 @@ _FIG = None  # the paper gives these claims without a figure
 # Anthropic Helpful and ANCHOR's, and the accuracy a naive student trained on HelpSteer3 loses on Anthropic Helpful.
 PAPER_AOG_NAIVE, PAPER_AOG_ANCHOR = 0.60, 4.41
 PAPER_OOD_DROP = 20.0
+# ANCHOR's gain over naive out of distribution in the paper (AOG 4.41 - 0.60), the figure of both ANCHOR-vs-naive rows.
+PAPER_ANCHOR_GAIN = round(PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE, 2)
+ANCHOR_GAIN_FIGURE = (
+    f"{PAPER_ANCHOR_GAIN:+.2f} on Anthropic Helpful (AOG {PAPER_AOG_ANCHOR:.2f} - {PAPER_AOG_NAIVE:.2f}; Llama, "
+    "Helpful setting)"
+)
 
 WRG_POSITIVE = Claim(
     PAPER,
@@ -138,10 +144,9 @@ ANCHOR_OOD = Claim(
     "target accuracy, ANCHOR (validation strength) minus naive (points)",
     0.0,
     WHERE,
-    f"{PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE:+.2f} on Anthropic Helpful (AOG {PAPER_AOG_ANCHOR:.2f} - "
-    f"{PAPER_AOG_NAIVE:.2f}; Llama, Helpful setting)",
+    ANCHOR_GAIN_FIGURE,
     own=True,
-    paper_value=round(PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE, 2),
+    paper_value=PAPER_ANCHOR_GAIN,
 )
 PAPER_FORM_OOD = Claim(
     PAPER,
@@ -150,10 +155,9 @@ PAPER_FORM_OOD = Claim(
     "target accuracy, ANCHOR (paper's form) minus naive (points; configs/shift-harmless-paper.yaml)",
     0.0,
     WHERE,
-    f"{PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE:+.2f} on Anthropic Helpful (AOG {PAPER_AOG_ANCHOR:.2f} - "
-    f"{PAPER_AOG_NAIVE:.2f}; Llama, Helpful setting)",
+    ANCHOR_GAIN_FIGURE,
     own=True,
-    paper_value=round(PAPER_AOG_ANCHOR - PAPER_AOG_NAIVE, 2),
+    paper_value=PAPER_ANCHOR_GAIN,
 )
 DEBIASED_OOD = Claim(
     PAPER,
