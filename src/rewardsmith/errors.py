@@ -51,6 +51,19 @@ class DataError(RewardsmithError):
         super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
 
 
+class NonFiniteReward(RewardsmithError):
+    """A model gave a text a reward that is not a finite number (NaN or an infinity), so no metric or choice built on
+    it holds. position: the text's index in what was scored (a command maps it to its row, the server to the
+    request's text); value: the reward; what: e.g. "reward", "confidence"."""
+
+    def __init__(self, position: int, value: float, what: str = "reward", where: str | None = None):
+        self.position, self.value, self.what = position, value, what
+        place = where or f"text {position}"
+        super().__init__(
+            f"{place}: the model's {what} is {value} (not a finite number: NaN weights, or an output that overflowed)"
+        )
+
+
 class CheckpointError(RewardsmithError):
     """A checkpoint or saved model folder is missing or unreadable."""
 

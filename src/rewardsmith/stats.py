@@ -117,3 +117,15 @@ def spearman(x: ArrayLike, y: ArrayLike) -> FloatArray:
     den = np.sqrt((rx**2).sum(axis=-1) * (ry**2).sum(axis=-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.asarray(np.where(den > 0, (rx * ry).sum(axis=-1) / den, np.nan), dtype=np.float64)
+
+
+def require_finite(values: ArrayLike, what: str = "reward") -> FloatArray:
+    """`values` (N,) as float64 when every one is finite; else NonFiniteReward naming the first that is not. The one
+    check of every scored text: a NaN must never pass as a result, or count as a tie."""
+    from rewardsmith.errors import NonFiniteReward
+
+    out = np.asarray(values, dtype=np.float64)
+    if out.size and not np.isfinite(out).all():
+        k = int(np.flatnonzero(~np.isfinite(out.ravel()))[0])
+        raise NonFiniteReward(k, float(out.ravel()[k]), what)
+    return out

@@ -1014,7 +1014,7 @@ def _c_bon2(w, m, i):
     args = _bon(
         w, m, "--policy", "smollm2", "--prompts", _bon_prompts(w), "--proxy", m / "model", "--gold", m / "model"
     )
-    return args, ["also --proxy", "its own gold"], None
+    return args, ["same weights", "its own gold"], None
 
 
 @case("bon: --n 1")
@@ -1194,3 +1194,4 @@ def test_a_hub_id_without_a_network_is_one_line_without_retry_lines(
     )
     assert_one_line_error(result, "someone/not-a-model")
     assert "Retry" not in result.stderr + result.stdout
+    assert "asking the Hugging Face Hub" in result.stdout  # the wait is announced, not silent

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,8 +78,10 @@ def _run(args: list[str | Path], env: dict[str, str] | None = None) -> subproces
 
 def _metrics(out: Path) -> dict:
     metrics = json.loads((out / "metrics.json").read_text())
-    for volatile in ("seconds", "environment", "sampling"):
+    for volatile in ("seconds", "environment"):
         metrics.pop(volatile)
+    for volatile in ("seconds", "resumed_at_prompt"):  # how this folder's sampling went, not what it drew
+        metrics.get("sampling", {}).pop(volatile, None)
     return metrics
 
 
@@ -121,13 +124,7 @@ def test_completions_made_elsewhere_score_like_the_same_samples_made_here(
 ) -> None:
     here = tmp_path / "here"
     assert rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, here)).exit_code == 0
-    prompts = {json.loads(x)["id"]: json.loads(x) for x in (here / "prompts.jsonl").read_text().splitlines()}
-    lines = []
-    for line in (here / "samples.jsonl").read_text().splitlines():
-        record = json.loads(line)
-        lines.append({**prompts[record["id"]], "responses": record["responses"]})
-    samples = tmp_path / "rollouts.jsonl"
-    samples.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    samples = here / "samples.jsonl"  # its own samples, in the --samples shape, given back as they are
     elsewhere = tmp_path / "elsewhere"
     result = rk(
         "bon", "--samples", samples, "--proxy", trl_chat_model, "--gold", "ifeval", "--gold", trl_plain_model,
@@ -136,6 +133,10 @@ def test_completions_made_elsewhere_score_like_the_same_samples_made_here(
     assert result.exit_code == 0, result.output
     a, b = _metrics(here), _metrics(elsewhere)
     assert a["golds"] == b["golds"]
+    # A rerun of the sampled run, every sample already there, reports the same sampling facts.
+    again = rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, here))
+    assert again.exit_code == 0, again.output
+    assert _metrics(here) == a and a["sampling"]["sampled_tokens"] > 0 and "policy" in a["sampling"]
 
 
 def test_samples_are_the_same_whatever_the_batch(policy: Path) -> None:
@@ -264,3 +265,127 @@ def test_an_ensemble_chooses_by_its_rule_over_its_members_scores(
         assert np.abs(saved[(tmp_path / f"ens-{rule}").resolve()] - expected).max() < 1e-6
     metrics = json.loads((out / "metrics.json").read_text())
     assert len(metrics["proxies"]) == 5
+
+
+def _samples_file(prompts_file: Path, path: Path, answers: list[str] | None = None) -> Path:
+    rows = [json.loads(x) for x in prompts_file.read_text().splitlines()]
+    answers = answers or ["patch the tube, then pump it", "no idea", "Call someone who knows.", "use a lever"]
+    path.write_text("".join(json.dumps({**r, "responses": answers}) + "\n" for r in rows))
+    return path
+
+
+def _bon(samples: Path, proxy: Path, gold: str | Path, out: Path, *extra: str | Path):
+    return rk(
+        "bon", "--samples", samples, "--proxy", proxy, "--gold", gold, "--n", "4", "--bootstrap", "20", "--out", out,
+        "--quiet", *extra,
+    )  # fmt: skip
+
+
+def test_a_rerun_never_reuses_saved_scores_of_other_inputs(
+    prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
+    out = tmp_path / "run"
+    assert _bon(samples, trl_chat_model, trl_plain_model, out).exit_code == 0
+    saved = next((out / "scores").glob("proxy-*.json"))
+    first = json.loads(saved.read_text())
+    # Other scoring options: the proxy and the learned gold are scored again, not read back.
+    assert _bon(samples, trl_chat_model, trl_plain_model, out, "--max-length", "16").exit_code == 0
+    cut = json.loads(saved.read_text())
+    assert cut["identity"]["scoring"]["max_length"] == 16 and cut["values"] != first["values"]
+    # The samples file edited in place (same texts, other instructions): the rerun is refused in one line.
+    rows = [json.loads(x) for x in samples.read_text().splitlines()]
+    samples.write_text(
+        "".join(json.dumps({**r, "instructions": [{"id": "punctuation:no_comma"}]}) + "\n" for r in rows)
+    )
+    _one_line(_bon(samples, trl_chat_model, "ifeval", out), "other inputs", "samples")
+    # The proxy retrained in place (its files' bytes changed): scored again under its new fingerprint.
+    proxy = tmp_path / "proxy"
+    shutil.copytree(trl_chat_model, proxy)
+    runs = tmp_path / "run2"
+    assert _bon(samples, proxy, "ifeval", runs).exit_code == 0
+    before = json.loads((runs / "scores" / "proxy-proxy.json").read_text())
+    from safetensors.torch import load_file, save_file
+
+    weights = proxy / "model.safetensors"
+    tensors = load_file(str(weights))
+    head = next(k for k in tensors if k.startswith("score"))
+    tensors[head] = tensors[head] * 3 + 1
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    assert _bon(samples, proxy, "ifeval", runs).exit_code == 0
+    after = json.loads((runs / "scores" / "proxy-proxy.json").read_text())
+    assert after["identity"]["fingerprint"] != before["identity"]["fingerprint"]
+    assert after["values"] != before["values"]
+
+
+def test_a_copy_of_the_proxy_or_an_ensemble_holding_it_is_no_gold(
+    prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    from rewardsmith.jobs.ensemble import make_ensemble
+
+    samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
+    copy = tmp_path / "copy"
+    shutil.copytree(trl_chat_model, copy)
+    _one_line(_bon(samples, trl_chat_model, copy, tmp_path / "a"), "same weights", "own gold")
+    reference = tmp_path / "reference.jsonl"
+    reference.write_text("".join(json.dumps({"prompt": "q", "response": a}) + "\n" for a in ("x y", "z", "a b c")))
+    ensemble = tmp_path / "ensemble"
+    make_ensemble([str(copy), str(trl_plain_model)], ensemble, reference=reference, progress=False)
+    _one_line(_bon(samples, trl_chat_model, ensemble, tmp_path / "b"), "same weights")
+    _one_line(_bon(samples, ensemble, trl_plain_model, tmp_path / "c"), "same weights")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # refused before writing anything
+
+
+def test_bad_samples_and_golds_are_named_before_anything_is_written(
+    policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
+    _one_line(_bon(samples, trl_chat_model, "ifevl", tmp_path / "a"), "unknown gold 'ifevl'", "ifeval", "math")
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(samples.read_text().splitlines()[0] + "\n{not json\n")
+    _one_line(_bon(broken, trl_chat_model, "ifeval", tmp_path / "b"), "broken.jsonl", "row 2", "not valid JSON")
+    # A gold that cannot score the prompts is caught before the policy samples a single one.
+    _one_line(rk(*_args(policy, prompts_file, trl_chat_model, "math", tmp_path / "c")), "carry no answer")
+    for out in ("a", "b", "c"):
+        assert not (tmp_path / out).exists(), out  # no manifest left to refuse the corrected rerun
+
+
+def test_a_gold_that_scores_nothing_says_why_and_one_that_skips_some_counts_them(
+    prompts_file: Path, trl_chat_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    import rewardsmith.jobs.bon as bon_job
+    from rewardsmith.bon.gold import Gold
+
+    samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
+    blanks = {"none": 1.0, "some": 0.25}
+
+    def gold_of(spec: str) -> Gold:
+        def score(_s, prompts, responses, _c):  # NaN where the gold "cannot check" a sample
+            values = np.arange(len(prompts) * 4, dtype=float).reshape(len(prompts), 4) % 3
+            values[:, : int(4 * blanks[spec])] = np.nan
+            return values
+
+        return Gold(spec, spec, None, score)
+
+    monkeypatch.setattr(bon_job, "resolve_gold", gold_of)
+    _one_line(_bon(samples, trl_chat_model, "none", tmp_path / "a"), "--gold none", "scored none of the 24 samples")
+    some = _bon(samples, trl_chat_model, "some", tmp_path / "b")
+    assert some.exit_code == 0, some.output
+    assert "gold some: 6 of 24 samples could not be scored" in some.stdout
+
+
+def test_no_file_outside_the_run_folder_is_written_through_a_link(
+    policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = _args(policy, prompts_file, trl_chat_model, trl_plain_model, out)
+    killed = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"})
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    outside = tmp_path / "outside" / "target.jsonl"  # a dangling link: following it would create this file
+    (out / "samples.jsonl").unlink()
+    (out / "samples.jsonl").symlink_to(outside)
+    result = rk(*args)
+    _one_line(result, "symbolic link", "samples.jsonl")
+    assert not outside.exists() and not outside.parent.exists()

@@ -4,6 +4,7 @@ names, and the identities (texts digest, model fingerprint) that decide whether 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,8 @@ from rewardsmith.bench.registry import discover_suites, select_suites, suite_sel
 from rewardsmith.bench.schema import BenchRow, SuiteData
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError, UnknownNameError
-from rewardsmith.jobs.bench import model_fingerprint, model_labels, result_file, texts_digest, training_sets
+from rewardsmith.jobs.bench import model_labels, result_file, texts_digest, training_sets
+from rewardsmith.models.identity import model_fingerprint
 
 EVERY = ["reward-bench", "reward-bench-2", "ppe-human-preference", "ppe-correctness", "rm-bench", "local"]
 
@@ -64,19 +66,25 @@ def test_texts_digest_tells_texts_apart() -> None:
     assert texts_digest([((Turn("user", "ab"),), "r")]) != texts_digest([((Turn("user", "a"), Turn("user", "b")), "r")])
 
 
-def test_model_fingerprint_follows_the_files(tmp_path: Path) -> None:
+def test_model_fingerprint_follows_the_content_not_the_name_or_time(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "heads.safetensors").write_bytes(b"1234")
     first = model_fingerprint(str(folder))
-    assert first is not None and model_fingerprint(str(folder)) == first
+    assert model_fingerprint(str(folder)) == first
     stat = (folder / "heads.safetensors").stat()
     os.utime(folder / "heads.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert model_fingerprint(str(folder)) == first  # touched, same bytes: the same model
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    assert model_fingerprint(str(copy)) == first  # a copy under another name is the same model
+    (folder / "heads.safetensors").write_bytes(b"1235")  # retrained in place, same size
+    os.utime(folder / "heads.safetensors", ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the old time
     second = model_fingerprint(str(folder))
     assert second != first
     (folder / "extra.json").write_text("{}")
     assert model_fingerprint(str(folder)) not in (first, second)
-    assert model_fingerprint("org/not-a-local-folder") is None
+    assert model_fingerprint("org/not-a-local-folder") == "hub:org/not-a-local-folder"
 
 
 def test_training_sets_are_the_benchmark_sets_named_like_the_training_data() -> None:

@@ -14,7 +14,7 @@ from rewardsmith.bon.gold import GoldContext, check_prompts_for, discover_golds,
 from rewardsmith.bon.instructions import ATTACHABLE, attach_instructions, check_instructions, fraction_followed
 from rewardsmith.bon.prompts import BonPrompt, choose, load_prompts, prompt_id
 from rewardsmith.data.schema import Turn
-from rewardsmith.errors import DataError
+from rewardsmith.errors import DataError, UnknownNameError
 
 CONTEXT = GoldContext(lambda source, texts: np.zeros(len(texts)))
 
@@ -61,6 +61,8 @@ def test_instructions_that_cannot_run_here_are_refused_by_name() -> None:
 def test_the_golds_are_found_and_score_by_hand() -> None:
     assert set(discover_golds()) == {"ifeval", "math", "reward-model"}
     assert resolve_gold("ifeval").name == "ifeval" and resolve_gold("runs/gold/model").name == "reward-model"
+    with pytest.raises(UnknownNameError, match="unknown gold 'ifevl'; known: ifeval, math"):
+        resolve_gold("ifevl")  # a misspelt gold is named as such, not looked for as a model folder
     prompt = BonPrompt(
         "p", (Turn("user", "Say hi."),), {"instructions": [{"id": "punctuation:no_comma", "kwargs": {}}]}
     )

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import Turn
-from rewardsmith.errors import DataError
+from rewardsmith.errors import DataError, UnknownNameError
 from rewardsmith.registry import discover
 
 GOLDS_PACKAGE = "rewardsmith.bon.golds"
@@ -47,9 +48,16 @@ def discover_golds() -> dict[str, Gold]:
 
 
 def resolve_gold(spec: str) -> Gold:
-    """The gold `--gold spec` names: a registered one, else the learned gold (a reward model)."""
+    """The gold `--gold spec` names: a registered one, else the learned gold (a reward model: a path, or a hub id's
+    owner/name; loading says when it is not there). UnknownNameError, listing the golds, for a bare name that is
+    neither (a misspelt `ifevl`)."""
     golds = discover_golds()
-    return golds[spec] if spec in golds and spec != LEARNED else golds[LEARNED]
+    if spec in golds and spec != LEARNED:
+        return golds[spec]
+    if Path(spec).expanduser().exists() or "/" in spec or spec.startswith((".", "~")):
+        return golds[LEARNED]
+    known = [name for name in golds if name != LEARNED]
+    raise UnknownNameError("gold", spec, [*known, "or a reward model (a folder that exists, or a hub id)"])
 
 
 def check_prompts_for(gold: Gold, spec: str, prompts: Sequence[BonPrompt], source: str) -> None:

@@ -43,7 +43,10 @@ class BonPrompt:
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def as_record(self) -> dict[str, Any]:
-        return {"id": self.id, "prompt": [{"role": t.role, "content": t.content} for t in self.turns], **self.meta}
+        """{id, prompt (chat messages), instructions?, answer?}: the line a prompts or --samples file holds (the
+        meta's `source`, where the prompt was read, is left out: a file read back names itself)."""
+        meta = {k: v for k, v in self.meta.items() if k != "source"}
+        return {"id": self.id, "prompt": [{"role": t.role, "content": t.content} for t in self.turns], **meta}
 
 
 def prompt_id(turns: Sequence[Turn]) -> str:
@@ -87,6 +90,8 @@ def _dataset_prompts(name: str, data_dir: Path | None) -> list[BonPrompt]:
 
 def read_prompt_record(record: Any, path: Path, row_no: int) -> BonPrompt:
     """One line of a prompts (or samples) file as a BonPrompt; DataError naming the file, row and field."""
+    if isinstance(record, BadRow):  # a line that is not JSON, read as such by iter_records
+        raise DataError(record.message.replace("invalid JSON", "not valid JSON"), path, row_no)
     if not isinstance(record, Mapping) or "prompt" not in record:
         raise DataError("expected an object with a `prompt` (text or chat messages)", path, row_no, "prompt")
     try:

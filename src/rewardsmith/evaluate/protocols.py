@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.data.schema import PreferencePair
+from rewardsmith.errors import NonFiniteReward
 from rewardsmith.evaluate.metrics import (
     doubt_block,
     evaluate_margins,
@@ -78,10 +79,17 @@ def evaluate_pairs(
     before = dict(scorer.counts)
     with_doubt = getattr(scorer, "score_pairs_with_doubt", None)  # an ensemble's scorer: its members' spread
     doubt = None
-    if with_doubt is not None:
-        chosen, rejected, doubt = with_doubt(pairs, progress)
-    else:
-        chosen, rejected = scorer.score_pairs(pairs, progress)
+    try:
+        if with_doubt is not None:
+            chosen, rejected, doubt = with_doubt(pairs, progress)
+        else:
+            chosen, rejected = scorer.score_pairs(pairs, progress)
+    except NonFiniteReward as bad:  # a NaN is no tie: name the pair and stop
+        pair = pairs[bad.position // 2]
+        side = "chosen" if bad.position % 2 == 0 else "rejected"
+        raise NonFiniteReward(
+            bad.position, bad.value, bad.what, f"pair {bad.position // 2 + 1} ({pair.pair_id or 'no id'}), {side}"
+        ) from None
     scores = np.empty(2 * len(pairs))
     scores[0::2], scores[1::2] = chosen, rejected
     block = accuracy_block(chosen - rejected, pairs, n_boot, scores=scores, doubt=doubt)

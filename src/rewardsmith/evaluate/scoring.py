@@ -23,6 +23,7 @@ from rewardsmith.data.schema import PreferencePair
 from rewardsmith.io.processes import Processes, gather_rows, processes, same_on_every_process
 from rewardsmith.io.progress import Progress
 from rewardsmith.models.reward_model import PooledBackbone
+from rewardsmith.stats import require_finite
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
@@ -161,7 +162,7 @@ def score_encoded(
         max_tokens,
         max_padding,
     )
-    return rewards.double().numpy()
+    return require_finite(rewards.double().numpy())
 
 
 def embed_encoded(

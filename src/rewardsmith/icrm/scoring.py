@@ -23,6 +23,7 @@ from rewardsmith.evaluate.scoring import batched_forward
 from rewardsmith.icrm.features import concat_prompt, embed_texts
 from rewardsmith.losses.beta_elbo import beta_posterior
 from rewardsmith.models.beta import BetaRewardModel
+from rewardsmith.stats import require_finite
 
 
 def demo_key(demos: Sequence[PreferencePair]) -> str:
@@ -120,7 +121,7 @@ class ICRMScorer:
             context, n = self.context(demos)
             h = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
             u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
-            return u.double().cpu().numpy(), s.double().cpu().numpy()
+            return _finite(u.double().cpu().numpy(), s.double().cpu().numpy())
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
         texts = [
             (concat_prompt(demo_triples, prompt if isinstance(prompt, str) else render_turns(tuple(prompt))), response)
@@ -135,7 +136,7 @@ class ICRMScorer:
             self.batch_size,
             self.bf16,
         )
-        return out[:, 0].double().numpy(), out[:, 1].double().numpy()
+        return _finite(out[:, 0].double().numpy(), out[:, 1].double().numpy())
 
     def score_pairs(self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()) -> PairScores:
         """PairScores of each pair under the demonstrations."""
@@ -205,3 +206,8 @@ def read_demos(path: str | Path) -> Demonstrations:
     steer chosen by steering_demos."""
     dataset = load_dataset("file", path=path)
     return steering_demos(dataset.pairs, path, dataset.n_rows)
+
+
+def _finite(u: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(u, s) when both are finite everywhere; else NonFiniteReward naming the first text that is not."""
+    return require_finite(u, "utility"), require_finite(s, "confidence")

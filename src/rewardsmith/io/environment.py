@@ -19,6 +19,15 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip() not in ("", "0")
 
 
+def hub_notice(name: str) -> None:
+    """One line, before the Hugging Face Hub is asked for `name` (not offline, no local folder of that name): the
+    hub may take tens of seconds to answer or to fail where there is no network, and the wait should not be silent."""
+    print(
+        f"{name}: no local folder of that name; asking the Hugging Face Hub (set HF_HUB_OFFLINE=1 to never ask)",
+        flush=True,
+    )
+
+
 def git_commit(path: Path | None = None) -> str | None:
     try:
         out = subprocess.run(

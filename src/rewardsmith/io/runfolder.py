@@ -13,6 +13,10 @@
   no "..", no symbolic link on the way): a manifest edited to name "../elsewhere" or "/home" deletes nothing.
   And a finished run records the sha256 of every file it wrote (`checksums`); a file whose bytes changed
   since, or that someone added inside one of the run's folders, is left where it is.
+- What the run read is part of what it is: every config value that names a local file, or a model folder, is
+  fingerprinted by its content (`inputs` in the manifest, io.digests), and a resume or a rerun of a finished run
+  whose inputs changed since is refused like one with other settings (a training file edited in place, a model
+  retrained in place), unless the command keeps per-input results of its own (`cached` keys) that it checks.
 - Temporary files (".<name>.tmp.*", left by a kill during an atomic write) are removed on open.
 - Several processes of one launch (`accelerate launch --num_processes N rewardsmith eval ...`) run one command
   on one folder: the main process opens and locks it as above; the others wait for it, then hold a read-only
@@ -35,6 +39,7 @@ from typing import Any
 
 from rewardsmith.errors import RunFolderError
 from rewardsmith.io.atomic import atomic_write_json, atomic_write_text
+from rewardsmith.io.digests import file_digest, folder_digest
 from rewardsmith.io.jsonsafe import json_ready
 from rewardsmith.io.processes import agree, processes
 
@@ -96,6 +101,48 @@ def differing_keys(old: Mapping[str, Any], new: Mapping[str, Any], volatile: Ite
     ]
 
 
+# A folder is fingerprinted as an input when it holds one of these (a model of any kind rewardsmith reads); other
+# folders (a data directory) are not: their files are named by the config when they matter.
+_MODEL_MARKERS = ("rewardsmith.json", "config.json", "ensemble.json", "adapter_config.json")
+
+
+def _is_model_folder(path: Path) -> bool:
+    return any((path / m).is_file() for m in _MODEL_MARKERS) or any(path.glob("*.safetensors"))
+
+
+def input_digests(config: Mapping[str, Any], skip: Iterable[str] = ()) -> dict[str, str]:
+    """dotted key (key[i] for a list's item) -> content digest of every config value naming a local file or model
+    folder, keys in `skip` aside."""
+    skipped = set(skip)
+    out: dict[str, str] = {}
+    for key, value in flatten(json_ready(config)).items():
+        if key in skipped:
+            continue
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for k, item in items:
+            if not isinstance(item, str) or not item or len(item) > 4096:
+                continue
+            try:
+                path = Path(item).expanduser()
+                if path.is_file():
+                    digest = file_digest(path)[:16]
+                elif path.is_dir() and _is_model_folder(path):
+                    digest = folder_digest(path)
+                else:
+                    continue
+            except (OSError, ValueError):
+                continue
+            out[key if k is None else f"{key}[{k}]"] = digest
+    return out
+
+
+def _input_path(flat: Mapping[str, Any], key: str) -> Any:
+    """The path a dotted input key (key[i] for a list's item) names in a flat config."""
+    base, _, index = key.partition("[")
+    value = flat.get(base)
+    return value[int(index.rstrip("]"))] if index and isinstance(value, list) else value
+
+
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
@@ -143,20 +190,25 @@ class RunFolder:
         overwrite: bool = False,
         volatile: Iterable[str] = (),
         compare: Compare | None = None,
+        cached: Iterable[str] = (),
     ) -> RunFolder:
         """Opens (creating) `path` for `command` with the resolved `config` (a JSON-ready mapping).
 
         volatile: dotted config keys that may change between a run and its resume (progress bars, ...).
         compare: replaces the default "every non-volatile key equal" resume check.
+        cached: keys naming inputs whose results the command keeps and checks itself (one saved result per model),
+        so a change in their content is no reason to refuse the run (volatile keys are not checked either).
         Under a launcher of several processes every process calls this; only the main one opens the folder.
         """
         procs = processes()
+        volatile = tuple(volatile)
+        inputs = input_digests(config, (*volatile, *cached)) if procs.main else {}
         if not procs.several:
-            return cls._open_locked(path, command, config, overwrite, volatile, compare)
+            return cls._open_locked(path, command, config, overwrite, volatile, compare, inputs)
         opened: RunFolder | None = None
         try:
             if procs.main:
-                opened = cls._open_locked(path, command, config, overwrite, volatile, compare)
+                opened = cls._open_locked(path, command, config, overwrite, volatile, compare, inputs)
         finally:
             # 0: the main process could not open it (its error is raised there); 1: a new run; 2: resumed.
             outcome = agree(0 if opened is None else 1 + opened.resumed, procs)
@@ -181,6 +233,7 @@ class RunFolder:
         overwrite: bool,
         volatile: Iterable[str],
         compare: Compare | None,
+        inputs: Mapping[str, str],
     ) -> RunFolder:
         path = Path(path)
         volatile = tuple(volatile)
@@ -215,7 +268,7 @@ class RunFolder:
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-            folder = cls._start(path, command, config, fd, overwrite, volatile, compare)
+            folder = cls._start(path, command, config, fd, overwrite, volatile, compare, inputs)
         except BaseException:
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -233,6 +286,7 @@ class RunFolder:
         overwrite: bool,
         volatile: tuple[str, ...],
         compare: Compare | None,
+        inputs: Mapping[str, str],
     ) -> RunFolder:
         manifest_path = path / MANIFEST
         old: dict[str, Any] | None = None
@@ -251,8 +305,23 @@ class RunFolder:
                 )
             old_flat, new_flat = flatten(old.get("config", {})), flatten(config)
             diff = compare(old_flat, new_flat) if compare is not None else differing_keys(old_flat, new_flat, volatile)
+            old_inputs = old.get("inputs")
+            changed = (
+                [k for k in sorted(set(old_inputs) & set(inputs)) if old_inputs[k] != inputs[k]]
+                if isinstance(old_inputs, dict)
+                else []  # a manifest written before inputs were recorded: nothing to compare
+            )
             if overwrite:
                 cls._remove_owned(path, old.get("files", []), old.get("checksums") or {})
+            elif changed and not diff:
+                shown = "; ".join(
+                    f"{k} ({_input_path(new_flat, k)}): content {old_inputs[k]} -> {inputs[k]}"  # type: ignore[index]
+                    for k in changed[:3]
+                )
+                raise RunFolderError(
+                    f"{path}: holds a run made from other inputs ({shown}): they changed since; use --overwrite to run "
+                    "it again on them, or another --out"
+                )
             elif not diff:
                 resumed = True
             else:
@@ -275,6 +344,7 @@ class RunFolder:
             "command": command,
             "config": config,
             "config_hash": config_hash(config, volatile),
+            "inputs": dict(inputs),
             "created": old["created"] if resumed and old else _now(),
             "updated": _now(),
             "status": old.get("status", "running") if resumed and old else "running",
@@ -317,7 +387,13 @@ class RunFolder:
 
     def claim(self, name: str) -> Path:
         """The path `name` inside the folder, registered as the tool's. Refuses a path that exists and was
-        not written by the tool (it is never replaced)."""
+        not written by the tool (it is never replaced), and a path through a symbolic link."""
+        link = _link_on_the_way(self.path, name) if inside_path(self.path, name.split("/")[0]) else None
+        if link is not None:
+            raise RunFolderError(
+                f"{link}: a symbolic link inside the run folder {self.path}; the tool writes no links and follows "
+                "none there: remove it, or choose another --out"
+            )
         if inside_path(self.path, name) is None:
             raise RunFolderError(f"{self.path / name}: not a path inside the run folder {self.path}")
         target = self.path / name
@@ -328,6 +404,30 @@ class RunFolder:
             self.manifest["files"] = sorted({*self.manifest["files"], Path(name).as_posix()})
             self._write_manifest()
         return target
+
+    def open_append(self, name: str) -> Any:
+        """`name` (claimed) opened for appending text, never through a symbolic link (O_NOFOLLOW: a link put in its
+        place since the claim is refused by the system, not followed out of the folder)."""
+        target = self.claim(name)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as exc:
+            raise RunFolderError(f"{target}: cannot append ({exc.strerror or exc})") from None
+        return os.fdopen(fd, "a", encoding="utf-8")
+
+    def read_text(self, name: str) -> str | None:
+        """The text of a file the run wrote, or None when it has none; a symbolic link in its place is refused
+        (RunFolderError), never read through."""
+        if not self.owns(name):
+            return None
+        target = self.path / name
+        link = _link_on_the_way(self.path, name)
+        if link is not None:
+            raise RunFolderError(
+                f"{link}: a symbolic link inside the run folder {self.path}; the tool reads no links there: remove "
+                "it, or choose another --out"
+            )
+        return target.read_text(encoding="utf-8") if target.is_file() else None
 
     def write_json(self, name: str, value: Any) -> Path:
         """Writes `name` (claimed) atomically; a non-main process of a launch writes nothing."""
@@ -445,6 +545,16 @@ def inside_path(root: Path, name: str) -> Path | None:
     ):
         return None
     return target
+
+
+def _link_on_the_way(root: Path, name: str) -> Path | None:
+    """The first symbolic link on the way from `root` to root / name (the target itself included), or None."""
+    current = root
+    for part in PurePosixPath(name).parts:
+        current = current / part
+        if current.is_symlink():
+            return current
+    return None
 
 
 def file_sha256(path: Path) -> str:

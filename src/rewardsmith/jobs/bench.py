@@ -38,7 +38,6 @@ from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder, config_hash
 from rewardsmith.jobs.common import (
     JobResult,
-    model_fingerprint,
     model_labels,
     slug,
     texts_digest,
@@ -46,6 +45,7 @@ from rewardsmith.jobs.common import (
     written_line,
 )
 from rewardsmith.jobs.inference import Inference, InferenceOptions
+from rewardsmith.models.identity import model_fingerprint
 from rewardsmith.models.loading import load_reward_model
 from rewardsmith.report.bench import bench_report, summary_rows
 
@@ -302,7 +302,8 @@ def run_bench(
         )
     texts, _, requested = collect_texts(datasets)
     digest = texts_digest(texts)
-    with RunFolder.open(out, COMMAND, config, overwrite=overwrite, volatile=VOLATILE) as folder:
+    # Each model's results are saved and reused under its content fingerprint: a changed model is scored again.
+    with RunFolder.open(out, COMMAND, config, overwrite=overwrite, volatile=VOLATILE, cached=("models",)) as folder:
         fingerprints = {s: model_fingerprint(s) for s in sources}
         files = {s: result_file(label, s) for label, s in zip(labels, sources, strict=True)}
         saved = {s: _saved(folder, files[s], s, fingerprints[s], digest, settings) for s in sources}

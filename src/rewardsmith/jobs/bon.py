@@ -19,6 +19,7 @@ that is also a proxy is refused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -32,18 +33,17 @@ import numpy as np
 
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.bon.estimate import best_of_n_estimates
-from rewardsmith.bon.gold import GoldContext, check_prompts_for, resolve_gold
+from rewardsmith.bon.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
 from rewardsmith.bon.prompts import BonPrompt, load_prompts, prompts_jsonl, read_prompt_record
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import Turn, sanitise_text
-from rewardsmith.errors import ConfigError, DataError
-from rewardsmith.io.atomic import atomic_write_text
+from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
+from rewardsmith.io.digests import file_digest
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
     JobResult,
-    model_fingerprint,
     model_labels,
     open_run,
     slug,
@@ -51,12 +51,23 @@ from rewardsmith.jobs.common import (
     written_line,
 )
 from rewardsmith.jobs.inference import Inference, InferenceOptions
+from rewardsmith.models.identity import model_fingerprint, shared_weights
 
 COMMAND = "bon"
 PROMPTS_FILE = "prompts.jsonl"
 SAMPLES_FILE = "samples.jsonl"
+SAMPLING_FILE = "sampling.json"
 SCORES_DIR = "scores"
-OUTPUTS = ("metrics.json", "report.md", "report.html", "plots", PROMPTS_FILE, SAMPLES_FILE, SCORES_DIR)
+OUTPUTS = (
+    "metrics.json",
+    "report.md",
+    "report.html",
+    "plots",
+    PROMPTS_FILE,
+    SAMPLES_FILE,
+    SAMPLING_FILE,
+    SCORES_DIR,
+)
 DEMOS_MARK = "#demos="
 # A real SIGKILL after this many prompts are sampled / scorers are saved (tests of resume).
 KILL_AFTER_PROMPT_ENV = "REWARDSMITH_FAULT_KILL_AFTER_PROMPT"
@@ -88,15 +99,6 @@ def parse_proxies(specs: Sequence[str]) -> list[Proxy]:
     return out
 
 
-def _same_model(a: str, b: str) -> bool:
-    pa, pb = Path(a).expanduser(), Path(b).expanduser()
-    if pa.exists() and pb.exists():
-        return pa.resolve() == pb.resolve() or (
-            model_fingerprint(a) is not None and model_fingerprint(a) == model_fingerprint(b)
-        )
-    return a == b
-
-
 def check_config(cfg: BonConfig) -> None:
     """One-line ConfigErrors for settings that cannot run (before anything is loaded or written)."""
     if (cfg.policy is None) == (cfg.samples is None):
@@ -110,12 +112,19 @@ def check_config(cfg: BonConfig) -> None:
     if not cfg.golds:
         raise ConfigError("give at least one --gold (ifeval | math | a reward model the proxies are not)")
     proxies = parse_proxies(cfg.proxies)
-    for gold in cfg.golds:
-        for proxy in proxies:
-            if _same_model(gold, proxy.source):
-                raise ConfigError(f"--gold {gold} is also --proxy {proxy.source}: a proxy cannot be its own gold")
     if len(set(cfg.golds)) != len(cfg.golds):
         raise ConfigError(f"--gold {next(g for g in cfg.golds if cfg.golds.count(g) > 1)} given twice")
+    for gold in cfg.golds:
+        if resolve_gold(gold).name != LEARNED:
+            continue
+        for proxy in proxies:
+            # By the weights' content: a copy of the proxy under another name, or an ensemble holding it (or
+            # held by it), is the proxy judging itself.
+            if shared_weights(gold, proxy.source):
+                raise ConfigError(
+                    f"--gold {gold} and --proxy {proxy.source} hold the same weights (the same model, a copy of it, "
+                    "or an ensemble with it as a member): a proxy cannot be its own gold"
+                )
 
 
 # ----------------------------------------------------------------------------------------------------- samples
@@ -152,89 +161,105 @@ def read_samples_file(path: Path, n: int) -> tuple[list[BonPrompt], list[list[st
     return prompts, responses
 
 
-def _sampled_so_far(path: Path, prompts: Sequence[BonPrompt], n: int) -> list[list[str]]:
+def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> list[dict[str, Any]]:
     """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
     kill, and everything after it, is dropped)."""
-    if not path.is_file():
-        return []
-    done: list[list[str]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    done: list[dict[str, Any]] = []
+    for line in (text or "").splitlines():
         try:
             record = json.loads(line)
         except ValueError:
             break
         k = len(done)
-        if k >= len(prompts) or record.get("id") != prompts[k].id or len(record.get("responses", [])) != n:
+        if (
+            k >= len(prompts)
+            or not isinstance(record, dict)
+            or record.get("id") != prompts[k].id
+            or len(record.get("responses", [])) != n
+        ):
             break
-        done.append([str(r) for r in record["responses"]])
+        done.append(record)
     return done
 
 
 def sample_policy(
     cfg: BonConfig, folder: RunFolder, prompts: Sequence[BonPrompt], progress: bool
 ) -> tuple[list[list[str]], dict[str, Any]]:
-    """Every prompt's n completions, sampled (or read back from an earlier run of this folder) into samples.jsonl."""
+    """Every prompt's n completions, sampled (or read back from an earlier run of this folder) into samples.jsonl,
+    one line per prompt in the --samples shape (its prompt record, `responses`, and each one's tokens and cut), so
+    the file can be given back as --samples. Facts (policy, tokens, cuts, this process's seconds) are written to
+    sampling.json when the last prompt is done, so a rerun reports the same ones."""
     from rewardsmith.bon.policy import load_policy, sample_prompt
 
     assert cfg.policy is not None
-    path = folder.claim(SAMPLES_FILE)
-    done = _sampled_so_far(path, prompts, cfg.n)
-    facts: dict[str, Any] = {"resumed_at_prompt": len(done), "sampled_tokens": 0, "cut": 0, "seconds": 0.0}
-    if path.is_file():  # the lines an earlier run finished stay; a line a kill cut, and anything after it, goes
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)[: len(done)]
-        atomic_write_text(path, "".join(lines))
-    if len(done) == len(prompts):
-        return done, facts
-    policy = load_policy(cfg.policy)
-    facts["policy"] = policy.source
-    start = time.perf_counter()
-    with (
-        Progress("sampling", len(prompts), enabled=progress, completed=len(done), unit="prompts") as bar,
-        path.open("a", encoding="utf-8") as handle,
-    ):
-        for k in range(len(done), len(prompts)):
-            completions = sample_prompt(
-                policy,
-                prompts[k],
-                cfg.n,
-                seed=cfg.seed,
-                temperature=cfg.temperature,
-                top_p=cfg.top_p,
-                max_new_tokens=cfg.max_new_tokens,
-                batch_size=cfg.sample_batch_size,
-            )
-            texts = [c.text for c in completions]
-            record = {
-                "id": prompts[k].id,
-                "responses": texts,
-                "tokens": [c.tokens for c in completions],
-                "cut": [c.cut for c in completions],
-            }
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-            done.append(texts)
-            facts["sampled_tokens"] += sum(c.tokens for c in completions)
-            facts["cut"] += sum(c.cut for c in completions)
-            bar.update(k + 1)
-            _kill_after(KILL_AFTER_PROMPT_ENV, k + 1)
-    facts["seconds"] = round(time.perf_counter() - start, 1)
-    return done, facts
+    folder.claim(SAMPLES_FILE)
+    records = _sampled_so_far(folder.read_text(SAMPLES_FILE), prompts, cfg.n)
+    # The lines an earlier run finished stay; a line a kill cut, and anything after it, goes.
+    folder.write_text(SAMPLES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    saved = folder.read_text(SAMPLING_FILE)
+    if len(records) == len(prompts) and saved is not None:
+        return [list(r["responses"]) for r in records], json.loads(saved)
+    facts: dict[str, Any] = {"policy": cfg.policy, "resumed_at_prompt": len(records), "seconds": 0.0}
+    if len(records) < len(prompts):
+        policy = load_policy(cfg.policy)
+        facts["policy"] = policy.source
+        start = time.perf_counter()
+        with (
+            Progress("sampling", len(prompts), enabled=progress, completed=len(records), unit="prompts") as bar,
+            folder.open_append(SAMPLES_FILE) as handle,
+        ):
+            for k in range(len(records), len(prompts)):
+                completions = sample_prompt(
+                    policy,
+                    prompts[k],
+                    cfg.n,
+                    seed=cfg.seed,
+                    temperature=cfg.temperature,
+                    top_p=cfg.top_p,
+                    max_new_tokens=cfg.max_new_tokens,
+                    batch_size=cfg.sample_batch_size,
+                )
+                record = {
+                    **prompts[k].as_record(),
+                    "responses": [c.text for c in completions],
+                    "tokens": [c.tokens for c in completions],
+                    "cut": [c.cut for c in completions],
+                }
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+                records.append(record)
+                bar.update(k + 1)
+                _kill_after(KILL_AFTER_PROMPT_ENV, k + 1)
+        facts["seconds"] = round(time.perf_counter() - start, 1)
+    facts["sampled_tokens"] = int(sum(sum(r.get("tokens", [])) for r in records))
+    facts["cut"] = int(sum(sum(bool(c) for c in r.get("cut", [])) for r in records))
+    folder.write_json(SAMPLING_FILE, facts)
+    return [list(r["responses"]) for r in records], facts
+
+
+def read_prompts(cfg: BonConfig) -> tuple[list[BonPrompt], list[list[str]] | None, str]:
+    """The prompts (and, for --samples, their n responses each) and where they came from: read and checked before
+    the run folder is written, so a rerun after fixing bad input is not refused."""
+    if cfg.samples is not None:
+        prompts, responses = read_samples_file(Path(cfg.samples), cfg.n)
+        return prompts, responses, str(cfg.samples)
+    assert cfg.prompts is not None
+    return load_prompts(cfg.prompts, cfg.data_dir, cfg.prompts_limit, cfg.seed), None, cfg.prompts
 
 
 def prompts_and_samples(
-    cfg: BonConfig, folder: RunFolder, progress: bool
+    cfg: BonConfig, folder: RunFolder, prompts: list[BonPrompt], responses: list[list[str]] | None, progress: bool
 ) -> tuple[list[BonPrompt], list[list[str]], dict[str, Any]]:
-    """The prompts and their n responses each: read from --samples, or sampled by the policy."""
-    if cfg.samples is not None:
-        prompts, responses = read_samples_file(Path(cfg.samples), cfg.n)
+    """The prompts and their n responses each: those of --samples, or sampled by the policy (a resumed run answers
+    the prompts its folder holds)."""
+    if responses is not None:
         return prompts, responses, {"source": str(cfg.samples)}
-    assert cfg.prompts is not None
-    path = folder.path / PROMPTS_FILE
-    if folder.owns(PROMPTS_FILE) and path.is_file():  # an earlier run of this folder: a resume answers its prompts
-        prompts = [read_prompt_record(r, path, k) for k, r in iter_records(path)]
+    saved = folder.read_text(PROMPTS_FILE)  # an earlier run of this folder: a resume answers its prompts
+    if saved is not None:
+        path = folder.path / PROMPTS_FILE
+        prompts = [read_prompt_record(json.loads(line), path, k + 1) for k, line in enumerate(saved.splitlines())]
     else:
-        prompts = load_prompts(cfg.prompts, cfg.data_dir, cfg.prompts_limit, cfg.seed)
         folder.write_text(PROMPTS_FILE, prompts_jsonl(prompts))
     responses, facts = sample_policy(cfg, folder, prompts, progress)
     return prompts, responses, facts
@@ -291,14 +316,12 @@ def _distinct(
 
 
 def _saved_scores(folder: RunFolder, name: str, identity: dict[str, Any]) -> np.ndarray | None:
-    path = folder.path / SCORES_DIR / name
-    if not folder.owns(f"{SCORES_DIR}/{name}") or not path.is_file():
-        return None
     try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
+        text = folder.read_text(f"{SCORES_DIR}/{name}")
+        saved = json.loads(text) if text is not None else None
     except (OSError, ValueError):
         return None
-    if saved.get("identity") != identity:
+    if not isinstance(saved, dict) or saved.get("identity") != identity:
         return None
     values = np.array([np.nan if v is None else v for v in saved["values"]], dtype=np.float64)
     return values.reshape(identity["shape"])
@@ -307,7 +330,8 @@ def _saved_scores(folder: RunFolder, name: str, identity: dict[str, Any]) -> np.
 def scored(
     folder: RunFolder, kind: str, label: str, identity: dict[str, Any], compute: Any, done: list[int]
 ) -> np.ndarray:
-    """A scorer's values (P, N): saved ones when the model files and texts are the same, else computed and saved."""
+    """A scorer's values (P, N): saved ones when everything that made them is the same (`identity`: the model's
+    content, the texts, the scoring options, and what the prompts carry for a gold), else computed and saved."""
     name = f"{kind}-{slug(label)}.json"
     saved = _saved_scores(folder, name, identity)
     if saved is not None:
@@ -324,6 +348,24 @@ def scored(
     done[0] += 1
     _kill_after(KILL_AFTER_SCORER_ENV, done[0])
     return values.reshape(identity["shape"])
+
+
+def _demos_digest(proxy: Proxy) -> str:
+    """The content digest of an in-context proxy's demonstrations file (read and checked now, before any run)."""
+    from rewardsmith.icrm.scoring import read_demos
+
+    assert proxy.demos is not None
+    read_demos(proxy.demos)
+    return file_digest(proxy.demos)
+
+
+def _needs_digest(prompts: Sequence[BonPrompt], needs: str | None) -> str | None:
+    """A digest of what a gold reads off each prompt (its `needs` field), so an edited instruction or answer is
+    scored again; None for a gold that reads nothing."""
+    if needs is None:
+        return None
+    values = [[p.id, p.meta.get(needs)] for p in prompts]
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 # ----------------------------------------------------------------------------------------------------- the job
@@ -344,12 +386,21 @@ def run_bon(
     options = options or InferenceOptions()
     proxies = parse_proxies(cfg.proxies)
     golds = [(spec, resolve_gold(spec)) for spec in cfg.golds]
+    demos_digests = {p.demos: _demos_digest(p) for p in proxies if p.demos is not None}
+    # Everything a user gives is read and checked before the run folder is written (a corrected rerun is then not
+    # refused), and a gold that cannot score these prompts is caught before any sampling.
+    prompts, given, source = read_prompts(cfg)
+    for spec, gold in golds:
+        check_prompts_for(gold, spec, prompts, source)
+    scoring = {
+        "template": options.template,
+        "max_length": options.max_length,
+        "bf16": options.bf16,
+        "trust_remote_code": options.trust_remote_code,
+    }
     started = time.perf_counter()
     with open_run(out, COMMAND, cfg, overwrite, extra_volatile=VOLATILE) as folder:
-        prompts, responses, sampling = prompts_and_samples(cfg, folder, progress)
-        source = cfg.samples or cfg.prompts or ""
-        for spec, gold in golds:
-            check_prompts_for(gold, spec, prompts, source)
+        prompts, responses, sampling = prompts_and_samples(cfg, folder, prompts, given, progress)
         texts, where = _distinct(prompts, responses)
         digest = texts_digest(texts)
         shape = [len(prompts), cfg.n]
@@ -357,16 +408,28 @@ def run_bon(
         done = [0]
 
         def model_values(source_: str, demos: str | None = None) -> Any:
-            return lambda: models(source_, texts, demos)[where]
+            def compute() -> np.ndarray:
+                try:
+                    return models(source_, texts, demos)[where]
+                except NonFiniteReward as bad:  # the prompt and sample, not a text index
+                    p, k = (int(x[0]) for x in np.nonzero(where == bad.position))
+                    raise DataError(
+                        f"{source_} gives prompt {prompts[p].id!r}, sample {k} a {bad.what} of {bad.value}, not a "
+                        "finite number"
+                    ) from None
+
+            return compute
 
         proxy_scores = {}
         for proxy in proxies:
             identity = {
                 "source": proxy.source,
                 "demos": proxy.demos,
+                "demos_digest": demos_digests[proxy.demos] if proxy.demos is not None else None,
                 "fingerprint": model_fingerprint(proxy.source),
                 "texts": digest,
                 "shape": shape,
+                "scoring": scoring,
             }
             proxy_scores[proxy.label] = scored(
                 folder, "proxy", proxy.label, identity, model_values(proxy.source, proxy.demos), done
@@ -375,16 +438,31 @@ def run_bon(
         gold_scores = {}
         for spec, gold in golds:
             label = gold.name if gold.name == spec else model_labels([spec])[0]
+            learned = gold.name == LEARNED
             identity = {
                 "gold": gold.name,
                 "spec": spec,
-                "fingerprint": model_fingerprint(spec),
+                "fingerprint": model_fingerprint(spec) if learned else None,
                 "texts": digest,
                 "shape": shape,
+                "scoring": scoring if learned else None,
+                # what a checker reads off each prompt (its instructions, its reference answer)
+                "needs": _needs_digest(prompts, gold.needs),
             }
-            gold_scores[label] = scored(
-                folder, "gold", label, identity, lambda g=gold, s=spec: g.score(s, prompts, responses, context), done
+            values = scored(
+                folder,
+                "gold",
+                label,
+                identity,
+                model_values(spec) if learned else (lambda g=gold, s=spec: g.score(s, prompts, responses, context)),
+                done,
             )
+            if not np.isfinite(values).any():
+                raise DataError(
+                    f"--gold {spec} scored none of the {values.size} samples of {source}: "
+                    + (f"no sample's {gold.needs} could be checked" if gold.needs else "every value was missing")
+                )
+            gold_scores[label] = values
         lengths = np.array([[len(r) for r in answers] for answers in responses], dtype=np.float64)
         metrics = best_of_n_estimates([p.id for p in prompts], proxy_scores, gold_scores, lengths, cfg.n_boot, cfg.seed)
         metrics.update(
@@ -416,4 +494,10 @@ def run_bon(
     ]
     if sampling.get("cut"):
         summary.insert(1, f"cut at --max-new-tokens {cfg.max_new_tokens}: {sampling['cut']} of the samples drawn here")
+    for label, values in gold_scores.items():
+        unscored = int(np.isnan(values).sum())
+        if unscored:
+            summary.insert(
+                1, f"gold {label}: {unscored} of {values.size} samples could not be scored; left out of its estimates"
+            )
     return JobResult(folder.path, title, metrics, summary_rows(metrics), summary)

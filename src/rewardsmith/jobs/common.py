@@ -131,23 +131,6 @@ def slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_") or "model"
 
 
-def model_fingerprint(source: str) -> str | None:
-    """sha256 of (relative path, size, mtime) of every file in a local model folder, so a model retrained or
-    replaced in place is scored again; None for a hub id (its name is its identity)."""
-    folder = Path(source).expanduser()
-    if not folder.is_dir():
-        return None
-    from rewardsmith.models.ensemble import is_ensemble, read_ensemble
-
-    members = [model_fingerprint(m) or m for m in read_ensemble(folder).members] if is_ensemble(folder) else []
-    entries = sorted(
-        (p.relative_to(folder).as_posix(), p.stat().st_size, p.stat().st_mtime_ns)
-        for p in folder.rglob("*")
-        if p.is_file()
-    )
-    return hashlib.sha256(json.dumps([entries, members] if members else entries).encode()).hexdigest()[:16]
-
-
 def texts_digest(texts: Sequence[tuple[Sequence[Turn], str]]) -> str:
     """sha256 of the distinct texts in order (roles, contents and responses): a saved result is reused only for
     exactly these texts."""

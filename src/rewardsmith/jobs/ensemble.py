@@ -25,6 +25,7 @@ from rewardsmith.models.ensemble import (
     check_members,
     check_rule,
     combine,
+    member_fingerprint,
     read_ensemble,
     scales,
 )
@@ -63,18 +64,10 @@ _SCORED_MAX = 64
 
 
 def _member_identity(member: Inference) -> tuple[Any, ...]:
-    """What makes a member's rewards of given texts: its folder (and when its files last changed), template,
-    length and precision."""
+    """What makes a member's rewards of given texts: its content (member_fingerprint), template, length and
+    precision."""
     loaded = member.loaded
-    folder = Path(str(loaded.source))
-    changed = max((f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()), default=0) if folder.is_dir() else 0
-    return (
-        str(folder.resolve()) if folder.exists() else str(loaded.source),
-        changed,
-        loaded.template,
-        loaded.max_length,
-        member.bf16,
-    )
+    return (member_fingerprint(str(loaded.source)), loaded.template, loaded.max_length, member.bf16)
 
 
 def score_members(members: Sequence[Inference], items: Sequence[tuple[Any, str]], progress: str | None) -> np.ndarray:
@@ -225,6 +218,7 @@ def make_ensemble(
             tuple(float(x) for x in sd),
         ),
         tuple(models),
+        tuple(member_fingerprint(m) for m in models),
     )
     atomic_write_text(spec_path, json.dumps(spec.to_dict(), indent=1) + "\n")
     return JobResult(

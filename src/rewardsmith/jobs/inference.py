@@ -160,6 +160,18 @@ def item_texts(pairs: Sequence[PreferencePair], singles: Sequence[bool]) -> list
     return texts
 
 
+def text_row(singles: Sequence[bool], position: int) -> tuple[int, str]:
+    """(row index, field) of the text at `position` of item_texts(pairs, singles): "response" for a single
+    response, "chosen" or "rejected" for a pair."""
+    k = 0
+    for row, single in enumerate(singles):
+        width = 1 if single else 2
+        if position < k + width:
+            return row, "response" if single else ("chosen", "rejected")[position - k]
+        k += width
+    raise IndexError(position)
+
+
 def item_results(
     singles: Sequence[bool], scores: TextScores, maps: Any = None, rater: str | None = None
 ) -> list[dict[str, float]]:

@@ -22,12 +22,12 @@ from typing import Any
 from rewardsmith.data.adapters._common import BadRow, iter_jsonl
 from rewardsmith.data.adapters.generic import FILE_SUFFIXES, iter_records, parse_score_record
 from rewardsmith.data.schema import PreferencePair, sanitise_pair
-from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
 from rewardsmith.io.jsonsafe import json_ready
 from rewardsmith.io.outputs import check_output, write_output
 from rewardsmith.io.processes import processes
 from rewardsmith.jobs.common import JobResult, truncation_line
-from rewardsmith.jobs.inference import Inference, InferenceOptions, item_results, item_texts
+from rewardsmith.jobs.inference import Inference, InferenceOptions, item_results, item_texts, text_row
 
 
 def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair], list[bool], int]:
@@ -103,7 +103,12 @@ def score_file(
         raise ConfigError(f"{model_dir}: a scalar reward model takes no --demos (only an in-context model does)")
     t1 = time.perf_counter()
     demo_pairs = steering.pairs if steering is not None else ()
-    scores = inference.score_texts(item_texts(pairs, singles), demo_pairs, progress="score" if progress else None)
+    try:
+        scores = inference.score_texts(item_texts(pairs, singles), demo_pairs, progress="score" if progress else None)
+    except NonFiniteReward as bad:  # the row and side of the text, and nothing written
+        row, side = text_row(singles, bad.position)
+        message = f"the model's {bad.what} is {bad.value}, not a finite number"
+        raise DataError(message, input_path, row + 1, side) from None
     score_seconds = time.perf_counter() - t1
     results = item_results(singles, scores, maps, rater)
     notes: list[str] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.config import DatasetConfig, RunConfig, to_dict
+from rewardsmith.config import DatasetConfig, RunConfig, to_dict, volatile_keys
 from rewardsmith.data.collate import encode_pairs
 from rewardsmith.data.prepare import train_data
 from rewardsmith.data.registry import load_configured
@@ -103,17 +103,24 @@ def run_train_members(
         raise ConfigError(f"--members {members}: an ensemble needs at least two members")
     out = Path(out)
     rows, summary, models = [], [], []
-    for k in range(members):
-        member = copy.deepcopy(cfg)
-        seed = member.train.seed = cfg.train.seed + k
-        if bootstrap:
-            member.data.bootstrap = seed
-        name = f"{'bootstrap' if bootstrap else 'seed'} {seed}"
-        result = run_train(member, out / "members" / f"{'boot' if bootstrap else 'seed'}{seed}", overwrite)
-        models.append(str(result.out / "model"))
-        rows += [{"member": name, **row} for row in result.rows]
-        summary.append(f"member {name}: " + (result.summary[-1] if result.summary else ""))
-    ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
+    # OUT is a run folder of its own (the contract: a non-empty folder holding no run is refused without
+    # --overwrite), holding the members' run folders and the ensemble.
+    settings = {**to_dict(cfg), "ensemble": {"members": members, "bootstrap": bootstrap}}
+    with RunFolder.open(out, "train-members", settings, overwrite=overwrite, volatile=volatile_keys(RunConfig)) as run:
+        run.claim("members")
+        run.claim("ensemble")
+        for k in range(members):
+            member = copy.deepcopy(cfg)
+            seed = member.train.seed = cfg.train.seed + k
+            if bootstrap:
+                member.data.bootstrap = seed
+            name = f"{'bootstrap' if bootstrap else 'seed'} {seed}"
+            result = run_train(member, out / "members" / f"{'boot' if bootstrap else 'seed'}{seed}", overwrite)
+            models.append(str(result.out / "model"))
+            rows += [{"member": name, **row} for row in result.rows]
+            summary.append(f"member {name}: " + (result.summary[-1] if result.summary else ""))
+        ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
+        run.mark_complete()
     return JobResult(
         out,
         f"rewardsmith train --members {members}{' --bootstrap' if bootstrap else ''} -> {out}",

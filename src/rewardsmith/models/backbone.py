@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from rewardsmith.errors import ConfigError, RewardsmithError, first_line
-from rewardsmith.io.environment import hub_offline
+from rewardsmith.io.environment import hub_notice, hub_offline
 from rewardsmith.models.weights import from_pretrained_exact, require_safetensors
 from rewardsmith.registry import Registry
 
@@ -184,6 +184,7 @@ def load_backbone(
     elif "/" in name and not name.startswith((".", "/")) and allow_hub:
         if hub_offline():
             raise ConfigError(f"cannot load backbone {name!r} from the hub: HF_HUB_OFFLINE is set and no such folder")
+        hub_notice(name)
         loaded = _load_pretrained(name)  # hub id: works where the network allows
     elif not allow_hub:
         raise ConfigError(

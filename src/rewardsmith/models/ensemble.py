@@ -12,6 +12,11 @@ decides the rule. Then, per text, over the K standardised rewards:
 The text's uncertainty is the sd of the K standardised rewards (ddof 1). Combined rewards and uncertainties are in
 reference standard deviations. Members are scalar models; an in-context model, an ensemble inside an ensemble and
 an ensemble of one are refused.
+
+The reference scales hold only for the members as they were: the file records each member's content digest
+(io.digests.folder_digest), and a member whose files changed since (retrained in place) is refused, as is a file
+with keys this format does not have. A member written as a relative path is read relative to the ensemble folder
+only, never to the working directory, so a moved folder cannot pick up another model of the same name.
 """
 
 from __future__ import annotations
@@ -25,11 +30,18 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.io.digests import folder_digest
+from rewardsmith.stats import require_finite
 
 ENSEMBLE_FILE = "ensemble.json"
 FORMAT = "rewardsmith-ensemble"
-VERSION = 1
+VERSION = 2  # 2: each member's content digest (`fingerprint`); a version-1 file has none and is refused
 RULES = ("mean", "min", "uwo")
+# The largest uwo lambda: beyond it mean - lambda * sd is lambda * sd to float precision (and overflows near 1e308).
+MAX_LAMBDA = 1e6
+_KEYS = {"format", "version", "members", "rule", "lambda", "reference"}
+_MEMBER_KEYS = {"source", "label", "fingerprint"}
+_REFERENCE_KEYS = {"source", "texts", "digest", "mean", "sd"}
 
 
 @dataclass(frozen=True)
@@ -47,21 +59,25 @@ class Reference:
 @dataclass(frozen=True)
 class EnsembleSpec:
     """members: each member's source as written in the folder (a path relative to the folder, or absolute, or a hub
-    id); rule: mean | min | uwo; lam: lambda of uwo; reference: the members' scales."""
+    id); rule: mean | min | uwo; lam: lambda of uwo; reference: the members' scales; fingerprints: each member's
+    content digest when the ensemble was made (member_fingerprint)."""
 
     members: tuple[str, ...]
     rule: str
     lam: float
     reference: Reference
     labels: tuple[str, ...] = field(default=())
+    fingerprints: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "version": VERSION,
             "members": [
-                {"source": m, "label": label}
-                for m, label in zip(self.members, self.labels or self.members, strict=True)
+                {"source": m, "label": label, "fingerprint": fingerprint}
+                for m, label, fingerprint in zip(
+                    self.members, self.labels or self.members, self.fingerprints, strict=True
+                )
             ],
             "rule": self.rule,
             "lambda": self.lam,
@@ -84,23 +100,33 @@ def is_ensemble(source: str | Path) -> bool:
 
 
 def check_rule(rule: str, lam: float) -> None:
-    """ConfigError for an unknown rule or a negative or non-finite lambda."""
+    """ConfigError for an unknown rule or a lambda that is negative, non-finite or above MAX_LAMBDA."""
     if rule not in RULES:
         raise ConfigError(f"ensemble rule {rule!r}: expected one of {', '.join(RULES)}")
-    if not (math.isfinite(lam) and lam >= 0):
-        raise ConfigError(f"ensemble lambda {lam!r}: expected a number >= 0")
+    if not (math.isfinite(lam) and 0 <= lam <= MAX_LAMBDA):
+        raise ConfigError(f"ensemble lambda {lam!r}: expected a number from 0 to {MAX_LAMBDA:g}")
 
 
 def member_path(folder: Path, source: str) -> str:
-    """A member's source as loading reads it: relative to the ensemble folder when it names something there, else
-    as written (an absolute path, or a hub id)."""
+    """A member's source as loading reads it: an absolute path as written; a relative path relative to the ensemble
+    folder only (never to the working directory); a hub id (owner/name) as written unless the folder holds a path
+    of that name."""
+    if Path(source).is_absolute():
+        return source
     local = folder / source
-    return str(local) if not Path(source).is_absolute() and local.exists() else source
+    return source if _hub_id(source) and not local.exists() else str(local)
+
+
+def member_fingerprint(source: str) -> str:
+    """A member's content digest: its folder's files (io.digests.folder_digest), or "hub:<id>" for a hub id."""
+    path = Path(source)
+    return folder_digest(path) if path.is_dir() else f"hub:{source}"
 
 
 def _hub_id(source: str) -> bool:
+    """owner/name: two parts, neither starting with a dot, not absolute (a hub id's shape, not a local path's)."""
     path = Path(source)
-    return not path.is_absolute() and not source.startswith(".") and len(path.parts) == 2 and not path.exists()
+    return not path.is_absolute() and len(path.parts) == 2 and not any(p.startswith(".") for p in path.parts)
 
 
 def check_members(folder: Path | None, members: list[str], where: str) -> None:
@@ -123,9 +149,16 @@ def check_members(folder: Path | None, members: list[str], where: str) -> None:
         seen.add(key)
 
 
-def read_ensemble(folder: str | Path) -> EnsembleSpec:
+def _unknown(raw: dict[str, Any], known: set[str], path: Path, where: str) -> None:
+    extra = sorted(set(raw) - known)
+    if extra:
+        raise ConfigError(f"{path}: unknown key {extra[0]!r} in {where}; known: {', '.join(sorted(known))}")
+
+
+def read_ensemble(folder: str | Path, check_fingerprints: bool = True) -> EnsembleSpec:
     """The spec in `folder`/ensemble.json with member sources resolved for loading; ConfigError naming the file and
-    field for anything malformed, a missing member, an ensemble of one or one that contains itself."""
+    field for anything malformed (an unknown key too), a missing member, an ensemble of one or one that contains
+    itself, and (check_fingerprints) a member whose files changed since the ensemble was made."""
     folder = Path(folder)
     path = folder / ENSEMBLE_FILE
     try:
@@ -134,18 +167,38 @@ def read_ensemble(folder: str | Path) -> EnsembleSpec:
         raise ConfigError(f"{path}: not a readable ensemble file ({exc})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise ConfigError(f"{path}: `format` is not {FORMAT!r}")
+    if raw.get("version") != VERSION:
+        raise ConfigError(
+            f"{path}: version {raw.get('version')!r}, not {VERSION}: made before members' fingerprints were recorded; "
+            "run `rewardsmith ensemble` again to remake it"
+        )
+    _unknown(raw, _KEYS, path, "the file")
     members = raw.get("members")
     if not isinstance(members, list) or not all(
-        isinstance(m, dict) and isinstance(m.get("source"), str) for m in members
+        isinstance(m, dict) and isinstance(m.get("source"), str) and isinstance(m.get("fingerprint"), str)
+        for m in members
     ):
-        raise ConfigError(f"{path}: `members` must be a list of {{source, label}} objects")
+        raise ConfigError(f"{path}: `members` must be a list of {{source, label, fingerprint}} objects")
+    for m in members:
+        _unknown(m, _MEMBER_KEYS, path, "a member")
     sources = [member_path(folder, m["source"]) for m in members]
     check_members(folder, sources, str(path))
+    fingerprints = tuple(m["fingerprint"] for m in members)
+    if check_fingerprints:
+        for m, source, recorded in zip(members, sources, fingerprints, strict=True):
+            now = member_fingerprint(source)
+            if now != recorded:
+                raise ConfigError(
+                    f"{path}: member {m['source']} changed since the ensemble was made (content {recorded} -> {now}); "
+                    "its reference scale no longer holds: run `rewardsmith ensemble` again"
+                )
     rule, lam = raw.get("rule"), raw.get("lambda", 1.0)
     if not isinstance(lam, (int, float)) or isinstance(lam, bool):
         raise ConfigError(f"{path}: `lambda` must be a number")
     check_rule(str(rule), float(lam))
     ref: Any = raw.get("reference")
+    if isinstance(ref, dict):
+        _unknown(ref, _REFERENCE_KEYS, path, "`reference`")
     try:
         reference = Reference(
             str(ref["source"]),
@@ -164,7 +217,7 @@ def read_ensemble(folder: str | Path) -> EnsembleSpec:
     if not all(math.isfinite(s) and s > 0 for s in reference.sd) or not all(math.isfinite(m) for m in reference.mean):
         raise ConfigError(f"{path}: `reference` sds must be finite and > 0, means finite")
     labels = tuple(str(m.get("label") or m["source"]) for m in members)
-    return EnsembleSpec(tuple(sources), str(rule), float(lam), reference, labels)
+    return EnsembleSpec(tuple(sources), str(rule), float(lam), reference, labels, fingerprints)
 
 
 def scales(rewards: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -185,4 +238,4 @@ def combine(rewards: np.ndarray, spec: EnsembleSpec) -> tuple[np.ndarray, np.nda
         combined = z.min(axis=0)
     else:
         combined = z.mean(axis=0) - spec.lam * spread
-    return combined, spread
+    return require_finite(combined), spread

@@ -31,7 +31,7 @@ from torch import nn
 from rewardsmith.config import ModelConfig
 from rewardsmith.data.templates import TextEncoder, make_encoder, resolve_template
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
-from rewardsmith.io.environment import hub_offline
+from rewardsmith.io.environment import hub_notice, hub_offline
 from rewardsmith.models.backbone import quiet_transformers
 from rewardsmith.models.factory import META_FILE, load_model
 from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
@@ -437,6 +437,8 @@ def _local_folder(source: str) -> Path:
     from huggingface_hub import snapshot_download
 
     offline = hub_offline()  # read now: huggingface_hub reads it once, on import
+    if not offline:
+        hub_notice(source)
     try:
         return Path(
             snapshot_download(

@@ -48,11 +48,11 @@ def _null_formatter() -> Any:
 
 
 def _save(figure: Figure, path: str | Path) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """Writes the PNG atomically (a link in its place is replaced, never written through)."""
+    from rewardsmith.io.atomic import atomic_write_bytes
+
     # "tight" grows the canvas to whatever the layout left outside it (a long legend, a y-label), never clips it.
-    figure.savefig(out, format="png", bbox_inches="tight", pad_inches=0.1)
-    return out
+    return atomic_write_bytes(path, lambda fh: figure.savefig(fh, format="png", bbox_inches="tight", pad_inches=0.1))
 
 
 def _legend_below(figure: Figure, axes: Axes) -> None:

@@ -52,10 +52,10 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from rewardsmith.errors import ConfigError, RewardsmithError, first_line, one_line
+from rewardsmith.errors import ConfigError, NonFiniteReward, RewardsmithError, first_line, one_line
 from rewardsmith.icrm.scoring import demo_key
 from rewardsmith.jobs.inference import TextScores as ItemScores
-from rewardsmith.jobs.inference import item_results
+from rewardsmith.jobs.inference import item_results, text_row
 from rewardsmith.serve.config import ServeConfig
 from rewardsmith.serve.engine import (
     Batcher,
@@ -182,12 +182,18 @@ class ServerState:
         self.batcher.close(stop_at)
 
     async def score(
-        self, request: Request, texts: list[TextItem], standard: Standard | None = None, field: str = "input"
+        self,
+        request: Request,
+        texts: list[TextItem],
+        standard: Standard | None = None,
+        field: str = "input",
+        singles: list[bool] | None = None,
     ) -> TextScores:
         """Scores through the batcher: tokenised on the tokenizer thread, queued, awaited. 503 when the queue is
         full or the server is shutting down, 504 after request_timeout_s, 500 when the model fails on this
         request, 499 (nobody to answer) when the client closes its connection first; 422 naming field[i] for a
-        text an ensemble's members read differently."""
+        text an ensemble's members read differently, or whose reward is not finite (singles: the request's items,
+        single texts or pairs, so a pair's text is named field[i].chosen / .rejected)."""
         if not texts and standard is None:
             empty = np.zeros(0)
             return TextScores(empty, empty if self.engine.in_context else None, 0)
@@ -204,7 +210,13 @@ class ServerState:
                 raise self._busy() from None
             except ServerClosing:
                 raise closing_error() from None
-            scores = await self._scores(job, gone)
+            try:
+                scores = await self._scores(job, gone)
+            except NonFiniteReward as exc:  # 422 naming the text; the round's other requests were answered
+                raise invalid(
+                    _text_name(field, exc.position, singles),
+                    f"the model's {exc.what} is {exc.value}, not a finite number",
+                ) from None
         finally:
             gone.cancel()
         if self.monitor is not None and texts:
@@ -310,6 +322,15 @@ class ServerState:
 
 # ----------------------------------------------------------------------------------------------------
 # Middleware: metrics, shutdown, API key, content type, body size and body deadline, before the body is read
+
+
+def _text_name(field: str, position: int, singles: list[bool] | None) -> str:
+    """field[i] of the text at `position`; with the request's items (single texts or pairs), field[i].chosen /
+    .rejected for a pair's (jobs.inference.text_row)."""
+    if singles is None:
+        return f"{field}[{position}]"
+    row, side = text_row(singles, position)
+    return f"{field}[{row}]" if side == "response" else f"{field}[{row}].{side}"
 
 
 def is_json(content_type: str) -> bool:
@@ -660,7 +681,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             raise invalid("rater", "this server has no rater maps (start it with --calibration)")
         texts, singles = score_items(body.items)
         standard = state.standard_for(body.standard, body.demonstrations)
-        scores = await state.score(request, texts, standard, field="items")
+        scores = await state.score(request, texts, standard, field="items", singles=singles)
         return JSONResponse(_native_response(state, body, scores, singles, standard))
 
     @app.post("/v1/standards")

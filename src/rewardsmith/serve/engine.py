@@ -55,7 +55,7 @@ import torch
 
 from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair
-from rewardsmith.errors import ConfigError, first_line
+from rewardsmith.errors import ConfigError, NonFiniteReward, first_line
 from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.serve.metrics import ServeMetrics
 from rewardsmith.serve.requests import TextItem, encode_item, item_parts
@@ -573,8 +573,12 @@ class Batcher:
             return list(self.engine.score_round(pieces))
         except Exception as exc:
             # Not swallowed: a merged round is scored again one piece at a time, so only the request that breaks
-            # the model fails (500, logged with its traceback) and every other one is answered.
+            # the model fails (500, logged with its traceback; 422 for a text whose reward is not finite, named by
+            # its position in the request) and every other one is answered.
             if len(pieces) == 1:
+                if isinstance(exc, NonFiniteReward):
+                    self.metrics.nonfinite.inc()
+                    return [NonFiniteReward(pieces[0].start + exc.position, exc.value, exc.what)]
                 log.exception("scoring failed")
                 return [ScoringFailed(f"scoring failed: {first_line(exc, with_type=True)}")]
             out: list[Scored | Exception] = []

@@ -103,6 +103,11 @@ class ServeMetrics:
             ["endpoint"],
             registry=r,
         )
+        self.nonfinite = Counter(
+            "rewardsmith_nonfinite_rewards",
+            "texts whose reward was not a finite number (NaN or infinite): their request is answered 422 naming them",
+            registry=r,
+        )
         self.waiting = Gauge("rewardsmith_queue_texts", "texts queued or being scored", registry=r)
         from rewardsmith.serve.monitors import RULES, STATS
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -148,10 +149,15 @@ class HackingMonitor:
         self._since_check = 0
         self._firing: set[str] = set()
         self.fired: dict[str, int] = dict.fromkeys(RULES, 0)
+        self.nonfinite_skipped = 0
 
     def observe(self, observations: Sequence[Observation]) -> None:
-        rows = [(o.group, float(o.reward), float(len(o.response)), o.cut, o.repeated, o.response) for o in observations]
+        """Appends the observations to the window; one whose reward is not finite is left out and counted
+        (nonfinite_skipped): no statistic is computed over a NaN."""
+        kept = [o for o in observations if math.isfinite(o.reward)]
+        rows = [(o.group, float(o.reward), float(len(o.response)), o.cut, o.repeated, o.response) for o in kept]
         with self._lock:
+            self.nonfinite_skipped += len(observations) - len(kept)
             self._rows.extend(rows)
             self._since_check += len(rows)
             if self._since_check < self.check_every:
@@ -186,7 +192,14 @@ class HackingMonitor:
         if self.metrics is not None:
             for name, value in stats.items():
                 self.metrics.monitor[name].set(float("nan") if value is None else value)
-        return {"window": self.window, "stats": stats, "firing": firing_now, "fired": fired, "rules": list(RULES)}
+        return {
+            "window": self.window,
+            "stats": stats,
+            "firing": firing_now,
+            "fired": fired,
+            "rules": list(RULES),
+            "nonfinite_skipped": self.nonfinite_skipped,
+        }
 
 
 def _show(value: float | None) -> str:

@@ -1,6 +1,7 @@
 """The answer gold of MATH-500: 1 when the response's final answer equals the reference answer by math-verify
 (HuggingFace's maintained checker: it parses LaTeX and plain expressions and compares them symbolically), else
-0."""
+0; NaN (not checked, left out of every estimate and counted in bon's summary) when math-verify's comparison timed
+out, rather than its bare "Timeout during comparison" on stderr and a silent 0."""
 
 from __future__ import annotations
 
@@ -23,10 +24,20 @@ def _checker() -> tuple[Any, Any]:
 
 
 def correct(response: str, answer: str) -> float:
-    """1.0 when math-verify finds the reference answer in the response (its last answer), else 0.0."""
+    """1.0 when math-verify finds the reference answer in the response (its last answer), 0.0 when it does not or
+    cannot compare them, NaN when the comparison timed out."""
     parse, verify = _checker()
+    from math_verify.errors import TimeoutException
+
     gold = parse("$" + answer + "$")
-    return float(bool(gold) and bool(verify(gold, parse(response))))
+    if not gold:
+        return 0.0
+    try:
+        return float(bool(verify(gold, parse(response), raise_on_error=True)))
+    except TimeoutException:
+        return float("nan")
+    except Exception:  # an expression math-verify cannot compare: not shown equal, as its own default says
+        return 0.0
 
 
 def score(_: str, prompts: Sequence[BonPrompt], responses: Sequence[Sequence[str]], __: GoldContext) -> FloatArray:
