@@ -71,14 +71,14 @@ def measure_sampling(kind: str, n_prompts: int, n: int, max_new_tokens: int, dat
 
 
 def measure_scoring(kind: str, model: str, samples: str) -> dict[str, Any]:
-    from rewardsmith.jobs.bon import ModelScores, _distinct, read_samples_file
-    from rewardsmith.jobs.inference import Inference, InferenceOptions
+    from rewardsmith.inference import InferenceOptions, ModelScores, load_inference
+    from rewardsmith.jobs.bon import _distinct, read_samples_file
 
     prompts, responses = read_samples_file(Path(samples), 4)
     texts, _ = _distinct(prompts, responses)
     if kind == "bon":
         scores = ModelScores(InferenceOptions(), progress=False)
-        scores.loaded[model] = Inference.load(model)  # loaded before the clock, as for score below
+        scores.loaded[model] = load_inference(model)  # loaded before the clock, as for score below
         t0 = time.perf_counter()
         scores(model, texts)
     else:

@@ -50,7 +50,7 @@ def _heads(rows: str, members: int, texts: int) -> dict[str, Any]:
     from rewardsmith.config import ModelConfig
     from rewardsmith.data.templates import encoder_for
     from rewardsmith.evaluate.scoring import score_encoded
-    from rewardsmith.jobs.score import read_score_rows
+    from rewardsmith.inference import read_score_rows
     from rewardsmith.models import build_reward_model
 
     t0 = time.perf_counter()

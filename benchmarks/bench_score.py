@@ -58,7 +58,7 @@ def prepare(folder: Path, n: int, max_length: int, data_dir: str | None) -> tupl
 
 
 def measure_score(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions
     from rewardsmith.jobs.score import score_file
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -78,7 +78,7 @@ def measure_bare(model_dir: Path, rows: Path, bf16: bool) -> dict[str, Any]:
 
     from rewardsmith.data.collate import pad_texts, sorted_batches
     from rewardsmith.evaluate.scoring import encode_pair_texts
-    from rewardsmith.jobs.score import read_score_rows
+    from rewardsmith.inference import read_score_rows
     from rewardsmith.models.loading import load_reward_model
 
     _, pairs, _, _ = read_score_rows(rows)

@@ -86,8 +86,8 @@ def prepare(folder: Path) -> Path:
 
 
 def measure_bench(model_dir: Path, limit: int, bf16: bool, data_dir: str | None) -> dict[str, Any]:
+    from rewardsmith.inference import InferenceOptions
     from rewardsmith.jobs.bench import run_bench
-    from rewardsmith.jobs.inference import InferenceOptions
 
     with tempfile.TemporaryDirectory() as tmp:
         result = run_bench(
@@ -114,9 +114,9 @@ def measure_bench(model_dir: Path, limit: int, bf16: bool, data_dir: str | None)
 
 
 def _bench_rewards(model_dir: Path, texts: list[Any], bf16: bool) -> Any:
-    from rewardsmith.jobs.inference import Inference, InferenceOptions
+    from rewardsmith.inference import InferenceOptions, load_inference
 
-    return Inference.load(model_dir, InferenceOptions(batch_size=BATCH, bf16=bf16)).score_texts(texts).rewards
+    return load_inference(model_dir, InferenceOptions(batch_size=BATCH, bf16=bf16)).score_texts(texts).rewards
 
 
 def measure_bare_fp32_core(model_dir: Path, limit: int, bf16: bool, data_dir: str | None) -> dict[str, Any]:

@@ -185,8 +185,7 @@ def run(name: str, steps: int, gpu: bool) -> None:
     from rewardsmith.bon.prompts import read_prompt_record
     from rewardsmith.client import GRPOReward, RewardClient
     from rewardsmith.data.adapters.generic import iter_records
-    from rewardsmith.jobs.bon import ModelScores
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions, ModelScores
     from rewardsmith.rl.recipe import grpo_trainer
     from rewardsmith.rl.tracker import GoldTracker, TrackerSettings, served_proxy
 
@@ -279,8 +278,7 @@ def inprocess(name: str) -> None:
     import pandas as pd
 
     from rewardsmith.data.schema import Turn
-    from rewardsmith.jobs.bon import ModelScores
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions, ModelScores
 
     arm, out = ARMS[name], RUNS / name
     if arm.rater or arm.demos or arm.negate:

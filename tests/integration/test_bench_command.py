@@ -301,12 +301,16 @@ def test_a_model_changed_in_place_is_scored_again(
     out = tmp_path / "run"
     assert bench(out, releases[0], model).exit_code == 0
     heads = model / "heads.safetensors"
-    stat = heads.stat()
-    os.utime(heads, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # as a retrained model in place would
+    from safetensors.torch import load_file, save_file
+
+    save_file({k: v * 2 for k, v in load_file(str(heads)).items()}, str(heads))  # retrained in place: other bytes
     again = bench(out, releases[0], model)
     assert again.exit_code == 0, again.output
     assert "already holds this finished run" not in again.stdout and "results reused" not in again.stdout
     assert json.loads((out / "metrics.json").read_text())["model_info"]["copy"]["from_earlier_run"] is False
+    stat = heads.stat()
+    os.utime(heads, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched, same bytes: the same model
+    assert "already holds this finished run" in bench(out, releases[0], model).stdout
 
 
 def test_killed_after_the_first_model_resumes_with_the_second(
@@ -392,7 +396,7 @@ def _rm_bench_avg(inference: Any) -> float:
 def test_the_same_command_on_a_trl_trained_model(
     tmp_path: Path, trl_chat_model: Path, releases: tuple[Path, set[tuple[str, str]]]
 ) -> None:
-    from rewardsmith.jobs.inference import Inference
+    from rewardsmith.inference import load_inference
 
     out = tmp_path / "run"
     result = bench(out, releases[0], trl_chat_model, extra=("--suite", "rm-bench", "--suite", "rewardbench"))
@@ -402,7 +406,7 @@ def test_the_same_command_on_a_trl_trained_model(
     info = metrics["model_info"][label]
     assert (info["kind"], info["template"]) == ("sequence-classification", "chat")
     assert metrics["missing"] == [] and set(metrics["results"][label]["suites"]) == {"reward-bench", "rm-bench"}
-    inference = Inference.load(trl_chat_model)
+    inference = load_inference(trl_chat_model)
     got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
     assert got == pytest.approx(_rm_bench_avg(inference))
     assert metrics["results"][label]["texts"]["reused"] > 0  # RewardBench's shared texts were not scored twice
@@ -415,8 +419,8 @@ def test_the_same_command_on_an_ensemble(
     lora_adapter: Path,
     releases: tuple[Path, set[tuple[str, str]]],
 ) -> None:
+    from rewardsmith.inference import load_inference
     from rewardsmith.jobs.ensemble import make_ensemble
-    from rewardsmith.jobs.inference import Inference
 
     ensemble = tmp_path / "ensemble"
     make_ensemble([str(models[0]), str(trl_chat_model), str(lora_adapter)], ensemble, "min", progress=False)
@@ -426,6 +430,6 @@ def test_the_same_command_on_an_ensemble(
     metrics = json.loads((out / "metrics.json").read_text())
     label = metrics["models"][0]
     assert metrics["model_info"][label]["kind"] == "ensemble"
-    inference = Inference.load(ensemble)  # the rule over the members, as `score` gives it
+    inference = load_inference(ensemble)  # the rule over the members, as `score` gives it
     got = measures(metrics, label, "rm-bench")[("overall", "avg")]["score"]
     assert got == pytest.approx(_rm_bench_avg(inference))

@@ -27,8 +27,7 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     from rewardsmith.bon.prompts import BonPrompt, prompt_id
     from rewardsmith.client import GRPOReward, RewardClient
     from rewardsmith.data.schema import Turn
-    from rewardsmith.jobs.bon import ModelScores
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions, ModelScores
     from rewardsmith.jobs.score import score_file
     from rewardsmith.rl.recipe import GRPOSettings, grpo_trainer
     from rewardsmith.rl.tracker import POINTS_FILE, SAMPLES_FILE, GoldTracker, TrackerSettings, served_proxy

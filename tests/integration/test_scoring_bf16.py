@@ -10,8 +10,8 @@ import pytest
 
 from rewardsmith.config import ModelConfig
 from rewardsmith.data.registry import load_dataset
+from rewardsmith.data.sources import sample_dir
 from rewardsmith.evaluate.scoring import score_pairs
-from rewardsmith.jobs.demo import sample_dir
 from rewardsmith.models import build_reward_model
 
 pytestmark = pytest.mark.slow  # scores the pretrained MiniLM on real data: `make test`, not test-fast

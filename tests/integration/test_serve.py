@@ -411,7 +411,7 @@ def test_icrm_demonstrations_equal_rewardsmith_score(icrm_model: Path, tmp_path:
     assert by_id[0]["standard"] == "kind" and ad_hoc[0]["standard"].startswith("ad-hoc:")
     for got, want in zip(unsteered, plain, strict=True):
         assert_same(got, want)
-    cache = app.state.server.engine.scorer.cache
+    cache = app.state.server.engine.inference.scorer.cache
     # One context per standard (the demonstrations, and none), each computed once however many requests used it.
     assert len(cache.contexts) == 2 and cache.misses == 2 and cache.hits >= 2
     assert models["model_type"] == "icrm" and models["standards"] == ["kind"]

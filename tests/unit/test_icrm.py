@@ -223,7 +223,7 @@ def test_a_pairs_posterior_spread_is_the_sd_of_its_beta() -> None:
     from scipy.stats import beta
 
     from rewardsmith.icrm.scoring import pair_scores
-    from rewardsmith.jobs.inference import TextScores, item_results
+    from rewardsmith.inference import TextScores, item_results
 
     u = np.array([1.5, -0.5, 0.2, 0.2, 3.0])
     s = np.array([0.1, 2.0, -3.0, -3.0, 4.0])

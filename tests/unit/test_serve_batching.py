@@ -22,20 +22,18 @@ from rewardsmith.config import ModelConfig
 from rewardsmith.data.collate import EncodedText, PairEncoder, sorted_batches
 from rewardsmith.data.schema import Turn
 from rewardsmith.evaluate.scoring import score_encoded
+from rewardsmith.inference import Encoded, TextItem, TextScores, encode_item
 from rewardsmith.models import build_reward_model
 from rewardsmith.serve.config import ServeConfig
 from rewardsmith.serve.engine import (
     Batcher,
     Piece,
-    Prepared,
     QueueFull,
-    Scored,
     ScoringFailed,
     ServerClosing,
     plan_round,
 )
 from rewardsmith.serve.metrics import ServeMetrics
-from rewardsmith.serve.requests import TextItem, encode_item
 
 torch.set_num_threads(1)
 
@@ -97,8 +95,8 @@ def _encoded(text: str) -> EncodedText:
     return EncodedText([1] * len(text), [0] * len(text), [1] * len(text), False, False)
 
 
-def prepared(*texts: str) -> Prepared:
-    return Prepared([_encoded(t) for t in texts])
+def prepared(*texts: str) -> Encoded:
+    return Encoded([_encoded(t) for t in texts])
 
 
 BOOM = 13
@@ -119,7 +117,7 @@ class FakeEngine:
         self.hook = hook
         self.ended: list[float] = []
 
-    def score_round(self, pieces: list[Piece]) -> list[Scored]:
+    def score_round(self, pieces: list[Piece]) -> list[TextScores]:
         if self.hook is not None:
             self.hook(len(self.rounds), pieces)
         time.sleep(self.delay)
@@ -129,7 +127,7 @@ class FakeEngine:
         self.ended.append(time.monotonic())
         if any(BOOM in x for x in lengths):
             raise ValueError("boom")
-        return [Scored(np.array(x, dtype=float)) for x in lengths]
+        return [TextScores(np.array(x, dtype=float)) for x in lengths]
 
 
 class Gate:

@@ -19,7 +19,7 @@ from rewardsmith.config import default_of, help_of
 from rewardsmith.errors import RewardsmithError
 
 if TYPE_CHECKING:
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions
 
 
 @contextmanager
@@ -269,10 +269,10 @@ TrustRemoteCodeOpt = Annotated[
 def inference_options(
     template: str, max_length: int | None, trust_remote_code: bool, batch_size: int, bf16: bool | None
 ) -> InferenceOptions:
-    """The jobs.inference.InferenceOptions of a command's --template, --max-length, --trust-remote-code,
-    --batch-size and --bf16 (imported on use: jobs.inference loads torch). ConfigError for a bad batch size, so
+    """The inference.InferenceOptions of a command's --template, --max-length, --trust-remote-code,
+    --batch-size and --bf16 (imported on use: rewardsmith.inference loads torch). ConfigError for a bad batch size, so
     call it inside handle_errors()."""
-    from rewardsmith.jobs.inference import InferenceOptions
+    from rewardsmith.inference import InferenceOptions
 
     return InferenceOptions(
         template=template,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 from rewardsmith.errors import DataError
@@ -41,3 +44,11 @@ def dataset_file(data_dir: str | Path | None, *parts: str) -> Path:
     if not path.exists():
         raise DataError("file not found", path=path)
     return path
+
+
+@contextlib.contextmanager
+def sample_dir() -> Iterator[Path]:
+    """The data sample shipped inside the package (resources/sample: the demo's MIT-licensed HH-RLHF, MoralChoice and
+    PluriHarms files) as a folder, extracted for the duration when the package is zipped."""
+    with resources.as_file(resources.files("rewardsmith.resources").joinpath("sample")) as path:
+        yield Path(path)

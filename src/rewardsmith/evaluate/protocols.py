@@ -4,7 +4,7 @@ reliability data a report plots), and RM-Bench's style matrix where the pairs ca
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -20,7 +20,6 @@ from rewardsmith.evaluate.metrics import (
     soft_label_correct,
 )
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
-from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.stats import sigmoid
 
 
@@ -71,13 +70,25 @@ def accuracy_block(
     return block
 
 
+class PairScorer(Protocol):
+    """What scores pairs for an evaluation: evaluate.scoring.RewardScorer for a model in memory, or any
+    rewardsmith.inference.Inference (an ensemble's also gives each pair's doubt: score_pairs_with_doubt)."""
+
+    @property
+    def counts(self) -> dict[str, int]: ...
+
+    def score_pairs(
+        self, pairs: Sequence[PreferencePair], progress: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+
 def evaluate_pairs(
-    scorer: RewardScorer, pairs: Sequence[PreferencePair], n_boot: int = 1000, progress: str | None = None
+    scorer: PairScorer, pairs: Sequence[PreferencePair], n_boot: int = 1000, progress: str | None = None
 ) -> tuple[dict[str, Any], np.ndarray]:
     """Scores pairs and returns (the accuracy block with a `truncated` count of this set's texts cut to the
     budget, scores (2N,): chosen and rejected interleaved)."""
     before = dict(scorer.counts)
-    with_doubt = getattr(scorer, "score_pairs_with_doubt", None)  # an ensemble's scorer: its members' spread
+    with_doubt = getattr(scorer, "score_pairs_with_doubt", None)  # an Inference: an ensemble's doubt, else None
     doubt = None
     try:
         if with_doubt is not None:
@@ -101,7 +112,7 @@ def has_rmbench_variants(pairs: Sequence[PreferencePair]) -> bool:
     return bool(pairs) and all("chosen_variants" in p.metadata and "rejected_variants" in p.metadata for p in pairs)
 
 
-def evaluate_rmbench(scorer: RewardScorer, pairs: Sequence[PreferencePair]) -> dict[str, Any]:
+def evaluate_rmbench(scorer: PairScorer, pairs: Sequence[PreferencePair]) -> dict[str, Any]:
     """RM-Bench easy / normal / hard accuracy from the 3x3 matrix of style variants of each row."""
     texts: list[PreferencePair] = []
     for p in pairs:

@@ -4,7 +4,7 @@ card.
     run_bench(["runs/harmless/model", "runs/helpful/model"], ["all"], "runs/bench")
 
 The suites are loaded once (rewardsmith.bench.runner.load_suites); each model is loaded through the one inference
-path (jobs.inference.Inference) and scores every distinct (prompt, response) of all suites in one call, rows with
+path (rewardsmith.inference) and scores every distinct (prompt, response) of all suites in one call, rows with
 many completions batched with the rest (rewardsmith.bench.runner.run_suites); model load and scoring are timed
 apart. Each model's results are saved as it finishes (`models/<name>.json`), so a run killed after the first of two
 models resumes with the second; a saved model result is reused only when the model's files, the texts and the
@@ -34,17 +34,16 @@ from rewardsmith.bench.schema import Missing, SuiteData, Text
 from rewardsmith.bench.suite import EvalOptions
 from rewardsmith.data.sources import resolve_data_dir
 from rewardsmith.errors import CheckpointError, ConfigError, DataError
+from rewardsmith.inference import Inference, InferenceOptions, load_inference, texts_digest
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder, config_hash
 from rewardsmith.jobs.common import (
     JobResult,
     model_labels,
     slug,
-    texts_digest,
     truncation_line,
     written_line,
 )
-from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.identity import model_fingerprint
 from rewardsmith.models.loading import load_reward_model
 from rewardsmith.report.bench import bench_report, summary_rows
@@ -103,7 +102,7 @@ def score_model(
     texts_per_s), metrics (BenchResult.to_dict), units (BenchResult.units_dict)}. ConfigError for an in-context
     model."""
     start = time.perf_counter()
-    inference = Inference.load(source, inference_options)
+    inference = load_inference(source, inference_options)
     load_seconds = time.perf_counter() - start
     if inference.in_context:
         raise ConfigError(f"{source}: an in-context (ICRM) model; benchmark it with `rewardsmith icrm eval`")

@@ -9,7 +9,7 @@ Steps, each resumable in the run folder:
    (bon.policy, seeded per prompt and index), appended to samples.jsonl as each prompt finishes, so a killed run
    resumes at the first prompt missing; or --samples FILE, completions made elsewhere;
 2. each proxy and each gold scores every distinct (prompt, response) once, through the one inference path
-   (jobs.inference) for reward models; each scorer's values are saved as it finishes (scores/), and reused on a
+   (rewardsmith.inference) for reward models; each scorer's values are saved as it finishes (scores/), and reused on a
    rerun only for the same model files and texts;
 3. the estimates (bon.estimate: gold@n, proxy@n, length@n with CIs over prompts, over-optimisation verdicts, rank
    correlations, paired differences), metrics.json, report.md / report.html / plots/.
@@ -38,6 +38,7 @@ from rewardsmith.bon.prompts import BonPrompt, load_prompts, prompts_jsonl, read
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import Turn, sanitise_text
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
+from rewardsmith.inference import InferenceOptions, ModelScores, texts_digest
 from rewardsmith.io.digests import file_digest
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.progress import Progress
@@ -47,10 +48,8 @@ from rewardsmith.jobs.common import (
     model_labels,
     open_run,
     slug,
-    texts_digest,
     written_line,
 )
-from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.identity import model_fingerprint, shared_weights
 
 COMMAND = "bon"
@@ -268,36 +267,6 @@ def prompts_and_samples(
 # ----------------------------------------------------------------------------------------------------- scoring
 
 
-class ModelScores:
-    """Scores texts with reward models through the one inference path, each model loaded once."""
-
-    def __init__(self, options: InferenceOptions, progress: bool):
-        self.options = options
-        self.progress = progress
-        self.loaded: dict[str, Inference] = {}
-        self.seconds = 0.0
-
-    def __call__(
-        self, source: str, texts: Sequence[tuple[tuple[Turn, ...], str]], demos: str | None = None
-    ) -> np.ndarray:
-        inference = self.loaded.get(source)
-        if inference is None:
-            inference = self.loaded[source] = Inference.load(source, self.options)
-        steering: Any = ()
-        if demos is not None:
-            from rewardsmith.icrm.scoring import read_demos
-
-            if not inference.in_context:
-                raise ConfigError(f"--proxy {source}{DEMOS_MARK}{demos}: a scalar reward model takes no demonstrations")
-            steering = read_demos(demos).pairs
-        start = time.perf_counter()
-        rewards = inference.score_texts(
-            list(texts), steering, progress=f"scoring with {source}" if self.progress else None
-        )
-        self.seconds += time.perf_counter() - start
-        return np.asarray(rewards.rewards, dtype=np.float64)
-
-
 def _distinct(
     prompts: Sequence[BonPrompt], responses: Sequence[Sequence[str]]
 ) -> tuple[list[tuple[tuple[Turn, ...], str]], np.ndarray]:
@@ -392,12 +361,7 @@ def run_bon(
     prompts, given, source = read_prompts(cfg)
     for spec, gold in golds:
         check_prompts_for(gold, spec, prompts, source)
-    scoring = {
-        "template": options.template,
-        "max_length": options.max_length,
-        "bf16": options.bf16,
-        "trust_remote_code": options.trust_remote_code,
-    }
+    scoring = options.key()
     started = time.perf_counter()
     with open_run(out, COMMAND, cfg, overwrite, extra_volatile=VOLATILE) as folder:
         prompts, responses, sampling = prompts_and_samples(cfg, folder, prompts, given, progress)

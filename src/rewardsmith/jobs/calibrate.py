@@ -11,10 +11,10 @@ from rewardsmith.calibrate.maps import maps_bytes, save_maps
 from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
 from rewardsmith.data.ratings import RatingTable, with_model_scores
 from rewardsmith.errors import ConfigError
+from rewardsmith.inference import load_inference
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.outputs import check_output, write_output
 from rewardsmith.jobs.common import JobResult, open_run, truncation_line, written_line
-from rewardsmith.jobs.inference import Inference
 from rewardsmith.report.calibrate import calibration_report
 
 HEADLINE = ("rmse.pooled", "rmse.ols", "rmse.pebs", "gain_vs_pooled_pct.pebs", "p_value.pebs", "forecast_gain_pct")
@@ -42,7 +42,7 @@ def scored_by_model(source: RatingsSource) -> tuple[RatingTable | None, list[str
             f"--model: the ratings of {table.name} carry no item texts to score (a ratings file needs a "
             "`response` column, and a `prompt` column for prompted items)"
         )
-    inference = Inference.load(source.model)
+    inference = load_inference(source.model)
     ids = sorted(table.items)
     rewards = inference.score_texts([table.items[i] for i in ids]).rewards
     note = f"rewards of {source.model} ({inference.loaded.kind} model, template {inference.loaded.template})"

@@ -3,7 +3,6 @@ summary lines (what was read, dropped by reason, truncated, written)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -11,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.config import dump_yaml, to_dict, volatile_keys
-from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError
 from rewardsmith.io.runfolder import Compare, RunFolder
 
@@ -129,12 +127,3 @@ def model_labels(sources: Sequence[str]) -> list[str]:
 
 def slug(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_") or "model"
-
-
-def texts_digest(texts: Sequence[tuple[Sequence[Turn], str]]) -> str:
-    """sha256 of the distinct texts in order (roles, contents and responses): a saved result is reused only for
-    exactly these texts."""
-    digest = hashlib.sha256()
-    for prompt, response in texts:
-        digest.update(json.dumps([[t.role, t.content] for t in prompt] + [response]).encode("utf-8"))
-    return digest.hexdigest()[:16]

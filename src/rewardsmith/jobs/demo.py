@@ -16,9 +16,7 @@ then index.html, one page with each step's key number and plot, linking the four
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,17 +25,19 @@ import yaml
 
 from rewardsmith.calibrate.config import CalibrateRunConfig
 from rewardsmith.config import RunConfig, from_dict, to_dict
+from rewardsmith.data.sources import sample_dir
+from rewardsmith.errors import ConfigError
 from rewardsmith.evaluate.metrics import pairwise_accuracy
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.episodes import load_pools
 from rewardsmith.icrm.steer import steering_check
+from rewardsmith.inference import InContextInference, InferenceOptions, load_inference
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.calibrate import run_calibrate
 from rewardsmith.jobs.common import JobResult
 from rewardsmith.jobs.icrm import run_icrm_train
-from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.jobs.shift import run_shift_job
 from rewardsmith.jobs.train import run_train
 from rewardsmith.report.demo import demo_index, steer_report
@@ -52,13 +52,6 @@ def demo_config(name: str) -> dict[str, Any]:
     """The YAML of resources/demo/<name>.yaml as a dict."""
     text = resources.files("rewardsmith.resources").joinpath("demo", f"{name}.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
-
-
-@contextlib.contextmanager
-def sample_dir() -> Iterator[Path]:
-    """The shipped data sample as a folder (extracted for the duration when the package is zipped)."""
-    with resources.as_file(resources.files("rewardsmith.resources").joinpath("sample")) as path:
-        yield Path(path)
 
 
 def _configs(data_dir: Path, quick: bool) -> tuple[RunConfig, ShiftConfig, ICRMRunConfig, CalibrateRunConfig]:
@@ -92,11 +85,13 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
         icrm = run_icrm_train(cfg, run.path / "icrm", overwrite=overwrite)
         pools = load_pools(cfg.episodes, cfg.data_dir, [HARMLESS])[HARMLESS]
         heldout, demo_pool = pools["test"].pairs, pools["demo"].pairs
-        steered = Inference.load(run.path / "icrm" / "model", InferenceOptions(bf16=cfg.train.bf16))
+        steered = load_inference(run.path / "icrm" / "model", InferenceOptions(bf16=cfg.train.bf16))
+        if not isinstance(steered, InContextInference):
+            raise ConfigError(f"{run.path / 'icrm' / 'model'}: not an in-context model")
         check = steering_check(steered.scorer, heldout, demo_pool, N_DEMOS, seed=cfg.eval.seed, n_boot=cfg.eval.n_boot)
-        chosen, rejected = Inference.load(
-            train_dir / "model", InferenceOptions(bf16=cfg.train.bf16)
-        ).scorer.score_pairs(heldout)
+        chosen, rejected = load_inference(train_dir / "model", InferenceOptions(bf16=cfg.train.bf16)).score_pairs(
+            heldout
+        )
         bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
         metrics = {
             "check": check,

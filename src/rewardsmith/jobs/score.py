@@ -5,7 +5,7 @@ Rows (JSONL, JSON, Parquet or CSV, as the `file` dataset reads them) hold `promp
 `prompt`, `chosen` and `rejected` (a pair). A prompt is read as the `file` dataset reads it (plain user text, an
 HH transcript, or a chat list; a chat-templated string is read back into turns by the model's template), so a
 file scores the same through `score`, through `eval --dataset file` and through the server. The output is JSONL:
-the input rows with reward fields added (jobs.inference.item_results), written atomically and never over a file
+the input rows with reward fields added (inference.item_results), written atomically and never over a file
 the tool did not write; model loading and scoring time are reported apart, and how many texts were truncated.
 
 Under `accelerate launch --num_processes N` every process reads the file and scores its share of the batches
@@ -17,47 +17,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
-from rewardsmith.data.adapters._common import BadRow, iter_jsonl
-from rewardsmith.data.adapters.generic import FILE_SUFFIXES, iter_records, parse_score_record
-from rewardsmith.data.schema import PreferencePair, sanitise_pair
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
+from rewardsmith.inference import InferenceOptions, item_results, item_texts, load_inference, read_score_rows, text_row
 from rewardsmith.io.jsonsafe import json_ready
 from rewardsmith.io.outputs import check_output, write_output
 from rewardsmith.io.processes import processes
 from rewardsmith.jobs.common import JobResult, truncation_line
-from rewardsmith.jobs.inference import Inference, InferenceOptions, item_results, item_texts, text_row
-
-
-def read_score_rows(path: Path) -> tuple[list[dict[str, Any]], list[PreferencePair], list[bool], int]:
-    """The rows of a scoring file, one PreferencePair per row (a single response sits on both sides), whether
-    each row is a single response, and the number of rows whose text had unpaired UTF-16 surrogates replaced.
-    A stream (/dev/stdin, a pipe, a character device) is read once, as JSONL unless its name says otherwise."""
-    if path.is_dir():
-        raise DataError("is a folder; --input names a file", path=path)
-    if not path.exists():
-        raise DataError("file not found", path=path)
-    stream = not path.is_file() and not path.name.lower().endswith(FILE_SUFFIXES)
-    rows: list[dict[str, Any]] = []
-    pairs: list[PreferencePair] = []
-    singles: list[bool] = []
-    repaired = 0
-    for row_no, record in iter_jsonl(path) if stream else iter_records(path):
-        try:
-            if isinstance(record, BadRow):
-                raise record
-            pair, single = parse_score_record(record)
-        except BadRow as bad:
-            raise DataError(bad.message, path=path, row=row_no, field=bad.field) from None
-        pair, replaced = sanitise_pair(pair)
-        repaired += bool(replaced)
-        rows.append(record)
-        pairs.append(pair)
-        singles.append(single)
-    if not rows:
-        raise DataError("no rows to score", path=path)
-    return rows, pairs, singles, repaired
 
 
 def score_file(
@@ -97,7 +63,7 @@ def score_file(
 
         steering = read_demos(demos)
     t0 = time.perf_counter()
-    inference = Inference.load(model_dir, options)
+    inference = load_inference(model_dir, options)
     load_seconds = time.perf_counter() - t0
     if demos is not None and not inference.in_context:
         raise ConfigError(f"{model_dir}: a scalar reward model takes no --demos (only an in-context model does)")

@@ -20,8 +20,9 @@ from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import ConfigError, DataError
-from rewardsmith.evaluate.protocols import evaluate_pairs, evaluate_rmbench, has_rmbench_variants
+from rewardsmith.evaluate.protocols import PairScorer, evaluate_pairs, evaluate_rmbench, has_rmbench_variants
 from rewardsmith.evaluate.scoring import RewardScorer
+from rewardsmith.inference import InferenceOptions, load_inference
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
@@ -33,7 +34,6 @@ from rewardsmith.jobs.common import (
     truncation_line,
     written_line,
 )
-from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.factory import build_reward_model, save_model
 from rewardsmith.report.render import with_interval
 from rewardsmith.report.train import eval_report, eval_rows, train_report
@@ -45,7 +45,7 @@ SCORES_FILE = "scores.json"
 
 
 def evaluate_sets(
-    scorer: RewardScorer, eval_sets: dict[str, list[PreferencePair]], n_boot: int = 1000, progress: bool = False
+    scorer: PairScorer, eval_sets: dict[str, list[PreferencePair]], n_boot: int = 1000, progress: bool = False
 ) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
     """The accuracy block (and RM-Bench matrix where available) of every named set, the summed truncation
     counts, and every pair's scores with its response lengths in characters and its label ({set: {"pair_id",
@@ -242,10 +242,10 @@ def run_eval(
                     "used": len(pairs),
                     "overlap_removed": shift["overlap_removed"].get(name, 0),
                 }
-        inference = Inference.load(model_dir, options)
+        inference = load_inference(model_dir, options)
         if inference.in_context:
             raise ConfigError(f"{model_dir}: an in-context (ICRM) model; evaluate it with `rewardsmith icrm eval`")
-        results, counts, scores = evaluate_sets(inference.scorer, sets, n_boot, progress)
+        results, counts, scores = evaluate_sets(inference, sets, n_boot, progress)
         folder.write_json(SCORES_FILE, scores)
         model = inference.loaded
         shift_block = _shift_block(shift, sets, scores, n_boot) if shift is not None else None

@@ -54,20 +54,24 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from rewardsmith.errors import ConfigError, NonFiniteReward, RewardsmithError, first_line, one_line
 from rewardsmith.icrm.scoring import demo_key
-from rewardsmith.jobs.inference import TextScores as ItemScores
-from rewardsmith.jobs.inference import item_results, text_row
+from rewardsmith.inference import (
+    Encoded,
+    MixedReading,
+    Standard,
+    TextItem,
+    TextScores,
+    item_results,
+    response_text,
+    text_row,
+)
 from rewardsmith.serve.config import ServeConfig
 from rewardsmith.serve.engine import (
     Batcher,
     Job,
-    MixedReading,
-    Prepared,
     QueueFull,
     ScoringEngine,
     ScoringFailed,
     ServerClosing,
-    Standard,
-    TextScores,
     check_in_context,
 )
 from rewardsmith.serve.metrics import ServeMetrics, error_kind
@@ -78,7 +82,6 @@ from rewardsmith.serve.requests import (
     RequestError,
     ScoreRequest,
     StandardRequest,
-    TextItem,
     TextsRequest,
     check_count,
     demonstrations,
@@ -87,7 +90,6 @@ from rewardsmith.serve.requests import (
     predict_texts,
     query_texts,
     read_body,
-    response_text,
     score_items,
 )
 from rewardsmith.stats import sigmoid
@@ -196,7 +198,7 @@ class ServerState:
         single texts or pairs, so a pair's text is named field[i].chosen / .rejected)."""
         if not texts and standard is None:
             empty = np.zeros(0)
-            return TextScores(empty, empty if self.engine.in_context else None, 0)
+            return TextScores(empty, empty if self.engine.in_context else None)
         if self.draining:
             raise closing_error()
         if not self.batcher.has_room(len(texts)):
@@ -246,7 +248,7 @@ class ServerState:
             kind="overloaded",
         )
 
-    async def _prepare(self, texts: list[TextItem], gone: asyncio.Future[None], field: str) -> Prepared:
+    async def _prepare(self, texts: list[TextItem], gone: asyncio.Future[None], field: str) -> Encoded:
         """The texts tokenised on the tokenizer thread, ENCODE_CHUNK at a time (its queue is first come, first
         served, so a small request waits for one chunk of a large one, not all of it)."""
         loop = asyncio.get_running_loop()
@@ -265,7 +267,7 @@ class ServerState:
                 raise RequestError(500, f"encoding failed: {first_line(exc, with_type=True)}") from None
             if gone.done():
                 raise client_gone_error()
-        return Prepared.join(parts)
+        return Encoded.join(parts)
 
     async def _scores(self, job: Job, gone: asyncio.Future[None]) -> TextScores:
         """The job's scores once the worker has them; the job is cancelled when its client goes, its time is up
@@ -326,7 +328,7 @@ class ServerState:
 
 def _text_name(field: str, position: int, singles: list[bool] | None) -> str:
     """field[i] of the text at `position`; with the request's items (single texts or pairs), field[i].chosen /
-    .rejected for a pair's (jobs.inference.text_row)."""
+    .rejected for a pair's (inference.text_row)."""
     if singles is None:
         return f"{field}[{position}]"
     row, side = text_row(singles, position)
@@ -761,7 +763,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 def _native_response(
     state: ServerState, body: ScoreRequest, scores: TextScores, singles: list[bool], standard: Standard | None
 ) -> dict[str, Any]:
-    """results[i] as `rewardsmith score` writes them (jobs.inference.item_results): {reward} (+ confidence) for a
+    """results[i] as `rewardsmith score` writes them (inference.item_results): {reward} (+ confidence) for a
     single response; {reward_chosen, reward_rejected, p_chosen} (+ confidences) for a pair, p_chosen on the model's
     own scale before any rater map. Under a standard, n_demonstrations: how many demonstrations steered the scores
     (icrm.scoring.steering_demos)."""
@@ -771,12 +773,7 @@ def _native_response(
         rater = {"id": body.rater, "known": known, "map": "rater" if known else "population"}
         if not known:
             note = f"rater {body.rater!r} is not in {state.calibration}: the population map was used"
-    results = item_results(
-        singles,
-        ItemScores(scores.rewards, scores.confidence, scores.uncertainty),
-        state.maps if body.rater is not None else None,
-        body.rater,
-    )
+    results = item_results(singles, scores, state.maps if body.rater is not None else None, body.rater)
     out: dict[str, Any] = {
         "model": state.name,
         "results": results,

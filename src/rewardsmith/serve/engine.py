@@ -23,7 +23,8 @@ plus as much of the large ones as the budget leaves, and when the budget holds f
 requests, a request served in one round goes behind those that arrived meanwhile. A request is answered when its
 last text is scored.
 
-A round is scored with the code `rewardsmith score` uses (jobs.inference.Inference): scalar models through
+A round is scored with the code `rewardsmith score` uses (rewardsmith.inference: one score_encoded call per
+standard in the round, whatever the model's kind): scalar models through
 `evaluate.scoring.RewardScorer` (texts sorted by length, padded per forward pass, each pass capped at
 `max_batch_tokens` padded tokens of which at most `max_padding` padding), in-context models through
 `ICRMScorer.score_texts` (one call per standard in the round; set-mode contexts cached per standard by its
@@ -43,22 +44,18 @@ import heapq
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from rewardsmith.data.collate import EncodedText
-from rewardsmith.data.schema import PreferencePair
 from rewardsmith.errors import ConfigError, NonFiniteReward, first_line
-from rewardsmith.jobs.inference import Inference, InferenceOptions
+from rewardsmith.inference import Encoded, Inference, InferenceOptions, Standard, TextItem, TextScores, load_inference
 from rewardsmith.serve.metrics import ServeMetrics
-from rewardsmith.serve.requests import TextItem, encode_item, item_parts
 
 log = logging.getLogger("rewardsmith.serve")
 
@@ -69,86 +66,15 @@ CPU_BATCH_TOKENS = 2048
 GPU_BATCH_TOKENS = 16384
 
 
-@dataclass(frozen=True)
-class Standard:
-    """Demonstrations steering an in-context model. key: demo_key of the demonstrations (the DemoCache key);
-    registered: held by POST /v1/standards (never evicted), else an ad-hoc standard of one request."""
-
-    key: str
-    demos: tuple[PreferencePair, ...]
-    registered: bool = False
-
-
-@dataclass
-class TextScores:
-    """Scores of a job's M texts, in order: rewards (M,) float64 (an in-context model's utility u; an ensemble's
-    rule), confidence (M,) float64 for an in-context model (None for a scalar one), the tokens the texts took, the
-    positions of texts that could not be split into turns (tokenised whole, cut from their start when long), and
-    an ensemble's uncertainty (M,): the sd of its standardised members (jobs.inference.TextScores)."""
-
-    rewards: np.ndarray
-    confidence: np.ndarray | None
-    tokens: int
-    unsplit: list[int] = field(default_factory=list)
-    uncertainty: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Scored:
-    """The scores of one piece's n texts: rewards, and confidence (in-context model) or uncertainty (ensemble)."""
-
-    rewards: np.ndarray
-    confidence: np.ndarray | None = None
-    uncertainty: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A request's M texts ready for the model, in order: encoded (M EncodedText: what a scalar model scores,
-    and what the token budget counts; an ensemble's first member's), items (an in-context model: the M (prompt,
-    response) it scores with the demonstrations; empty for a scalar model), the positions of texts that could not
-    be split into turns, and for an ensemble each member's encodings (K lists of M, each in its own template)."""
-
-    encoded: list[EncodedText]
-    items: list[tuple[Any, str]] = field(default_factory=list)
-    unsplit: list[int] = field(default_factory=list)
-    members: list[list[EncodedText]] = field(default_factory=list)
-
-    @classmethod
-    def join(cls, parts: Sequence[Prepared]) -> Prepared:
-        """The parts of one request (encoded in chunks) as one, positions renumbered."""
-        encoded: list[EncodedText] = []
-        items: list[tuple[Any, str]] = []
-        unsplit: list[int] = []
-        members: list[list[EncodedText]] = [[] for _ in parts[0].members] if parts else []
-        for part in parts:
-            unsplit += [len(encoded) + k for k in part.unsplit]
-            encoded += part.encoded
-            items += part.items
-            for joined, more in zip(members, part.members, strict=True):
-                joined += more
-        return cls(encoded, items, unsplit, members)
-
-
-class MixedReading(ConfigError):
-    """An ensemble's members read a rendered text differently: some split it into turns, others cannot (their
-    templates differ), so its reward would mix a conversation's scores with a verbatim string's. position: the
-    text's index in the prepared chunk."""
-
-    def __init__(self, position: int, message: str):
-        super().__init__(message)
-        self.position = position
-
-
 class Job:
-    """One request in the queue: its prepared texts, the standard, the future of its scores, and how far it has
+    """One request in the queue: its encoded texts, the standard, the future of its scores, and how far it has
     got (next: texts handed to rounds so far; scored: texts scored so far; served: a round has taken from it;
     turn: when it joined the line, as it arrived or when its last round ended: rounds serve the line in order)."""
 
-    def __init__(self, prepared: Prepared, standard: Standard | None, with_confidence: bool):
+    def __init__(self, prepared: Encoded, standard: Standard | None):
         self.prepared = prepared
         self.standard = standard
-        self.lengths = [len(e.input_ids) for e in prepared.encoded]
+        self.lengths = prepared.lengths
         self.size = len(self.lengths)
         self.tokens = sum(self.lengths)
         self.future: Future[TextScores] = Future()
@@ -157,9 +83,25 @@ class Job:
         self.next = 0
         self.scored = 0
         self.served = False
-        self.rewards = np.zeros(self.size)
-        self.confidence = np.zeros(self.size) if with_confidence else None
-        self.uncertainty = np.zeros(self.size) if prepared.members else None
+        self.parts: list[tuple[int, TextScores]] = []  # (start, scores) of each piece scored so far
+
+    def result(self) -> TextScores:
+        """The scores of all its texts (every piece scored), in order."""
+        parts = [scores for _, scores in sorted(self.parts, key=lambda part: part[0])]
+
+        def joined(name: str) -> np.ndarray | None:
+            values = [getattr(p, name) for p in parts]
+            return None if not values or values[0] is None else np.concatenate(values, axis=-1)
+
+        rewards = np.concatenate([p.rewards for p in parts]) if parts else np.zeros(0)
+        return TextScores(
+            rewards,
+            joined("confidence"),
+            joined("uncertainty"),
+            joined("members"),
+            self.tokens,
+            list(self.prepared.unsplit),
+        )
 
 
 @dataclass(frozen=True)
@@ -217,28 +159,18 @@ class ServerClosing(Exception):
 
 
 class ScoringEngine:
-    """A loaded model and what scores with it (jobs.inference.Inference: the path `rewardsmith score` takes).
+    """A loaded model of any kind (rewardsmith.inference: the path `rewardsmith score` takes) and its rounds.
     prepare() runs on the server's tokenizer thread; score_round() on the worker thread.
 
-    max_standards: contexts kept by the ICRM's DemoCache (registered standards and the most recent ad-hoc ones);
-    max_batch_tokens: the token budget of a round and of a forward pass (Inference was built with it).
+    max_batch_tokens: the token budget of a round and of a forward pass (the Inference was built with it).
     """
 
-    def __init__(self, inference: Inference, max_standards: int = 1024, max_batch_tokens: int = CPU_BATCH_TOKENS):
+    def __init__(self, inference: Inference, max_batch_tokens: int = CPU_BATCH_TOKENS):
         self.inference = inference
         self.loaded = inference.loaded
-        self.model: Any = getattr(inference.loaded, "model", None)  # an ensemble's members hold theirs
         self.model_type: str = inference.loaded.model_type
         self.bf16 = inference.bf16
-        self.max_standards = max_standards
         self.max_batch_tokens = max_batch_tokens
-        self.scorer: Any = inference.scorer
-        self._adhoc: OrderedDict[str, None] = OrderedDict()
-        from rewardsmith.jobs.ensemble import EnsembleInference
-
-        # An ensemble: every member encodes and scores in its own template; the rule combines them.
-        self.ensemble = inference if isinstance(inference, EnsembleInference) else None
-        self.encoder = self.ensemble.members[0].encoder if self.ensemble is not None else inference.encoder
 
     @classmethod
     def load(
@@ -252,9 +184,10 @@ class ScoringEngine:
         max_length: int | None = None,
         trust_remote_code: bool = False,
     ) -> ScoringEngine:
-        """Loads any reward model (models.loading) onto the first CUDA device, else the CPU. precision: auto (as
-        the model was trained, as `rewardsmith score` does), bf16 or fp32; max_batch_tokens None: CPU_BATCH_TOKENS
-        on a CPU, GPU_BATCH_TOKENS on a GPU; max_padding None: 0.1 on a CPU, 0.5 on a GPU."""
+        """Loads any reward model (inference.load_inference) onto the first CUDA device, else the CPU. precision:
+        auto (as the model was trained, as `rewardsmith score` does), bf16 or fp32; max_batch_tokens None:
+        CPU_BATCH_TOKENS on a CPU, GPU_BATCH_TOKENS on a GPU; max_padding None: 0.1 on a CPU, 0.5 on a GPU;
+        max_standards: the ad-hoc standards an in-context model keeps the context of."""
         bf16 = None if precision == "auto" else precision == "bf16"
         on_gpu = torch.cuda.is_available()
         tokens = (
@@ -262,104 +195,42 @@ class ScoringEngine:
         )
         # Rounds are capped by tokens, not by texts: no batch-size cap of its own.
         options = InferenceOptions(template, max_length, trust_remote_code, batch_size=1 << 20, bf16=bf16)
-        inference = Inference.load(
+        inference = load_inference(
             model_dir,
             options,
             max_tokens=tokens,
             max_padding=max_padding if max_padding is not None else (0.5 if on_gpu else 0.1),
+            max_standards=max_standards,
         )
-        return cls(inference, max_standards, tokens)
+        return cls(inference, tokens)
 
     @property
     def in_context(self) -> bool:
-        return self.model_type == "icrm"
+        return self.inference.in_context
 
-    def prepare(self, texts: Sequence[TextItem]) -> Prepared:
-        """The texts tokenised (serve.requests.encode_item: long parts cut first), and for an in-context model
-        resolved into the (prompt, response) items it scores."""
-        if self.ensemble is not None:
-            return self._prepare_ensemble(texts)
-        encoded = [encode_item(self.encoder, item) for item in texts]
-        items = [item_parts(self.encoder, item) for item in texts] if self.in_context else []
-        return Prepared(encoded, items, [k for k, e in enumerate(encoded) if e.unsplit])
+    def prepare(self, texts: Sequence[TextItem]) -> Encoded:
+        """The texts encoded by the model (inference.Inference.encode: long parts cut first; an ensemble's members
+        each in its own template)."""
+        return self.inference.encode(texts)
 
-    def _prepare_ensemble(self, texts: Sequence[TextItem]) -> Prepared:
-        """Each member's encodings of the texts. A rendered text some members read as turns and others cannot
-        (their templates differ) is refused (MixedReading); one no member can split is scored verbatim by each."""
-        assert self.ensemble is not None
-        members = [[encode_item(m.encoder, item) for item in texts] for m in self.ensemble.members]
-        labels = self.ensemble.spec.labels
-        for k in range(len(texts)):
-            verbatim = [label for label, encoded in zip(labels, members, strict=True) if encoded[k].unsplit]
-            if verbatim and len(verbatim) < len(labels):
-                split = [label for label in labels if label not in verbatim]
-                raise MixedReading(
-                    k,
-                    f"the ensemble's members read this rendered text differently: {', '.join(split)} split it into "
-                    f"turns of their template, {', '.join(verbatim)} cannot (templates {self.loaded.template}); send "
-                    "the conversation as turns (/v1/score items) or serve members of one template",
-                )
-        unsplit = [k for k, e in enumerate(members[0]) if e.unsplit]
-        return Prepared(members[0], [], unsplit, members)
-
-    def score_round(self, pieces: Sequence[Piece]) -> list[Scored]:
-        """The scores of each piece's n texts, pieces in order."""
-        if self.ensemble is not None:
-            from rewardsmith.models.ensemble import combine
-
-            rewards = np.stack(
-                [
-                    member.score_encoded(
-                        [e for p in pieces for e in p.job.prepared.members[k][p.start : p.end]]
-                    ).rewards
-                    for k, member in enumerate(self.ensemble.members)
-                ]
-            )
-            combined, spread = combine(rewards, self.ensemble.spec)
-            return [
-                Scored(r, uncertainty=u) for r, u in zip(_split(combined, pieces), _split(spread, pieces), strict=True)
-            ]
-        if not self.in_context:
-            texts = [e for p in pieces for e in p.job.prepared.encoded[p.start : p.end]]
-            rewards = self.inference.score_encoded(texts).rewards
-            return [Scored(part) for part in _split(rewards, pieces)]
-        out: dict[int, Scored] = {}
+    def score_round(self, pieces: Sequence[Piece]) -> list[TextScores]:
+        """The scores of each piece's texts, pieces in order: one call of the model per standard in the round (one
+        call for a model no demonstrations steer). A piece of no texts registers its standard."""
+        out: dict[int, TextScores] = {}
         groups: dict[str | None, list[int]] = {}
         for i, piece in enumerate(pieces):
             groups.setdefault(piece.job.standard.key if piece.job.standard else None, []).append(i)
         for members in groups.values():
             standard = pieces[members[0]].job.standard
-            demos = standard.demos if standard else ()
-            items = [t for i in members for t in pieces[i].job.prepared.items[pieces[i].start : pieces[i].end]]
-            if items:
-                u, s = self.scorer.score_texts(items, demos)
-            else:  # registering a standard: compute and cache its context only
-                if self.model.mode == "set":
-                    self.scorer.context(demos)
-                u, s = np.zeros(0), np.zeros(0)
-            member_pieces = [pieces[i] for i in members]
-            for i, part_u, part_s in zip(members, _split(u, member_pieces), _split(s, member_pieces), strict=True):
-                out[i] = Scored(part_u, part_s)
-            if standard is not None:
-                self._remember(standard)
+            batch = Encoded.join([pieces[i].job.prepared.part(pieces[i].start, pieces[i].end) for i in members])
+            if not len(batch) and standard is not None:
+                self.inference.prepare_standard(standard)
+            scores = self.inference.score_encoded(batch, standard)
+            start = 0
+            for i in members:
+                out[i] = scores.part(start, start + pieces[i].size)
+                start += pieces[i].size
         return [out[i] for i in range(len(pieces))]
-
-    def _remember(self, standard: Standard) -> None:
-        """Keeps the DemoCache within max_standards: the least recently used ad-hoc standard goes first."""
-        if standard.registered:
-            self._adhoc.pop(standard.key, None)
-            return
-        self._adhoc[standard.key] = None
-        self._adhoc.move_to_end(standard.key)
-        while len(self.scorer.cache.contexts) > self.max_standards and self._adhoc:
-            oldest, _ = self._adhoc.popitem(last=False)
-            self.scorer.cache.discard(oldest)
-
-
-def _split(values: np.ndarray, pieces: Sequence[Piece]) -> list[np.ndarray]:
-    """values (sum of the pieces' text counts,) cut into one array per piece."""
-    bounds = np.cumsum([p.size for p in pieces])[:-1]
-    return np.split(values, bounds) if len(pieces) else []
 
 
 class Batcher:
@@ -405,7 +276,7 @@ class Batcher:
         with self._cond:
             return not self._closing and self._waiting + n <= self.max_queue
 
-    def submit(self, prepared: Prepared, standard: Standard | None = None) -> Job:
+    def submit(self, prepared: Encoded, standard: Standard | None = None) -> Job:
         """Queues a request's texts; its job's future gets their scores. Raises QueueFull or ServerClosing."""
         n = len(prepared.encoded)
         with self._cond:
@@ -413,7 +284,7 @@ class Batcher:
                 raise ServerClosing
             if self._waiting + n > self.max_queue:
                 raise QueueFull
-            job = Job(prepared, standard, self.engine.in_context)
+            job = Job(prepared, standard)
             self._waiting += n
             self.metrics.waiting.set(self._waiting)
             job.future.add_done_callback(lambda _: self._release(n))
@@ -554,20 +425,14 @@ class Batcher:
                     self._drop(job)
                     job.future.set_exception(result)
                     continue
-                job.rewards[piece.start : piece.end] = result.rewards
-                if job.confidence is not None and result.confidence is not None:
-                    job.confidence[piece.start : piece.end] = result.confidence
-                if job.uncertainty is not None and result.uncertainty is not None:
-                    job.uncertainty[piece.start : piece.end] = result.uncertainty
+                job.parts.append((piece.start, result))
                 job.scored += piece.size
                 job.turn = ended  # back in line behind the requests that arrived during this round
                 if job.scored == job.size:
-                    job.future.set_result(
-                        TextScores(job.rewards, job.confidence, job.tokens, job.prepared.unsplit, job.uncertainty)
-                    )
+                    job.future.set_result(job.result())
                     self._answered += 1
 
-    def _results(self, pieces: list[Piece]) -> list[Scored | Exception]:
+    def _results(self, pieces: list[Piece]) -> list[TextScores | Exception]:
         """The engine's scores of each piece, or the ScoringFailed of a piece the model fails on."""
         try:
             return list(self.engine.score_round(pieces))
@@ -581,7 +446,7 @@ class Batcher:
                     return [NonFiniteReward(pieces[0].start + exc.position, exc.value, exc.what)]
                 log.exception("scoring failed")
                 return [ScoringFailed(f"scoring failed: {first_line(exc, with_type=True)}")]
-            out: list[Scored | Exception] = []
+            out: list[TextScores | Exception] = []
             for piece in pieces:
                 out += self._results([piece])
             return out

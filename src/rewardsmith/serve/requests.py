@@ -1,19 +1,8 @@
-"""Request bodies of every endpoint and their conversion to the texts the model scores (TextItem).
+"""Request bodies of every endpoint and their conversion to the texts the model scores (inference.TextItem, read
+by the model's template as every command reads it: rewardsmith/inference/items.py).
 
-Prompts are read as `rewardsmith score` reads its `prompt` field (data/adapters/generic.py: plain user text, an
-HH transcript or a chat list; a native item is parsed by the same `parse_score_record`; a chat-templated string
-is read back into turns by the model's template), so a text scores the same through the server and through
-`rewardsmith score`. A conversation that arrives as one rendered string (vLLM `input`, verl's chat-templated
-text, a TEI single text) is split into turns by the model's template markers (data.templates), never truncated
-by cutting its response away; an OpenRLHF query keeps the response that follows its last assistant marker even
-when the query no longer starts with its (left-truncated) prompt. A string that cannot be split is tokenised
-whole and cut from its start, and the response says so. Unpaired UTF-16 surrogates (JSON escapes such as
-"\\ud800") are replaced by U+FFFD, as `score` does.
-
-A text far longer than the model reads is cut before it is tokenised (bounded_parts): each prompt message keeps
-its last characters and the response its first, just enough of them to hold more tokens than max_length (the
-window is grown until its tokens do), so the tokens kept are the ones tokenising the whole text would keep, at
-a cost bounded by max_length rather than by the text's size.
+A native item is parsed by the same `parse_score_record` as a `score` file's row. Unpaired UTF-16 surrogates (JSON
+escapes such as "\\ud800") are replaced by U+FFFD, as `score` does.
 
 Every problem is a RequestError: an HTTP status and one line naming the field (`query[3]: empty response`).
 """
@@ -32,109 +21,10 @@ from starlette.exceptions import HTTPException
 from rewardsmith.config import from_dict
 from rewardsmith.data.adapters._common import BadRow
 from rewardsmith.data.adapters.generic import parse_response, parse_score_record
-from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair, Turn, sanitise_pair, sanitise_text
-from rewardsmith.data.templates import HHEncoder, TextEncoder
 from rewardsmith.errors import ConfigError
 from rewardsmith.icrm.scoring import steering_demos
-
-
-@dataclass(frozen=True)
-class TextItem:
-    """One text of a request. prompt: the turns before the response, or a prompt string the model's template
-    reads (chat-templated, HH or plain text); None when `text` is a whole conversation rendered as one string.
-    query: `text` is an OpenRLHF query that does not start with its prompt: the response is what follows its last
-    assistant marker. closing: `text` is the rest of a rendered string after its prompt, so it may end with the
-    policy's end-of-turn token, which the model's template writes itself (TextEncoder.strip_closing)."""
-
-    prompt: tuple[Turn, ...] | str | None
-    text: str
-    query: bool = False
-    closing: bool = False
-
-
-def response_text(item: TextItem) -> str:
-    """The response of a text as the monitors count it: the text when its prompt came apart, what follows the
-    prompt in an OpenRLHF query that starts with it, else the whole text."""
-    if item.prompt is not None and not item.query:
-        return item.text
-    if isinstance(item.prompt, str) and item.text.startswith(item.prompt):
-        return item.text[len(item.prompt) :]
-    return item.text
-
-
-def resolve_item(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str] | None:
-    """(prompt, response) of a text, read by the model's template; None when it cannot be read back exactly (it
-    is then tokenised whole, and the response says so)."""
-    if item.prompt is not None and not item.query:
-        return item.prompt, encoder.strip_closing(item.text) if item.closing else item.text
-    # A query with its prompt given needs only the response's start from the split; a whole conversation needs a
-    # split that renders back to the string that arrived.
-    split = encoder.split(item.text) if item.query else encoder.read_back(item.text)
-    if split is None or not split.response.strip():
-        return None
-    return (split.prompt if item.prompt is None else item.prompt), split.response
-
-
-def encode_item(encoder: TextEncoder, item: TextItem) -> EncodedText:
-    """The EncodedText of one text (EncodedText.unsplit marks a string that could not be split): what
-    encoder.encode / encode_unsplit give for the whole text, with long parts cut before tokenising."""
-    resolved = resolve_item(encoder, item)
-    if resolved is not None:
-        return encoder.encode(*bounded_parts(encoder, *resolved))
-    split = encoder.read_back(item.text)
-    if split is not None:  # turns ending in an empty response: encode_unsplit encodes them as turns
-        return encoder.encode(*bounded_parts(encoder, split.prompt, split.response))
-    # Tokenised whole: the pair template keeps an HH model's text from its start, the others from its end.
-    keep = "start" if isinstance(encoder, HHEncoder) else "end"
-    window = _window(encoder, item.text, keep)
-    if window is not item.text and encoder.read_back(window) is not None:
-        window = item.text  # the cut text reads as turns where the whole did not: tokenise the whole (exact)
-    return encoder.encode_unsplit(window)
-
-
-def item_parts(encoder: TextEncoder, item: TextItem) -> tuple[tuple[Turn, ...] | str, str]:
-    """(prompt, response) an in-context model scores for a text (a text that cannot be split: a response to no
-    prompt), long parts cut as encode_item cuts them."""
-    return bounded_parts(encoder, *(resolve_item(encoder, item) or ((), item.text)))
-
-
-# A part is cut to CHARS_PER_TOKEN x (max_length + MARGIN_TOKENS) characters first (most texts are shorter and
-# are never tokenised twice); a window holding fewer tokens than that is grown 4x until it holds them.
-CHARS_PER_TOKEN = 8
-# Tokens a cut window must hold beyond max_length: the cut lands inside a word, which changes at most the
-# window's first few tokens, and those are among the ones truncation drops.
-MARGIN_TOKENS = 16
-
-
-def bounded_parts(
-    encoder: TextEncoder, prompt: tuple[Turn, ...] | str, response: str
-) -> tuple[tuple[Turn, ...] | str, str]:
-    """(prompt, response) with every part the encoder would truncate cut before tokenising: the response keeps
-    its first characters, each prompt message (or an HH model's rendered prompt string) its last ones, each
-    still holding more than max_length tokens. A part holding more tokens than the whole sequence may is cut by
-    the encoder whatever else it holds (the prompt keeps its end, the response its start), so the encoded ids
-    are those of the whole text."""
-    response = _window(encoder, response, "start")
-    if isinstance(prompt, str):
-        if isinstance(encoder, HHEncoder):  # it reads a prompt string as rendered: cut the string itself
-            return _window(encoder, prompt, "end"), response
-        prompt = encoder.parse_prompt(prompt)  # what encoder.encode does with a prompt string
-    return tuple(Turn(t.role, _window(encoder, t.content, "end")) for t in prompt), response
-
-
-def _window(encoder: TextEncoder, text: str, keep: str) -> str:
-    """The last (keep="end") or first ("start") characters of `text` that hold at least max_length +
-    MARGIN_TOKENS tokens; `text` itself when it is shorter than the first window tried or no shorter window
-    holds them."""
-    need = encoder.max_length + MARGIN_TOKENS
-    size = CHARS_PER_TOKEN * need
-    while size < len(text):
-        part = text[-size:] if keep == "end" else text[:size]
-        if len(encoder.tokenizer(part, add_special_tokens=False)["input_ids"]) >= need:
-            return part
-        size *= 4
-    return text
+from rewardsmith.inference import TextItem
 
 
 class RequestError(HTTPException):
