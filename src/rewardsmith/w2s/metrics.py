@@ -285,12 +285,14 @@ def compute_metrics(
     length_rule = {}
     for split, (cl, rl) in lengths.items():
         est = length_rule_accuracy(cl, rl, n_boot=ev.n_boot)
-        length_rule[split] = {"value": json_float(est.value), "ci": est.ci}
+        length_rule[split] = {"value": json_float(est.estimate), "ci": est.ci}
     prefers_longer = {
         model: {
             split: json_float(
                 float(
-                    np.mean([prefers_longer_rate(m[split], *lengths[split], n_boot=0).value for m in by_seed.values()])
+                    np.mean(
+                        [prefers_longer_rate(m[split], *lengths[split], n_boot=0).estimate for m in by_seed.values()]
+                    )
                 )
             )
             for split in lengths
