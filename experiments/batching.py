@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.evaluate.transfer import paired_differences
-from rewardsmith.stats import hierarchical_replicates, percentile_interval
+from rewardsmith.stats import mean_interval
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "batching"
@@ -83,11 +83,10 @@ def summarise(seeds: list[int]) -> dict[str, Any]:
     for a in ARMS:
         levels[a] = {}
         for s in sets:
-            reps = hierarchical_replicates(correct[a][s], N_BOOT, 0)
-            low, high = percentile_interval(100 * reps)
+            est = mean_interval(correct[a][s], N_BOOT, 0, scale=100.0)  # seeds, then pairs
             levels[a][s] = {
-                "accuracy": round(100 * float(correct[a][s].mean()), 2),
-                "ci": [round(low, 2), round(high, 2)],
+                "accuracy": round(est.estimate, 2),
+                "ci": [round(est.low, 2), round(est.high, 2)],
                 "per_seed": [round(100 * float(x), 2) for x in correct[a][s].mean(axis=1)],
             }
     diff = paired_differences(correct, "random", n_boot=N_BOOT)["length-grouped"]

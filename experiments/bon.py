@@ -236,7 +236,7 @@ def _accuracy(name: str) -> dict[str, Any]:
     if name in ("icrm", "icrm+demos"):
         rows = [json.loads(x) for x in (RUNS / f"score-{name}.jsonl").read_text().splitlines()]
         estimate = pairwise_accuracy([r["p_chosen"] - 0.5 for r in rows])
-        return {"accuracy": estimate.value, "ci": [estimate.low, estimate.high], "n": len(rows)}
+        return {"accuracy": estimate.estimate, "ci": [estimate.low, estimate.high], "n": len(rows)}
     metrics = json.loads((RUNS / f"eval-{name}" / "metrics.json").read_text())
     block = next(iter(metrics["eval"].values()))
     return {"accuracy": block["accuracy"], "ci": block.get("accuracy_ci"), "n": block["n"]}

@@ -37,6 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from rewardsmith.stats import Interval
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bon import command  # one rewardsmith command, recorded with its time
 
@@ -205,25 +207,26 @@ def run() -> None:
 # ----------------------------------------------------------------------------------------------------- summarise
 
 
-def _estimate(e: Any) -> dict[str, Any]:
-    return {"estimate": e.value, "ci": [e.low, e.high], "n": e.n}
+def _estimate(e: Interval) -> dict[str, Any]:
+    return {"estimate": e.estimate, "ci": [e.low, e.high], "n": e.n}
 
 
 def _paired_accuracy(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict[str, Any]:
-    """a - b in accuracy points over the same pairs (a, b: per-pair correctness), with a percentile CI."""
-    from rewardsmith.evaluate.metrics import bootstrap_mean
+    """a - b in accuracy points over the same pairs (a, b: per-pair correctness), with a paired percentile CI."""
+    from rewardsmith.stats import paired_difference
 
-    return _estimate(bootstrap_mean(a - b, n_boot=N_BOOT, seed=seed))
+    return _estimate(paired_difference(a, b, N_BOOT, seed, scale=100.0))
 
 
 def _block(
     correct: np.ndarray, doubt: np.ndarray, margins: np.ndarray, chars: tuple[np.ndarray, np.ndarray], kind: str
 ) -> dict[str, Any]:
-    from rewardsmith.evaluate.metrics import bootstrap_mean, doubt_block, length_controlled_accuracy
+    from rewardsmith.evaluate.metrics import doubt_block, length_controlled_accuracy
+    from rewardsmith.stats import mean_interval
 
     lc = length_controlled_accuracy(margins, chars[0], chars[1], n_boot=N_BOOT)
     return {
-        "accuracy": _estimate(bootstrap_mean(correct, n_boot=N_BOOT)),
+        "accuracy": _estimate(mean_interval(correct, N_BOOT, 0, scale=100.0)),
         "length_controlled": _estimate(lc.value),
         "doubt": doubt_block(correct, doubt, kind, n_boot=N_BOOT),
     }

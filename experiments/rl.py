@@ -326,7 +326,7 @@ def arm_summary(name: str) -> dict[str, Any] | None:
     prompts and the collapse facts of rl/claims.py (None: the arm was not run)."""
     import numpy as np
 
-    from rewardsmith.rl.tracker import mean_ci
+    from rewardsmith.stats import mean_interval
 
     out = RUNS / name
     if not (out / "points.jsonl").exists():
@@ -377,7 +377,7 @@ def arm_summary(name: str) -> dict[str, Any] | None:
             "steps": len(share),
         },
         "kl_end": points[-1]["kl"],
-        "gold_change": {g: mean_ci(_change(points, g), 1000, 0) for g in GOLDS},
+        "gold_change": {g: mean_interval(_change(points, g), 1000, 0).to_dict() for g in GOLDS},
     }
     learned = GOLDS[-1]
     last_third = [s for s in steps if s["step"] > (2 * len(steps)) // 3]
@@ -414,14 +414,17 @@ def summarise() -> None:
     """docs/results/rl.json and the figures: proxy and gold against KL per arm, the probes' arms side by side, the
     monitors and the reward over steps."""
     from rewardsmith.io.atomic import atomic_write_text
-    from rewardsmith.rl.tracker import mean_ci
+    from rewardsmith.stats import paired_difference
 
     arms = {name: summary for name in ARMS if (summary := arm_summary(name)) is not None}
     paired: dict[str, Any] = {}
     for a, b in PAIRS:
         if a in arms and b in arms and not any("stopped" in arms[x]["facts"] for x in (a, b)):
             pa, pb = arms[a]["points"], arms[b]["points"]
-            paired[f"{a} - {b}"] = {g: mean_ci(_change(pa, g) - _change(pb, g), 1000, 0) for g in GOLDS}
+            # the same held-out prompts in every arm: paired over them
+            paired[f"{a} - {b}"] = {
+                g: paired_difference(_change(pa, g), _change(pb, g), 1000, 0).to_dict() for g in GOLDS
+            }
     out = {
         "command": "python experiments/rl.py run --arm ARM && python experiments/rl.py summarise",
         "golds": GOLDS,

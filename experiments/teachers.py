@@ -107,7 +107,7 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
             acc = pairwise_accuracy(margins[ID_SPLIT])
             row: dict[str, Any] = {
                 "gold_pairs": len(cand_data.gold),
-                "id_acc": round(acc.value, 2),
+                "id_acc": round(acc.estimate, 2),
                 "id_acc_ci": [round(x, 2) for x in acc.ci],
                 "labels_raw": facts["raw_label_stats"],
                 "labels": teacher_label_stats(labels),
@@ -115,7 +115,7 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
                 "seconds": facts.get("seconds"),
             }
             if VAL_SPLIT in margins:
-                row["val_acc"] = round(pairwise_accuracy(margins[VAL_SPLIT], n_boot=0).value, 2)
+                row["val_acc"] = round(pairwise_accuracy(margins[VAL_SPLIT], n_boot=0).estimate, 2)
             if ceiling_margins is not None:
                 gap = paired_differences(
                     {
@@ -135,7 +135,7 @@ def screen(config_path: Path, with_ceiling: bool, names: list[str] | None) -> di
     out: dict[str, Any] = {"sizes": data.sizes(), "candidates": rows, "choice": choose(rows)}
     if ceiling_margins is not None:
         acc = pairwise_accuracy(ceiling_margins[ID_SPLIT])
-        out["ceiling_seed0_id_acc"] = round(acc.value, 2)
+        out["ceiling_seed0_id_acc"] = round(acc.estimate, 2)
         out["ceiling_seed0_id_acc_ci"] = [round(x, 2) for x in acc.ci]
     return out
 

@@ -3,6 +3,7 @@
     .venv/bin/python experiments/w2s.py scale        # anchor normaliser on the W2S pool -> anchor-scale.json
     .venv/bin/python experiments/w2s.py run          # every shift run below (a finished student is reused)
     .venv/bin/python experiments/w2s.py summarise    # docs/results/shift-*.json and docs/results/pairs/shift-*.npz
+    .venv/bin/python experiments/w2s.py recompute    # the statistics of docs/results/shift-*.json from their pairs/
 
 `scale` measures the mean square of the pretrained student's reference states on the harmless W2S pool (the
 normaliser of `anchor.normalise: true`, rewardsmith.w2s.metrics.reference_mean_square), so the paper's lambda of
@@ -22,6 +23,11 @@ results as soon as it ends (the harmless runs share a folder, whose metrics.json
 
 `summarise` copies each run's metrics.json (slimmed, with its command) to docs/results/<name>.json and every
 model's per-pair margins (float16) to docs/results/pairs/<name>.npz, so any CI can be recomputed from the repository.
+
+`recompute` does that without the run folders: it scores nothing, and rebuilds every statistic of each committed
+docs/results/<name>.json (accuracies, gains, differences, claim statistics, with their CIs) from its pairs/<name>.npz
+and the pairs' lengths (the protocol's data split again from its config), keeping what the margins do not hold (the
+teacher's labels, sizes, timings, environment).
 """
 
 from __future__ import annotations
@@ -193,9 +199,54 @@ def summarise(names: list[str] | None) -> None:
         save(name, config, out, seeds)
 
 
+def committed_margins(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The margins of docs/results/pairs/<name>.npz as compute_metrics takes them: (test margins, validation
+    margins), each margins[model][seed][split] -> (N_split,) float64 (the teacher's seed -1)."""
+    from rewardsmith.w2s.metrics import VAL_SPLIT
+
+    test: dict[str, Any] = {}
+    val: dict[str, Any] = {}
+    with np.load(PAIRS / f"{name}.npz", allow_pickle=False) as arrays:
+        for key in arrays.files:
+            model, seed, split = key.split("/", 2)
+            into = val if split == VAL_SPLIT else test
+            into.setdefault(model, {}).setdefault(int(seed.removeprefix("seed")), {})[split] = arrays[key].astype(
+                np.float64
+            )
+    return test, val
+
+
+def recompute(names: list[str] | None) -> None:
+    """Every statistic of the named committed results (default: all) rebuilt from their committed margins."""
+    from rewardsmith.config import from_dict
+    from rewardsmith.io.jsonsafe import json_ready
+    from rewardsmith.w2s.config import ShiftConfig
+    from rewardsmith.w2s.metrics import compute_metrics
+    from rewardsmith.w2s.pipeline import shift_data
+
+    for name, *_ in RUNS:
+        if names and name not in names:
+            continue
+        path = RESULTS / f"{name}.json"
+        committed = json.loads(path.read_text(encoding="utf-8"))
+        config = from_dict(ShiftConfig, committed["config"])
+        data = shift_data(config)
+        if data.sizes() != committed["sizes"]:
+            raise SystemExit(f"{name}: the data splits into {data.sizes()}, the committed run had {committed['sizes']}")
+        test, val = committed_margins(name)
+        # The run's model order (its bootstrap draws follow it), as its metrics list the models.
+        test = {model: test[model] for model in committed["methods"]}
+        val = {model: val[model] for model in committed["validation"] if model in val}
+        fresh = compute_metrics(config, data.eval, np.full(1, 0.5), test, None, val)
+        fresh.pop("teacher_labels")  # the teacher's labels on the W2S pool are not among the margins: kept
+        committed.update(json_ready(fresh))
+        path.write_text(json.dumps(committed, indent=1) + "\n", encoding="utf-8")
+        print(f"recomputed {path.relative_to(ROOT)} from {(PAIRS / f'{name}.npz').relative_to(ROOT)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=("scale", "run", "summarise"))
+    parser.add_argument("action", choices=("scale", "run", "summarise", "recompute"))
     parser.add_argument("--only", nargs="*", help="results names to run or summarise (default: all)")
     parser.add_argument("--config", default="configs/shift-harmless-sweep.yaml", help="scale: the shift config")
     args = parser.parse_args()
@@ -203,6 +254,8 @@ def main() -> None:
         print(json.dumps(scale(args.config), indent=1))
     elif args.action == "run":
         run(args.only)
+    elif args.action == "recompute":
+        recompute(args.only)
     else:
         summarise(args.only)
 

@@ -133,7 +133,7 @@ def run_setting(source: str, student: str, seeds: list[int]) -> dict[str, Any]:
     }
     if len(seeds) == 1 and any(r["reaches_bar"] for r in rows.values()):  # screened on one seed: confirm on 0-2
         return run_setting(source, student, list(CONFIRM_SEEDS))
-    per_seed = [round(pairwise_accuracy(ceilings[s], n_boot=0).value, 2) for s in seeds]
+    per_seed = [round(pairwise_accuracy(ceilings[s], n_boot=0).estimate, 2) for s in seeds]
     return {
         "source": cfg.source.label,
         "student": STUDENTS[student].what,

@@ -182,7 +182,7 @@ def block_batching() -> str:
     rows = []
     for s in b["sets"]:
         g, r, d = b["levels"]["length-grouped"][s], b["levels"]["random"][s], b["grouped_minus_random"][s]
-        verdict = interval_verdict(*d["ci"]) or "not computed"
+        verdict = interval_verdict(*d["ci"], n=b["pairs"][s], unit="pairs") or "not computed"
         verdict = {"held": "grouped higher", "not held": "grouped lower"}.get(verdict, verdict)
         rows.append(
             [

@@ -5,7 +5,8 @@ results built from committed metrics (estimate, CI, verdict).
 A verdict follows from the record, never from the reader:
 
 - `interval`: held when the CI lies on the claimed side of the bar (above it, or below it with
-  held_when="below"), not held when it lies on the other side, inconclusive when it covers the bar
+  held_when="below"), not held when it lies on the other side, inconclusive when it covers the bar, "too few
+  <units>" when the figure rests on fewer than rewardsmith.stats.MIN_UNITS units (where the metrics say how many)
   (rewardsmith.stats.interval_verdict);
 - `tolerance`: a forecast error against the paper's tolerance, judged on its CI: held when the CI lies inside
   [-bar, bar], not held when it lies wholly outside, inconclusive when it straddles either end (or there is no
@@ -22,16 +23,16 @@ and the doc tools only render `ClaimResult.row()`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rewardsmith.stats import interval_verdict
+from rewardsmith.stats import HELD, INCONCLUSIVE, NOT_HELD, TOO_FEW, interval_verdict
 
 Kind = Literal["interval", "tolerance", "majority", "exact"]
 Side = Literal["above", "below"]
-HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN = "held", "not held", "inconclusive", "not run"
-VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)
+NOT_RUN = "not run"
+VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)  # and "too few <units>" (TOO_FEW) for an interval claim
 
 
 @dataclass(frozen=True)
@@ -100,8 +101,8 @@ class ClaimResult:
         return self.figure if self.figure is not None else self.claim.paper_figure
 
     def __post_init__(self) -> None:
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"{self.claim.key}: verdict {self.verdict!r} is not one of {VERDICTS}")
+        if self.verdict not in VERDICTS and not self.verdict.startswith(f"{TOO_FEW} "):
+            raise ValueError(f"{self.claim.key}: verdict {self.verdict!r} is not one of {VERDICTS} or {TOO_FEW!r} ...")
 
     def to_dict(self) -> dict[str, Any]:
         c = self.claim
@@ -137,8 +138,11 @@ def interval_result(
     seeds: int | None = None,
     evidence: str = "",
     details: dict[str, Any] | None = None,
+    n: int | None = None,
+    unit: str = "units",
 ) -> ClaimResult:
     """An `interval` claim's result: the verdict of its CI against the bar; "not run" without an estimate;
+    "too few <unit>" when n (the units the figure rests on, where the metrics record it) is below MIN_UNITS;
     "inconclusive" with an estimate but no finite interval (nothing to decide with)."""
     if claim.kind != "interval":
         raise ValueError(f"{claim.key} is a {claim.kind} claim, not an interval claim")
@@ -148,7 +152,7 @@ def interval_result(
     if not (_finite(low) and _finite(high)):
         return ClaimResult(
             claim,
-            INCONCLUSIVE,
+            interval_verdict(None, None, n=n, unit=unit) or INCONCLUSIVE,
             scope,
             float(estimate),
             None,
@@ -158,7 +162,10 @@ def interval_result(
         )
     lo, hi = float(low), float(high)  # type: ignore[arg-type]
     # Held below the bar: the same rule on the negated interval.
-    word = interval_verdict(lo, hi, claim.bar) if claim.held_when == "above" else interval_verdict(-hi, -lo, -claim.bar)
+    if claim.held_when == "above":
+        word = interval_verdict(lo, hi, claim.bar, n=n, unit=unit)
+    else:
+        word = interval_verdict(-hi, -lo, -claim.bar, n=n, unit=unit)
     assert word is not None
     return ClaimResult(
         claim,
@@ -169,6 +176,26 @@ def interval_result(
         seeds,
         evidence,
         dict(details or {}),
+    )
+
+
+def record_result(
+    claim: Claim,
+    entry: Mapping[str, Any] | None,
+    *,
+    scope: str = "",
+    evidence: str = "",
+    unit: str = "units",
+    missing: str = "not in these runs",
+) -> ClaimResult:
+    """An `interval` claim's result from a committed metrics record, {"estimate", "low", "high"} or {"estimate",
+    "ci"}, with the units it rests on as "n" where the record has them (interval_result); "not run" (`missing`)
+    without a record."""
+    if not entry:
+        return not_run(claim, missing, scope=scope)
+    ci = entry["ci"] if "ci" in entry else [entry.get("low"), entry.get("high")]
+    return interval_result(
+        claim, entry.get("estimate"), ci, scope=scope, evidence=evidence, n=entry.get("n"), unit=unit
     )
 
 

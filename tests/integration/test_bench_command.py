@@ -27,6 +27,7 @@ from rewardsmith.bench.measures import units_from_dict
 from rewardsmith.cli import app
 from rewardsmith.io.runfolder import file_sha256
 from rewardsmith.jobs.bench import KILL_AFTER_MODEL_ENV
+from rewardsmith.stats import MIN_UNITS
 
 pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
 
@@ -225,7 +226,7 @@ def test_two_models_give_paired_differences_with_verdicts(two_model_run: tuple[P
         assert r["difference"] == pytest.approx(b[r["suite"]][key]["score"] - a[r["suite"]][key]["score"], abs=1e-9)
         low, high = r["difference_ci"]
         want = "better" if low > 0 else "worse" if high < 0 else "inconclusive"
-        assert r["verdict"] == want, r
+        assert r["verdict"] == (want if r["n"] >= MIN_UNITS else "too few units"), r
     # scores.json holds the per-unit values: the comparisons recomputed from it are the ones in metrics.json.
     scores = json.loads((out / "scores.json").read_text())
     units = {

@@ -70,20 +70,20 @@ def test_paired_difference_has_the_constructed_sign() -> None:
     # The candidate gets 12 more rows right and none wrong that the baseline had right: +20 points.
     better = {"s::acc": Units(ids, np.r_[np.ones(42), np.zeros(18)])}
     diff = paired_difference(better, base, "s::acc", n_boot=500, seed=0)
-    assert diff.value == pytest.approx(20.0) and diff.n == 60
+    assert diff.estimate == pytest.approx(20.0) and diff.n == 60
     assert 0 < diff.low <= 20.0 <= diff.high
-    assert verdict(diff.low, diff.high) == "better"
+    assert verdict(diff) == "better"
     worse = paired_difference(base, better, "s::acc", n_boot=500, seed=0)
-    assert worse.value == pytest.approx(-20.0) and verdict(worse.low, worse.high) == "worse"
+    assert worse.estimate == pytest.approx(-20.0) and verdict(worse) == "worse"
     same = paired_difference(base, base, "s::acc", n_boot=200, seed=0)
-    assert (same.value, same.low, same.high) == (0.0, 0.0, 0.0) and verdict(same.low, same.high) == "inconclusive"
+    assert (same.estimate, same.low, same.high) == (0.0, 0.0, 0.0) and verdict(same) == "inconclusive"
 
 
 def test_paired_difference_uses_the_rows_both_have_with_the_same_draws() -> None:
     a = {"s::acc": Units(("x", "y", "z"), [1.0, 1.0, 0.0])}
     b = {"s::acc": Units(("z", "y", "w"), [1.0, 0.0, 1.0])}  # other order, one row each of its own
     diff = paired_difference(a, b, "s::acc", n_boot=100, seed=4)
-    assert diff.n == 2 and diff.value == pytest.approx(100 * ((1 + 0) / 2 - (0 + 1) / 2))
+    assert diff.n == 2 and diff.estimate == pytest.approx(100 * ((1 + 0) / 2 - (0 + 1) / 2))
     # Same indices for both: the replicate differences are those of the aligned per-row differences.
     idx = bootstrap_indices(2, 100, key_seed(4, "s::acc"))
     per_row = np.array([1.0, -1.0]) * 100  # y: 1 - 0, z: 0 - 1 (candidate order y, z)

@@ -154,15 +154,15 @@ def test_reward_length_correlation_pairs_and_many_responses() -> None:
     rewards, lengths = rng.normal(size=(30, 2)), rng.integers(10, 200, size=(30, 2)).astype(float)
     ours = reward_length_correlation(list(rewards), list(lengths), n_boot=200, seed=1)
     shared = length_correlation(rewards[:, 0], rewards[:, 1], lengths[:, 0], lengths[:, 1], n_boot=200, seed=1)
-    assert (ours.value, ours.low, ours.high) == (shared.value, shared.low, shared.high)
+    assert (ours.estimate, ours.low, ours.high) == (shared.estimate, shared.low, shared.high)
     rewards4, lengths4 = rng.normal(size=(20, 4)), rng.integers(10, 200, size=(20, 4)).astype(float)
     est = reward_length_correlation(list(rewards4), list(lengths4), n_boot=200, seed=0)
-    assert est.value == pytest.approx(float(spearman(rewards4.ravel(), lengths4.ravel())))
-    assert est.low <= est.value <= est.high and est.n == 20
+    assert est.estimate == pytest.approx(float(spearman(rewards4.ravel(), lengths4.ravel())))
+    assert est.low <= est.estimate <= est.high and est.n == 20
     exact = reward_length_correlation(
         [np.array([1.0, 2, 3]), np.array([4.0, 5])], [np.array([1.0, 2, 3]), np.array([4.0, 5])], n_boot=50
     )
-    assert exact.value == pytest.approx(1.0) and exact.low == pytest.approx(1.0)
+    assert exact.estimate == pytest.approx(1.0) and exact.low == pytest.approx(1.0)
 
 
 def test_resampled_spearman_equals_ranking_each_resample() -> None:

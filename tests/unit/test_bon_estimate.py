@@ -4,12 +4,14 @@ oracle, the KL bound, and the verdicts the estimates give on data built to hold 
 from __future__ import annotations
 
 from math import log
+from typing import Any
 
 import numpy as np
 import pytest
 from test_bench_metrics import _enumerated_best_of_k as brute_force
 
 from rewardsmith.bon.estimate import LENGTH, ORACLE, best_of_n_estimates, validation_half
+from rewardsmith.bon.metrics import NO_HALVES, bon_metrics
 from rewardsmith.evaluate.best_of_n import best_of_n_curve, best_of_n_curves, kl_bound, powers_of_two
 
 
@@ -49,6 +51,11 @@ def _prompt_ids(p: int) -> list[str]:
     return [f"prompt-{k}" for k in range(p)]
 
 
+def _metrics(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """metrics.json's figures and verdicts of best_of_n_estimates(*args, **kwargs)."""
+    return bon_metrics(best_of_n_estimates(*args, **kwargs))
+
+
 def test_a_proxy_that_tracks_the_gold_raises_it_and_one_that_rewards_length_over_optimises() -> None:
     """Gold rises with quality; the hacked proxy loves length, and the longest samples are the worst ones (so the
     gold of its best-of-n falls as n grows); the honest proxy is the gold plus a little noise."""
@@ -60,7 +67,7 @@ def test_a_proxy_that_tracks_the_gold_raises_it_and_one_that_rewards_length_over
     length[np.arange(p), quality.argmin(axis=1)] = 400  # the worst sample is by far the longest
     honest = gold + 0.3 * rng.normal(size=(p, n))
     hacked = 0.02 * length + 0.5 * quality
-    out = best_of_n_estimates(_prompt_ids(p), {"honest": honest, "hacked": hacked}, {"g": gold}, length, n_boot=300)
+    out = _metrics(_prompt_ids(p), {"honest": honest, "hacked": hacked}, {"g": gold}, length, n_boot=300)
     block = out["golds"]["g"]["selectors"]
     assert out["ns"] == [1, 2, 4, 8, 16] and out["kl_bound"][-1] == pytest.approx(kl_bound(16))
     assert block["honest"]["gain_over_random"]["verdict"] == "held"
@@ -84,7 +91,7 @@ def test_a_selector_unrelated_to_the_gold_is_inconclusive_and_the_peak_is_chosen
     rng = np.random.default_rng(2)
     p, n = 120, 8
     gold, noise, length = rng.normal(size=(p, n)), rng.normal(size=(p, n)), 50 + rng.normal(size=(p, n))
-    out = best_of_n_estimates(_prompt_ids(p), {"noise": noise}, {"g": gold}, length, n_boot=300)
+    out = _metrics(_prompt_ids(p), {"noise": noise}, {"g": gold}, length, n_boot=300)
     entry = out["golds"]["g"]["selectors"]["noise"]
     assert entry["gain_over_random"]["verdict"] == "inconclusive"
     validation = validation_half(_prompt_ids(p))
@@ -96,9 +103,7 @@ def test_prompts_the_gold_cannot_score_are_left_out_for_that_gold() -> None:
     rng = np.random.default_rng(3)
     gold = rng.normal(size=(10, 4))
     gold[3, 1] = np.nan
-    out = best_of_n_estimates(
-        _prompt_ids(10), {"a": rng.normal(size=(10, 4))}, {"g": gold}, np.ones((10, 4)), n_boot=50
-    )
+    out = _metrics(_prompt_ids(10), {"a": rng.normal(size=(10, 4))}, {"g": gold}, np.ones((10, 4)), n_boot=50)
     assert out["golds"]["g"]["prompts"] == 9 and out["golds"]["g"]["dropped_prompts"] == 1
 
 
@@ -115,7 +120,7 @@ def test_claim_results_follow_the_estimates() -> None:
     length[np.arange(p), quality.argmin(axis=1)] = 400
     honest = quality + 0.3 * rng.normal(size=(p, n))
     hacked = 0.02 * length + 0.5 * quality
-    d = best_of_n_estimates(_prompt_ids(p), {"A": honest, "B": hacked}, {"g": quality}, length, n_boot=300)
+    d = _metrics(_prompt_ids(p), {"A": honest, "B": hacked}, {"g": quality}, length, n_boot=300)
     d["proxy_labels"] = {"w2s-anchor": "A", "w2s-naive": "B", "icrm+demos": "A", "bt-baseline": "B"}
     d["students"] = {"source": "x", "anchor_minus_naive_id": {"estimate": 2.0, "ci": [0.5, 3.5]}}
     results = {(r.claim.key, r.scope): r for r in bon_claim_results(d)}
@@ -126,3 +131,17 @@ def test_claim_results_follow_the_estimates() -> None:
     assert results[("bon.d", "g")].verdict == "held"
     d["students"]["anchor_minus_naive_id"] = {"estimate": -2.0, "ci": [-3.5, -0.5]}
     assert {r.claim.key: r.verdict for r in bon_claim_results(d) if r.scope == "g"}["bon.c"] == "not held"
+
+
+def test_too_few_prompts_give_no_verdict() -> None:
+    """Six prompts, a proxy that is the gold itself: gold@N lies above gold@1 on every prompt and the interval
+    excludes 0, yet six prompts are too few to judge by a percentile interval: no held, no over-optimised."""
+    rng = np.random.default_rng(4)
+    gold = rng.normal(size=(6, 8))
+    estimates = best_of_n_estimates(_prompt_ids(6), {"same": gold}, {"g": gold}, np.ones((6, 8)), n_boot=200)
+    gain = estimates.golds["g"].selectors["same"].gain_over_random
+    assert gain.low > 0 and gain.n == 6
+    block = bon_metrics(estimates)["golds"]["g"]["selectors"]["same"]
+    assert block["gain_over_random"]["verdict"] == "too few prompts"
+    assert block["gain_over_random"]["n"] == 6
+    assert block["overoptimisation"]["verdict"] in ("too few prompts", "peaks at N", NO_HALVES)

@@ -19,6 +19,7 @@ from rewardsmith.claims import (
     majority_result,
     not_run,
     point_only,
+    record_result,
     tolerance_result,
 )
 
@@ -40,6 +41,21 @@ def test_interval_verdicts_on_either_side_of_the_bar() -> None:
     # a non-inferiority bar: -1.5 [-1.9, -1.1] lies above -2
     assert interval_result(MARGIN, -1.5, [-1.9, -1.1]).verdict == HELD
     assert interval_result(MARGIN, -3.0, [-4.0, -2.1]).verdict == NOT_HELD
+
+
+def test_an_interval_on_too_few_units_gets_no_verdict() -> None:
+    few = interval_result(ABOVE, 1.0, [0.5, 1.5], n=3, unit="prompts")
+    assert (few.verdict, few.estimate, few.ci) == ("too few prompts", 1.0, (0.5, 1.5))
+    assert interval_result(BELOW, -1.0, [-2.0, -0.1], n=3).verdict == "too few units"
+    assert interval_result(ABOVE, 1.0, [0.5, 1.5], n=10).verdict == HELD
+    assert "**too few prompts**" in claim_row(few)[-1]
+    # The records capabilities commit, either shape, with or without their count of units.
+    assert record_result(ABOVE, {"estimate": 1.0, "low": 0.5, "high": 1.5, "n": 4}, unit="pairs").verdict == (
+        "too few pairs"
+    )
+    assert record_result(ABOVE, {"estimate": 1.0, "ci": [0.5, 1.5]}).verdict == HELD
+    assert record_result(ABOVE, None, missing="absent").evidence == "absent"
+    assert majority_result(MOST, [few, interval_result(ABOVE, 1.0, [0.5, 1.5])]).verdict == INCONCLUSIVE
 
 
 def test_missing_estimates_are_not_run_and_missing_intervals_inconclusive() -> None:

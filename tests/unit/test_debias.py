@@ -118,9 +118,9 @@ def test_length_correlation_matches_scipy_with_a_ci() -> None:
     lc, lr = rng.integers(10, 400, 200).astype(float), rng.integers(10, 400, 200).astype(float)
     sc, sr = 0.01 * lc + rng.normal(size=200), 0.01 * lr + rng.normal(size=200)
     est = length_correlation(sc, sr, lc, lr, n_boot=300)
-    assert est.value == pytest.approx(spearmanr(np.r_[sc, sr], np.r_[lc, lr]).statistic)
-    assert est.low < est.value < est.high and est.low > 0
-    assert np.isnan(length_correlation([1.0], [0.0], [3.0], [2.0]).value)
+    assert est.estimate == pytest.approx(spearmanr(np.r_[sc, sr], np.r_[lc, lr]).statistic)
+    assert est.low < est.estimate < est.high and est.low > 0
+    assert np.isnan(length_correlation([1.0], [0.0], [3.0], [2.0]).estimate)
 
 
 def confounded_pairs(n: int, seed: int, chosen_longer: float) -> list[PreferencePair]:

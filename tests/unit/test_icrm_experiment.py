@@ -9,17 +9,18 @@ import pytest
 
 from rewardsmith.errors import DataError
 from rewardsmith.icrm import summary
+from rewardsmith.stats import mean_interval, paired_difference
 
 
 def test_paired_difference_interval() -> None:
     rng = np.random.default_rng(0)
     bt = rng.integers(0, 2, size=(3, 200)).astype(float)
     icrm = np.clip(bt + (rng.random((3, 200)) < 0.3), 0, 1)  # BT's correct pairs plus 30% of the others
-    est = summary.mean_ci(100 * (icrm - bt), 500)
+    est = summary.record(paired_difference(100 * icrm, 100 * bt, 500))
     assert est["mean"] == pytest.approx(100 * (icrm - bt).mean(), abs=1e-4)
     assert 0 < est["ci"][0] < est["mean"] < est["ci"][1]
     # An array constant over seeds and pairs has a degenerate interval at its value.
-    assert summary.mean_ci(np.full((2, 50), 7.0), 200) == {"mean": 7.0, "ci": [7.0, 7.0]}
+    assert summary.record(mean_interval(np.full((2, 50), 7.0), 200)) == {"mean": 7.0, "ci": [7.0, 7.0]}
 
 
 def test_ece_and_reliability_over_seeds_known_answers() -> None:
@@ -32,7 +33,7 @@ def test_ece_and_reliability_over_seeds_known_answers() -> None:
     flat = np.full((40, 3), 0.75)
     assert ece(flat) == pytest.approx(0.25)
     assert summary.per_pair_mae(flat[None], rates).mean() == pytest.approx((0.25 + 0.25 + 0.75) / 3)
-    assert summary.statistic_ci([perfect, perfect], ece, 50) == {"mean": 0.0, "ci": [0.0, 0.0]}
+    assert summary.record(summary.statistic_interval([perfect, perfect], ece, 50)) == {"mean": 0.0, "ci": [0.0, 0.0]}
     # The reliability tells them apart: slope 1 and MAE 0 for the tracking forecast, slope 0 for the constant.
     slope, mae = summary.reliability_statistic(rates, "slope"), summary.reliability_statistic(rates, "mae")
     assert (slope(perfect), mae(perfect)) == (pytest.approx(1.0), pytest.approx(0.0))

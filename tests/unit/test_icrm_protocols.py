@@ -79,13 +79,13 @@ def _metrics(protocol: str, **parts: Any) -> dict[str, Any]:
 
 
 def _ci(demos: int, value: float) -> dict[str, Any]:
-    return {"demos": demos, "value": value, "low": value - 5.0, "high": value + 5.0}
+    return {"demos": demos, "estimate": value, "low": value - 5.0, "high": value + 5.0}
 
 
 def _hand_metrics() -> dict[str, dict[str, Any]]:
     """Small metrics of each protocol in the shapes the protocols write, BT only where stated."""
     standards = {s: {"icrm": [_ci(0, 50.0), _ci(4, 60.25)]} for s in ("harmless-flipped", "helpful")}
-    standards["helpful"]["bt"] = {"value": 55.5, "low": 50.0, "high": 61.0}
+    standards["helpful"]["bt"] = {"estimate": 55.5, "low": 50.0, "high": 61.0}
     ece = [
         {"demos": d, "ece": e, "ece_ci": [0.05, 0.2], "mean_abs_error": a, "mean_abs_error_ci": [0.1, 0.3]}
         for d, e, a in ((0, 0.1, 0.2), (4, 0.0625, 0.15))
@@ -122,7 +122,7 @@ def _hand_metrics() -> dict[str, dict[str, Any]]:
             points={"0": [{"respond": 0.6, "refuse": 0.3}], "4": [{"respond": 0.7, "refuse": 0.4}]},
         ),
         "math500": _metrics(
-            "math500", icrm=[_ci(0, 61.0), _ci(4, 64.44)], bt={"value": 58.0, "low": 52.0, "high": 63.0}
+            "math500", icrm=[_ci(0, 61.0), _ci(4, 64.44)], bt={"estimate": 58.0, "low": 52.0, "high": 63.0}
         ),
     }
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from rewardsmith.evaluate.metrics import (
-    Estimate,
     brier_score,
     evaluate_margins,
     expected_calibration_error,
@@ -23,14 +22,14 @@ from rewardsmith.evaluate.metrics import (
     soft_label_accuracy,
 )
 from rewardsmith.evaluate.rmbench import rmbench_accuracy
-from rewardsmith.stats import interval_verdict, sigmoid
+from rewardsmith.stats import Interval, interval_verdict, sigmoid
 
 # ---------------------------------------------------------------------------------------------- accuracy
 
 
 def test_pairwise_accuracy_counts_ties_as_half() -> None:
     est = pairwise_accuracy([1.0, -1.0, 0.0, 2.0], n_boot=200)
-    assert est.value == pytest.approx(62.5)  # (1 + 0 + 0.5 + 1) / 4
+    assert est.estimate == pytest.approx(62.5)  # (1 + 0 + 0.5 + 1) / 4
     assert est.n == 4
     np.testing.assert_array_equal(pairwise_correct([3.0, -0.1, 0.0]), [1.0, 0.0, 0.5])
 
@@ -46,16 +45,16 @@ def test_ci_contains_estimate_narrows_with_n_and_is_seeded() -> None:
     small = pairwise_accuracy(rng.normal(0.3, 1.0, 100), seed=0)
     large = pairwise_accuracy(rng.normal(0.3, 1.0, 10_000), seed=0)
     for est in (small, large):
-        assert est.low <= est.value <= est.high
+        assert est.low <= est.estimate <= est.high
     assert (large.high - large.low) < (small.high - small.low) / 5
     margins = rng.normal(size=200)
     assert pairwise_accuracy(margins, seed=5) == pairwise_accuracy(margins, seed=5)
     assert pairwise_accuracy(margins, seed=5).ci != pairwise_accuracy(margins, seed=6).ci
 
 
-def test_estimate_to_dict_is_json_ready() -> None:
-    est = Estimate(50.0, float("nan"), 60.0, 3)
-    assert est.to_dict() == {"value": 50.0, "low": None, "high": 60.0, "n": 3}
+def test_interval_to_dict_is_json_ready() -> None:
+    est = Interval(50.0, float("nan"), 60.0, 3)
+    assert est.to_dict() == {"estimate": 50.0, "low": None, "high": 60.0, "n": 3}
     assert pairwise_accuracy([1.0, -1.0], n_boot=0).ci == [None, None]
 
 
@@ -65,7 +64,7 @@ def test_soft_label_accuracy_ignores_half_labels() -> None:
     # pair 1: rejected preferred but scored lower -> wrong; pair 2: rejected preferred and scored
     # higher -> right; pair 3 (label 0.5) is ignored.
     est = soft_label_accuracy(margins, labels, n_boot=100)
-    assert est.value == pytest.approx(75.0)
+    assert est.estimate == pytest.approx(75.0)
     assert est.n == 4
     with pytest.raises(ValueError):
         soft_label_accuracy([1.0], [1.5])
@@ -76,7 +75,7 @@ def test_soft_label_accuracy_ignores_half_labels() -> None:
 
 def test_length_rule_accuracy_known_answer() -> None:
     est = length_rule_accuracy([10, 5, 7, 3], [5, 10, 7, 1], n_boot=100)
-    assert est.value == pytest.approx(62.5)  # 1 + 0 + 0.5 (equal length) + 1
+    assert est.estimate == pytest.approx(62.5)  # 1 + 0 + 0.5 (equal length) + 1
 
 
 def test_length_controlled_accuracy_hand_case() -> None:
@@ -85,14 +84,14 @@ def test_length_controlled_accuracy_hand_case() -> None:
     rejected_len = [5, 5, 5, 8, 8, 5]
     lc = length_controlled_accuracy(margins, chosen_len, rejected_len, n_boot=300)
     # chosen longer: pairs 0-2, 2 of 3 right; chosen shorter: pairs 3-4, 1 of 2; pair 5 equal, excluded.
-    assert lc.chosen_longer.value == pytest.approx(200 / 3)
+    assert lc.chosen_longer.estimate == pytest.approx(200 / 3)
     assert lc.chosen_longer.n == 3
-    assert lc.chosen_shorter.value == pytest.approx(50.0)
+    assert lc.chosen_shorter.estimate == pytest.approx(50.0)
     assert lc.chosen_shorter.n == 2
     assert lc.n_equal == 1
-    assert lc.value.value == pytest.approx((200 / 3 + 50) / 2)
+    assert lc.value.estimate == pytest.approx((200 / 3 + 50) / 2)
     assert lc.value.n == 5
-    assert lc.value.low <= lc.value.value <= lc.value.high
+    assert lc.value.low <= lc.value.estimate <= lc.value.high
 
 
 def test_length_follower_scores_fifty_length_controlled_whatever_the_balance() -> None:
@@ -100,9 +99,9 @@ def test_length_follower_scores_fifty_length_controlled_whatever_the_balance() -
     chosen_len = rng.integers(50, 400, 500)
     rejected_len = np.where(rng.random(500) < 0.8, chosen_len - 20, chosen_len + 20)  # 80% chosen longer
     margins = (chosen_len - rejected_len).astype(float)
-    assert pairwise_accuracy(margins, n_boot=0).value == pytest.approx(80.0, abs=5)
+    assert pairwise_accuracy(margins, n_boot=0).estimate == pytest.approx(80.0, abs=5)
     lc = length_controlled_accuracy(margins, chosen_len, rejected_len, n_boot=100)
-    assert lc.value.value == pytest.approx(50.0)
+    assert lc.value.estimate == pytest.approx(50.0)
 
 
 def test_length_metrics_invariant_to_swapping_sides_with_flipped_labels() -> None:
@@ -130,7 +129,7 @@ def test_prefers_longer_rate_known_answer() -> None:
     est = prefers_longer_rate([1, 1, -1, 0], [10, 2, 2, 5], [5, 8, 8, 5], n_boot=50)
     # pair 0: longer (chosen) scored higher; pair 1: longer (rejected) scored lower; pair 2: longer
     # (rejected) scored higher; pair 3: equal lengths, excluded.
-    assert est.value == pytest.approx(200 / 3)
+    assert est.estimate == pytest.approx(200 / 3)
     assert est.n == 3
 
 
@@ -210,7 +209,7 @@ def test_evaluate_margins_block() -> None:
     chosen_len, rejected_len = rng.integers(10, 300, 400), rng.integers(10, 300, 400)
     block = evaluate_margins(margins, chosen_len, rejected_len, n_boot=200)
     json.dumps(block, allow_nan=False)
-    assert block["accuracy"] == pytest.approx(pairwise_accuracy(margins, n_boot=0).value)
+    assert block["accuracy"] == pytest.approx(pairwise_accuracy(margins, n_boot=0).estimate)
     for key in ("accuracy", "length_rule_accuracy", "length_controlled_accuracy", "prefers_longer_rate"):
         low, high = block[f"{key}_ci"]
         assert low <= block[key] <= high

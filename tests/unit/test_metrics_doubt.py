@@ -13,18 +13,18 @@ from rewardsmith.evaluate.protocols import accuracy_block
 def test_a_doubt_that_ranks_every_error_first_has_auroc_one_and_keeps_the_sure_pairs() -> None:
     correct = np.array([1, 1, 1, 1, 0, 0, 1, 0.5, 1, 1], dtype=float)
     doubt = np.array([0.1, 0.2, 0.0, 0.3, 0.9, 0.8, 0.4, 0.45, 0.35, 0.25])  # the tie (0.5) is not an error
-    assert error_auroc(correct, doubt, n_boot=50).value == 1.0
-    assert error_auroc(correct, -doubt, n_boot=50).value == 0.0
+    assert error_auroc(correct, doubt, n_boot=50).estimate == 1.0
+    assert error_auroc(correct, -doubt, n_boot=50).estimate == 0.0
     sel = selective_accuracy(correct, doubt, n_boot=50)
     assert sel["0.5"]["accuracy"] == 100.0 and sel["1"]["accuracy"] == pytest.approx(100 * correct.mean())
     assert sel["0.8"]["accuracy"] == pytest.approx(100 * 7.5 / 8)  # the 8 least doubted: 7 correct and the tie
     # Ties in doubt count one half; a doubt that says nothing sits near 0.5.
-    assert error_auroc(correct, np.zeros(10), n_boot=10).value == 0.5
+    assert error_auroc(correct, np.zeros(10), n_boot=10).estimate == 0.5
     rng = np.random.default_rng(0)
     noise = error_auroc(rng.random(4000) > 0.3, rng.random(4000), n_boot=200)
     assert noise.low < 0.5 < noise.high
     # Nothing to tell apart: no errors.
-    assert np.isnan(error_auroc(np.ones(5), np.arange(5.0), n_boot=10).value)
+    assert np.isnan(error_auroc(np.ones(5), np.arange(5.0), n_boot=10).estimate)
 
 
 def test_the_accuracy_block_judges_minus_the_margin_by_default_and_soft_labels_drop_ties() -> None:
@@ -50,7 +50,7 @@ def test_the_auroc_difference_is_the_difference_of_the_two_aurocs_with_a_joint_c
     noise = rng.normal(0, 1, 300)
     diff = error_auroc_difference(correct_a, informed, correct_b, noise, n_boot=300)
     a, b = error_auroc(correct_a, informed, n_boot=0), error_auroc(correct_b, noise, n_boot=0)
-    assert diff.value == pytest.approx(a.value - b.value) and diff.n == 300
-    assert 0 < diff.low < diff.value < diff.high  # informed doubt beats noise, and the CI says so
+    assert diff.estimate == pytest.approx(a.estimate - b.estimate) and diff.n == 300
+    assert 0 < diff.low < diff.estimate < diff.high  # informed doubt beats noise, and the CI says so
     same = error_auroc_difference(correct_a, informed, correct_a, informed, n_boot=100)
-    assert same.value == 0 and same.low == 0 and same.high == 0
+    assert same.estimate == 0 and same.low == 0 and same.high == 0

@@ -192,3 +192,60 @@ def test_mean_of_differences_over_splits_keeps_seeds_together() -> None:
     assert low < 0.25 * out["d.all"]
     with pytest.raises(ValueError, match="same seeds"):
         paired_differences({"base": base, "model": {"a": model["a"], "b": model["b"][:2]}}, "base", n_boot=10)
+
+
+def _seed_effects(n: int = 300) -> dict[str, dict[str, np.ndarray]]:
+    """Three seeds far apart (per-pair values around 0.2, 0.5 and 0.8 on both splits) shared by naive and anchor;
+    anchor is naive plus exactly 0.1 on every pair of every seed, so anchor - naive is 10 points in every seed, on
+    every pair and in any resample that draws the same seeds and pairs for both."""
+    rng = np.random.default_rng(7)
+    naive = {s: np.clip(np.array([[0.2], [0.5], [0.8]]) + 0.05 * rng.standard_normal((3, n)), 0, 0.9) for s in "ab"}
+    anchor = {s: v + 0.1 for s, v in naive.items()}
+    return {"teacher": {s: np.full(n, 0.5) for s in "ab"}, "naive": naive, "anchor": anchor}
+
+
+def test_differences_are_paired_over_seeds_and_pairs() -> None:
+    """Known answer: a constant per-pair shift gives the degenerate interval [10, 10]. Resampling the seeds of each
+    model on its own would set seed 0.2 of one beside seed 0.8 of the other and give an interval tens of points wide
+    (each model's own accuracy interval shows that spread), so this fails if seeds are drawn independently."""
+    correct = _seed_effects()
+    diff = paired_differences(correct, "naive", n_boot=400, means={"both": ("a", "b")})["anchor"]
+    for key in ("d.a", "d.b", "d.both"):
+        assert diff[key] == pytest.approx(10.0)
+        assert diff[f"{key}_ci"] == [pytest.approx(10.0), pytest.approx(10.0)]
+    assert diff["significant.a"] is True
+    own = transfer_metrics(correct, ceiling=None, id_split="a", n_boot=400)
+    for model in ("naive", "anchor"):
+        low, high = own[model]["id_acc_ci"]
+        assert high - low > 20.0  # the seeds' spread: unpaired, the difference could not be narrower than this
+
+
+def test_claim_contrasts_are_paired_over_seeds() -> None:
+    """The contrasts of the W2S claims use the same draws: WRG of anchor minus WRG of naive is the constant shift."""
+    from rewardsmith.w2s.metrics import _draws
+
+    correct = _seed_effects()
+    correct = {m: {"id" if s == "a" else "t": v for s, v in c.items()} for m, c in correct.items()}
+    point, reps, pairs = _draws(correct, 300, 0)
+    np.testing.assert_allclose(reps["anchor"]["wrg"] - reps["naive"]["wrg"], 10.0)
+    assert point["anchor"]["aog.t"] - point["naive"]["aog.t"] == pytest.approx(10.0)
+    assert pairs == {"wrg": 300, "aog.t": 300, "nts.t": 300}
+
+
+def test_a_one_seed_model_counts_its_seed_once() -> None:
+    """The teacher fills every seed slot to be compared slot by slot, but its own accuracy interval is that of its one
+    seed: the plain bootstrap over pairs, not an average of three pair draws (which would be about sqrt(3) narrower)."""
+    rng = np.random.default_rng(2)
+    teacher = rng.random(400) < 0.6
+    students = np.stack([rng.random(400) < 0.6 for _ in range(3)])
+    out = transfer_metrics({"teacher": {"id": teacher}, "s": {"id": students}}, ceiling=None, n_boot=2000)
+    low, high = out["teacher"]["id_acc_ci"]
+    p = teacher.mean()
+    plain = 2 * 1.96 * 100 * np.sqrt(p * (1 - p) / 400)  # the normal interval's width for one seed of 400 pairs
+    assert high - low == pytest.approx(plain, rel=0.15)
+
+
+def test_models_with_different_seeds_are_refused() -> None:
+    correct = {"teacher": {"id": np.ones(20)}, "a": {"id": np.ones((3, 20))}, "b": {"id": np.ones((2, 20))}}
+    with pytest.raises(ValueError, match="same seeds"):
+        transfer_metrics(correct, ceiling=None, n_boot=10)

@@ -1,7 +1,7 @@
 """Paired comparison of two models' benchmark results: per measure, the difference candidate - baseline on the
 units (rows) both were scored on, a paired percentile bootstrap CI (both models resampled with the same indices)
-and a verdict: "better" when the interval lies above 0, "worse" below it, "inconclusive" when it covers 0
-(rewardsmith.stats.interval_verdict)."""
+and a verdict: "better" when the interval lies above 0, "worse" below it, "inconclusive" when it covers 0, "too few
+units" when fewer than rewardsmith.stats.MIN_UNITS units are shared (Interval.verdict)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from typing import Any
 
 from rewardsmith.bench.measures import MeasureUnits, paired_difference
 from rewardsmith.bench.runner import BenchResult
-from rewardsmith.evaluate.metrics import json_float
-from rewardsmith.stats import interval_verdict
+from rewardsmith.stats import HELD, INCONCLUSIVE, NOT_HELD, Interval, json_float
 
-VERDICTS = {"held": "better", "not held": "worse", "inconclusive": "inconclusive"}
+VERDICTS = {HELD: "better", NOT_HELD: "worse", INCONCLUSIVE: "inconclusive"}
 
 
-def verdict(low: float, high: float) -> str | None:
-    """ "better" / "worse" / "inconclusive" from a difference's CI against 0; None without a finite CI."""
-    claim = interval_verdict(low, high, 0.0)
-    return None if claim is None else VERDICTS[claim]
+def verdict(diff: Interval) -> str | None:
+    """ "better" / "worse" / "inconclusive" from a difference's CI against 0, "too few units" below MIN_UNITS units
+    (Interval.verdict); None without a finite CI."""
+    claim = diff.verdict(0.0, "units")
+    return None if claim is None else VERDICTS.get(claim, claim)
 
 
 SuiteUnits = Mapping[str, Mapping[str, MeasureUnits]]
@@ -65,9 +65,9 @@ def compare_units(
                     "level": label.get("level", "subset"),
                     "unit": label.get("unit", "%"),
                     "n": diff.n,
-                    "difference": json_float(diff.value),
-                    "difference_ci": [json_float(diff.low), json_float(diff.high)],
-                    "verdict": verdict(diff.low, diff.high),
+                    "difference": json_float(diff.estimate),
+                    "difference_ci": diff.ci,
+                    "verdict": verdict(diff),
                 }
             )
     return records

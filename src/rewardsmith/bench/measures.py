@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from rewardsmith.bench.metrics import pooled_auc, ties_statistic
 from rewardsmith.data.schema import stable_hash
-from rewardsmith.stats import bootstrap_indices, percentile_interval
+from rewardsmith.stats import Interval, bootstrap_indices, percentile_interval, replicate_interval
 
 FloatArray = NDArray[np.float64]
 
@@ -223,16 +223,6 @@ def interval(
 # ------------------------------------------------------------------------------------------ paired differences
 
 
-@dataclass(frozen=True)
-class PairedDifference:
-    """candidate - baseline on the units both have: value, percentile CI of the paired bootstrap, units used."""
-
-    value: float
-    low: float
-    high: float
-    n: int
-
-
 def _common_ids(candidate: Units, baseline: Units) -> list[str]:
     present = set(baseline.ids)
     return [unit for unit in candidate.ids if unit in present]
@@ -277,8 +267,8 @@ def paired_difference(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
-) -> PairedDifference:
-    """candidate - baseline for one measure with a paired percentile bootstrap CI (see paired_replicates)."""
+) -> Interval:
+    """candidate - baseline for one measure with a paired percentile bootstrap CI (see paired_replicates); n: the
+    units used."""
     point, reps, n = paired_replicates(candidate, baseline, key, n_boot, seed)
-    low, high = percentile_interval(reps, confidence) if n_boot > 0 else (float("nan"), float("nan"))
-    return PairedDifference(float(point), low, high, n)
+    return replicate_interval(point, reps, n, confidence)

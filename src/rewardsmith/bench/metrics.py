@@ -24,8 +24,8 @@ from math import comb
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rewardsmith.evaluate.metrics import Estimate, length_correlation
-from rewardsmith.stats import bootstrap_indices, percentile_interval, spearman
+from rewardsmith.evaluate.metrics import length_correlation
+from rewardsmith.stats import Interval, bootstrap_indices, percentile_interval, spearman
 
 FloatArray = NDArray[np.float64]
 
@@ -296,13 +296,13 @@ def reward_length_correlation(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> Estimate:
+) -> Interval:
     """Spearman correlation of reward and response length over every response of a set of rows, with a
     bootstrap CI resampling rows (a row's responses stay together).
 
     rewards, lengths: one (K_i,) array per row. Rows of two responses go through
     rewardsmith.evaluate.metrics.length_correlation (the pair sets' definition); others are pooled the same way
-    (replicates by resampled_spearman). Returns Estimate(value in [-1, 1], low, high, number of rows).
+    (replicates by resampled_spearman). Returns Interval(estimate in [-1, 1], low, high, number of rows).
     """
     rows = [np.asarray(r, dtype=np.float64) for r in rewards]
     lens = [np.asarray(x, dtype=np.float64) for x in lengths]
@@ -313,13 +313,13 @@ def reward_length_correlation(
             rr[:, 0], rr[:, 1], ll[:, 0], ll[:, 1], n_boot=n_boot, confidence=confidence, seed=seed
         )
     if n < 2:
-        return Estimate(float("nan"), float("nan"), float("nan"), n)
+        return Interval(float("nan"), float("nan"), float("nan"), n, confidence)
     flat_r, flat_l = np.concatenate(rows), np.concatenate(lens)
     value = float(spearman(flat_r, flat_l))
     if n_boot <= 0:
-        return Estimate(value, float("nan"), float("nan"), n)
+        return Interval(value, float("nan"), float("nan"), n, confidence)
     unit = np.repeat(np.arange(n), [r.size for r in rows])
     low, high = percentile_interval(
         resampled_spearman(flat_r, flat_l, unit, bootstrap_indices(n, n_boot, seed)), confidence
     )
-    return Estimate(value, low, high, n)
+    return Interval(value, low, high, n, confidence)

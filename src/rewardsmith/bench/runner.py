@@ -121,7 +121,7 @@ def _length_controlled(pairs: PairView, options: EvalOptions) -> dict[str, Any]:
         seed=options.seed,
     )
     return {
-        "length_controlled": json_float(lc.value.value),
+        "length_controlled": json_float(lc.value.estimate),
         "length_controlled_ci": lc.value.ci,
         "length_controlled_n": lc.value.n,
         "equal_length_n": lc.n_equal,
@@ -206,7 +206,7 @@ def evaluate_suite(
                     seed=options.seed,
                 )
             corr = correlations[rows]
-            record.update(length_correlation=json_float(corr.value), length_correlation_ci=corr.ci)
+            record.update(length_correlation=json_float(corr.estimate), length_correlation_ci=corr.ci)
         records.append(record)
     extras = dict(model.extras)
     if rule.extras:

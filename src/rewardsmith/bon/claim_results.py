@@ -8,7 +8,7 @@ from typing import Any
 
 from rewardsmith.bon.claims import ACCURACY_RANKS_POLICY, ICRM_RESISTS, OVEROPTIMISES, RAISES_GOLD
 from rewardsmith.bon.estimate import LENGTH, ORACLE
-from rewardsmith.claims import HELD, INCONCLUSIVE, NOT_HELD, ClaimResult, interval_result, not_run
+from rewardsmith.claims import HELD, INCONCLUSIVE, NOT_HELD, ClaimResult, interval_result, not_run, record_result
 
 NAIVE, ANCHOR, ICRM_DEMOS, BT = "w2s-naive", "w2s-anchor", "icrm+demos", "bt-baseline"
 
@@ -57,19 +57,18 @@ def bon_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     for gold, block in d["golds"].items():
         for proxy in _proxies(d, gold):
             entry = block["selectors"][proxy]
-            value, ci = _ci(entry["gain_over_random"])
-            out.append(interval_result(RAISES_GOLD, value, ci, scope=f"{gold}: {names.get(proxy, proxy)}"))
+            scope = f"{gold}: {names.get(proxy, proxy)}"
+            out.append(record_result(RAISES_GOLD, entry["gain_over_random"], scope=scope, unit="prompts"))
         for proxy in _proxies(d, gold):
             over = block["selectors"][proxy]["overoptimisation"]
             scope = f"{gold}: {names.get(proxy, proxy)}"
             if over.get("drop") is None:
                 out.append(not_run(OVEROPTIMISES, over["verdict"], scope=scope))
                 continue
-            value, ci = _ci(over["drop"])
             note = f"peak at n = {over['peak_n']} on the validation prompts" + (
                 " (N itself: nothing after it to fall)" if over["peak_n"] == n_max else ""
             )
-            out.append(interval_result(OVEROPTIMISES, value, ci, scope=scope, evidence=note))
+            out.append(record_result(OVEROPTIMISES, over["drop"], scope=scope, evidence=note, unit="prompts"))
         out.append(_ranks(d, gold, labels))
         out.append(_icrm(d, gold, labels))
     return out
@@ -118,4 +117,5 @@ def _icrm(d: Mapping[str, Any], gold: str, labels: Mapping[str, str]) -> ClaimRe
         if all(p == n_max for p in peaks)
         else f"validation peaks: ICRM n = {peaks[0]}, BT n = {peaks[1]}"
     )
-    return interval_result(ICRM_RESISTS, value, ci, scope=gold, evidence=note)
+    n = pair["drop_diff"].get("n")
+    return interval_result(ICRM_RESISTS, value, ci, scope=gold, evidence=note, n=n, unit="prompts")

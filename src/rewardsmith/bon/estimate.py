@@ -1,4 +1,6 @@
-"""Best-of-n estimates from N samples per prompt (METHODS.md section 4), as pure functions of score arrays.
+"""Best-of-n estimates from N samples per prompt (METHODS.md section 4), as pure functions of score arrays that
+return records (rewardsmith.stats.Interval for every figure); rewardsmith.bon.metrics turns them into metrics.json
+with the verdicts.
 
 Every input is (P, N): P prompts, N samples each, in the same order for every array. A selector (a proxy reward
 model, the response length, the gold itself) picks the best of n samples drawn without replacement; the exact
@@ -8,22 +10,20 @@ bootstrap CI over prompts (paired across selectors: one set of resampled prompts
 
 Over-optimisation is judged from data, not from a fitted curve: the n where the gold peaks is chosen on one half
 of the prompts (the validation half, by a stable hash of the prompt id), and gold@N minus gold at that n is
-estimated on the other half, with its CI: "over-optimised" only when the CI lies below 0, "inconclusive" when it
-covers 0, "not over-optimised" when it lies above 0; "peaks at N" when the validation half peaks at N itself.
+estimated on the other half, with its CI (rewardsmith.bon.metrics words its verdict).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rewardsmith.data.splits import hash_fraction
 from rewardsmith.evaluate.best_of_n import best_of_n_curves, kl_bound, powers_of_two
-from rewardsmith.stats import bootstrap_indices, interval_verdict, percentile_interval, spearman
+from rewardsmith.stats import Interval, bootstrap_indices, mean_interval, paired_difference, spearman
 
 FloatArray = NDArray[np.float64]
 
@@ -32,38 +32,9 @@ ORACLE = "oracle"  # the gold as its own selector: the best any selector can do 
 VALIDATION_SALT = "bon-validation"
 
 
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    low: float
-    high: float
-
-    def as_dict(self) -> dict[str, float]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high}
-
-
-def _interval(values: FloatArray, replicates: FloatArray) -> Interval:
-    """The mean of per-prompt values (P,) and the percentile interval of its replicates (B,)."""
-    finite = values[np.isfinite(values)]
-    estimate = float(finite.mean()) if finite.size else float("nan")
-    low, high = percentile_interval(replicates)
-    return Interval(estimate, low, high)
-
-
-def _replicate_means(per_prompt: FloatArray, idx: NDArray[np.int64]) -> FloatArray:
-    """Means over resampled prompts: per_prompt (P, ...) and idx (B, P) -> (B, ...), NaN prompts left out."""
-    import warnings
-
-    resampled = per_prompt[idx]  # (B, P, ...)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a replicate of only NaN prompts is NaN (left out)
-        return np.asarray(np.nanmean(resampled, axis=1), dtype=np.float64)
-
-
-def _per_n(per_prompt: FloatArray, idx: NDArray[np.int64]) -> list[dict[str, float]]:
-    """Mean and CI per column of a (P, len(ns)) array of per-prompt values."""
-    reps = _replicate_means(per_prompt, idx)
-    return [_interval(per_prompt[:, k], reps[:, k]).as_dict() for k in range(per_prompt.shape[1])]
+def _per_n(per_prompt: FloatArray, idx: NDArray[np.int64]) -> list[Interval]:
+    """Mean and CI per column of a (P, len(ns)) array of per-prompt values, on the shared draws idx (B, P)."""
+    return [mean_interval(per_prompt[:, k], indices=idx) for k in range(per_prompt.shape[1])]
 
 
 def validation_half(prompt_ids: Sequence[str]) -> NDArray[np.bool_]:
@@ -93,41 +64,92 @@ def selector_curves(selector: ArrayLike, gold: ArrayLike, lengths: ArrayLike, ns
     return Curves(best_of_n_curves(s, gold, ns), best_of_n_curves(s, s, ns), best_of_n_curves(s, lengths, ns))
 
 
+@dataclass(frozen=True)
+class Overoptimisation:
+    """The peak n of the gold chosen on the validation prompts, and drop = gold@N minus gold at that n on the test
+    prompts (None for both without two halves); test_prompts: the prompts of the test half."""
+
+    peak_n: int | None
+    drop: Interval | None
+    test_prompts: int
+    peaks_at_n: bool
+
+
 def overoptimisation(
     curves: FloatArray, ns: Sequence[int], validation: NDArray[np.bool_], idx_test: NDArray[np.int64]
-) -> dict[str, Any]:
-    """The peak n of the gold chosen on the validation prompts, and gold@N minus gold at that n on the test prompts
-    with its CI and verdict. curves: (P, len(ns)) gold@n per prompt; idx_test: (B, P_test) resampling indices of the
-    test prompts."""
+) -> Overoptimisation:
+    """Over-optimisation of one selector's gold curves (P, len(ns)) (see the module docstring); idx_test: (B, P_test)
+    resampling indices of the test prompts."""
     val, test = curves[validation], curves[~validation]
     if val.shape[0] == 0 or test.shape[0] == 0:
-        return {"peak_n": None, "drop": None, "verdict": "not run (too few prompts for a validation half)"}
+        return Overoptimisation(None, None, int(test.shape[0]), False)
     peak = int(np.argmax(np.nanmean(val, axis=0)))
-    peak_n = int(ns[peak])
     drop = test[:, -1] - test[:, peak]
-    interval = _interval(drop, _replicate_means(drop, idx_test))
-    if peak == len(ns) - 1:
-        verdict = "peaks at N"
-    else:
-        verdict = {"held": "not over-optimised", "not held": "over-optimised", "inconclusive": "inconclusive"}.get(
-            interval_verdict(interval.low, interval.high) or "", "inconclusive"
-        )
-    return {"peak_n": peak_n, "drop": interval.as_dict(), "verdict": verdict, "test_prompts": int(test.shape[0])}
+    return Overoptimisation(
+        int(ns[peak]), mean_interval(drop, indices=idx_test), int(test.shape[0]), peak == len(ns) - 1
+    )
 
 
-def _paired_drop(
+def paired_drop(
     gold_a: FloatArray, gold_b: FloatArray, validation: NDArray[np.bool_], idx_test: NDArray[np.int64]
-) -> dict[str, Any] | None:
-    """(gold@N - gold at a's validation peak) minus the same for b, per test prompt: its mean, CI and verdict (above
-    0: a loses less after its peak than b). None without both halves."""
+) -> Interval | None:
+    """(gold@N - gold at a's validation peak) minus the same for b, per test prompt, with its paired CI (above 0: a
+    loses less after its peak than b). None without both halves."""
     if validation.all() or not validation.any():
         return None
     peak_a = int(np.argmax(np.nanmean(gold_a[validation], axis=0)))
     peak_b = int(np.argmax(np.nanmean(gold_b[validation], axis=0)))
     test_a, test_b = gold_a[~validation], gold_b[~validation]
-    diff = (test_a[:, -1] - test_a[:, peak_a]) - (test_b[:, -1] - test_b[:, peak_b])
-    interval = _interval(diff, _replicate_means(diff, idx_test)).as_dict()
-    return {**interval, "verdict": interval_verdict(interval["low"], interval["high"])}
+    drop_a, drop_b = test_a[:, -1] - test_a[:, peak_a], test_b[:, -1] - test_b[:, peak_b]
+    return paired_difference(drop_a, drop_b, indices=idx_test)
+
+
+@dataclass(frozen=True)
+class SelectorEstimates:
+    """One selector's figures on one gold: per n (lists over ns) gold@n, its own value, that value's gain over
+    n = 1 in own_sd (the selector's standard deviation over all samples) and the picked length; gold@N - gold@1
+    (gain over random choice), the within-prompt rank correlation with the gold, and over-optimisation."""
+
+    gold_at_n: list[Interval]
+    own_at_n: list[Interval]
+    own_sd: float
+    own_gain_in_sd_at_n: list[Interval]
+    length_at_n: list[Interval]
+    gain_over_random: Interval
+    rank_correlation: Interval
+    overoptimisation: Overoptimisation
+
+
+@dataclass(frozen=True)
+class PairedEstimates:
+    """Proxies a and b on one gold: a - b of gold@n per n and of the drop after each one's validation peak."""
+
+    a: str
+    b: str
+    gold_diff_at_n: list[Interval]
+    drop_diff: Interval | None
+
+
+@dataclass(frozen=True)
+class GoldEstimates:
+    """Every figure on one gold: the prompts it scored (and dropped), per selector, and per two proxies."""
+
+    prompts: int
+    dropped_prompts: int
+    selectors: dict[str, SelectorEstimates]
+    paired: list[PairedEstimates]
+
+
+@dataclass(frozen=True)
+class BestOfNEstimates:
+    """A run's estimates: N samples, the n grid and its KL bound, the prompts and the validation half's size."""
+
+    n: int
+    ns: list[int]
+    kl_bound: list[float]
+    prompts: int
+    validation_prompts: int
+    golds: dict[str, GoldEstimates]
 
 
 def best_of_n_estimates(
@@ -137,31 +159,20 @@ def best_of_n_estimates(
     lengths: ArrayLike,
     n_boot: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Every best-of-n figure of a run (see the module docstring) as a JSON-ready dict.
+) -> BestOfNEstimates:
+    """Every best-of-n figure of a run (see the module docstring).
 
     selectors: proxy name -> rewards (P, N); golds: gold name -> values (P, N), NaN where the gold cannot score a
     sample (it is then left out of that prompt's figures: a prompt with any NaN is dropped for that gold); lengths:
-    (P, N). Per gold: the KL bound per n, and per selector (each proxy, then the length selector and the oracle):
-    gold@n, proxy@n (the selector's own value; also as its gain over n = 1 in the selector's standard deviations
-    over all samples, own_gain_in_sd_at_n) and the picked length per n with CIs, gold@N - gold@1 (does the
-    selector raise the gold above random choice), the over-optimisation verdict, and the within-prompt rank
-    correlation of selector and gold; then, for every two proxies a and b, the paired differences of gold@n and of
-    their drops after the validation peak (drop_diff: a's minus b's on the test prompts).
+    (P, N). Per gold: per selector (each proxy, then the length selector and the oracle) its SelectorEstimates; then,
+    for every two proxies a and b, the paired differences of gold@n and of their drops after the validation peak.
     """
     length_arr = np.asarray(lengths, dtype=np.float64)
     n_prompts, n_samples = length_arr.shape
     ns = powers_of_two(n_samples)
     validation = validation_half(prompt_ids)
-    out: dict[str, Any] = {
-        "n": n_samples,
-        "ns": ns,
-        "kl_bound": [kl_bound(n) for n in ns],
-        "prompts": n_prompts,
-        "validation_prompts": int(validation.sum()),
-        "golds": {},
-    }
     rng = np.random.default_rng(seed)
+    out: dict[str, GoldEstimates] = {}
     for gold_name, gold_values in golds.items():
         gold = np.asarray(gold_values, dtype=np.float64)
         keep = np.all(np.isfinite(gold), axis=1)
@@ -173,40 +184,30 @@ def best_of_n_estimates(
         chooser = {name: np.asarray(values, dtype=np.float64)[keep] for name, values in selectors.items()}
         chooser[LENGTH], chooser[ORACLE] = kept_lengths, g
         curves = {name: selector_curves(values, g, kept_lengths, ns) for name, values in chooser.items()}
-        per_selector: dict[str, Any] = {}
+        per_selector: dict[str, SelectorEstimates] = {}
         for name, c in curves.items():
-            gain = c.gold[:, -1] - c.gold[:, 0]
-            gain_ci = _interval(gain, _replicate_means(gain, idx)).as_dict()
-            corr = within_prompt_correlation(chooser[name], g)
             scale = float(np.std(chooser[name]))
             own_gain = (c.own - c.own[:, :1]) / scale if scale > 0 else np.zeros_like(c.own)
-            per_selector[name] = {
-                "gold_at_n": _per_n(c.gold, idx),
-                "own_at_n": _per_n(c.own, idx),
-                "own_sd": scale,
-                "own_gain_in_sd_at_n": _per_n(own_gain, idx),
-                "length_at_n": _per_n(c.length, idx),
-                "gain_over_random": {**gain_ci, "verdict": interval_verdict(gain_ci["low"], gain_ci["high"])},
-                "rank_correlation": {
-                    **_interval(corr, _replicate_means(corr, idx)).as_dict(),
-                    "prompts": int(np.isfinite(corr).sum()),
-                },
-                "overoptimisation": overoptimisation(c.gold, ns, validation[keep], idx_test),
-            }
+            per_selector[name] = SelectorEstimates(
+                gold_at_n=_per_n(c.gold, idx),
+                own_at_n=_per_n(c.own, idx),
+                own_sd=scale,
+                own_gain_in_sd_at_n=_per_n(own_gain, idx),
+                length_at_n=_per_n(c.length, idx),
+                gain_over_random=paired_difference(c.gold[:, -1], c.gold[:, 0], indices=idx),
+                rank_correlation=mean_interval(within_prompt_correlation(chooser[name], g), indices=idx),
+                overoptimisation=overoptimisation(c.gold, ns, validation[keep], idx_test),
+            )
         proxies = list(selectors)
-        paired: list[dict[str, Any]] = []
-        for i, a in enumerate(proxies):
-            for b in proxies[i + 1 :]:
-                rows: list[dict[str, Any]] = [
-                    {**row, "verdict": interval_verdict(row["low"], row["high"])}
-                    for row in _per_n(curves[a].gold - curves[b].gold, idx)
-                ]
-                drops = _paired_drop(curves[a].gold, curves[b].gold, validation[keep], idx_test)
-                paired.append({"a": a, "b": b, "gold_diff_at_n": rows, "drop_diff": drops})
-        out["golds"][gold_name] = {
-            "prompts": int(kept_ids.size),
-            "dropped_prompts": int(n_prompts - kept_ids.size),
-            "selectors": per_selector,
-            "paired": paired,
-        }
-    return out
+        paired = [
+            PairedEstimates(
+                a,
+                b,
+                [paired_difference(curves[a].gold[:, k], curves[b].gold[:, k], indices=idx) for k in range(len(ns))],
+                paired_drop(curves[a].gold, curves[b].gold, validation[keep], idx_test),
+            )
+            for i, a in enumerate(proxies)
+            for b in proxies[i + 1 :]
+        ]
+        out[gold_name] = GoldEstimates(int(kept_ids.size), int(n_prompts - kept_ids.size), per_selector, paired)
+    return BestOfNEstimates(n_samples, ns, [kl_bound(n) for n in ns], n_prompts, int(validation.sum()), out)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardsmith.claims import ClaimResult, interval_result, not_run
+from rewardsmith.claims import ClaimResult, not_run, record_result
 from rewardsmith.ensembles.claims import (
     BEATS_BEST_MEMBER,
     CONSERVATIVE_OVEROPTIMISES_LESS,
@@ -19,10 +19,10 @@ from rewardsmith.ensembles.claims import (
 KINDS = {"seeds": "seeds", "boot": "seeds + bootstraps"}
 
 
-def _interval(claim: Any, entry: Mapping[str, Any] | None, scope: str, evidence: str = "") -> ClaimResult:
-    if not entry:
-        return not_run(claim, "not in this run", scope=scope)
-    return interval_result(claim, entry.get("estimate"), entry.get("ci"), scope=scope, evidence=evidence)
+def _interval(
+    claim: Any, entry: Mapping[str, Any] | None, scope: str, evidence: str = "", unit: str = "pairs"
+) -> ClaimResult:
+    return record_result(claim, entry, scope=scope, evidence=evidence, unit=unit, missing="not in this run")
 
 
 def proxy_label(d: Mapping[str, Any], source: str) -> str | None:
@@ -52,7 +52,7 @@ def _signed(entry: Mapping[str, Any] | None, sign: float) -> dict[str, Any] | No
         return None
     low, high = entry.get("low"), entry.get("high")
     ci = None if low is None or high is None else sorted([sign * low, sign * high])
-    return {"estimate": sign * entry["estimate"], "ci": ci}
+    return {"estimate": sign * entry["estimate"], "ci": ci, "n": entry.get("n")}
 
 
 def ensemble_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
@@ -104,7 +104,9 @@ def _bon_results(d: Mapping[str, Any]) -> list[ClaimResult]:
                     if all(p == n_max for p in peaks)
                     else f"validation peaks: {rule} n = {peaks[0]}, mean n = {peaks[1]}"
                 )
-                out.append(_interval(CONSERVATIVE_OVEROPTIMISES_LESS, _signed(pair["drop_diff"], sign), scope, note))
+                out.append(
+                    _interval(CONSERVATIVE_OVEROPTIMISES_LESS, _signed(pair["drop_diff"], sign), scope, note, "prompts")
+                )
         for kind, name in KINDS.items():
             scope = f"{shown}: {name}"
             mean = proxy_label(d, f"rules/{kind}-mean")
@@ -113,5 +115,7 @@ def _bon_results(d: Mapping[str, Any]) -> list[ClaimResult]:
             if pair is None:
                 out.append(not_run(ENSEMBLE_RAISES_GOLD_MORE, "not in this run", scope=scope))
                 continue
-            out.append(_interval(ENSEMBLE_RAISES_GOLD_MORE, _signed(pair["gold_diff_at_n"][-1], sign), scope))
+            out.append(
+                _interval(ENSEMBLE_RAISES_GOLD_MORE, _signed(pair["gold_diff_at_n"][-1], sign), scope, unit="prompts")
+            )
     return out

@@ -19,37 +19,22 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rewardsmith.stats import bootstrap_indices, length_controlled_value, percentile_interval, sigmoid, spearman
+from rewardsmith.stats import (
+    Interval,
+    bootstrap_indices,
+    json_float,
+    length_controlled_value,
+    mean_interval,
+    percentile_interval,
+    sigmoid,
+    spearman,
+)
 
 FloatArray = NDArray[np.float64]
 CalibrationMode = Literal["top_label", "probability"]
 
 # Per-pair score of a correct, wrong and tied comparison.
 _TIE_CREDIT = 0.5
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with a two-sided confidence interval and the number of units behind it."""
-
-    value: float
-    low: float
-    high: float
-    n: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"value", "low", "high", "n"}`` with NaN written as None (JSON-ready)."""
-        return {
-            "value": json_float(self.value),
-            "low": json_float(self.low),
-            "high": json_float(self.high),
-            "n": int(self.n),
-        }
-
-    @property
-    def ci(self) -> list[float | None]:
-        """``[low, high]`` with NaN written as None."""
-        return [json_float(self.low), json_float(self.high)]
 
 
 @dataclass(frozen=True)
@@ -61,9 +46,9 @@ class LengthControlled:
     excluded from all three.
     """
 
-    value: Estimate
-    chosen_longer: Estimate
-    chosen_shorter: Estimate
+    value: Interval
+    chosen_longer: Interval
+    chosen_shorter: Interval
     n_equal: int
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,12 +95,6 @@ class ReliabilityCurve:
         }
 
 
-def json_float(value: float) -> float | None:
-    """`value` as a Python float, or None when it is NaN or infinite (JSON has neither)."""
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 # ----------------------------------------------------------------------------------------------------
 # Bootstrap machinery
 
@@ -134,26 +113,6 @@ def _check_same_length(**arrays: FloatArray) -> int:
     return next(iter(lengths.values()))
 
 
-def bootstrap_mean(
-    values: ArrayLike, *, scale: float = 100.0, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> Estimate:
-    """Mean of per-unit scores with a percentile bootstrap CI, multiplied by `scale`.
-
-    values: (N,) per-pair scores (e.g. 1 / 0.5 / 0 correctness). Returns Estimate(value, low, high, N);
-    all NaN when N == 0; low and high are NaN when n_boot == 0 (no interval computed).
-    """
-    scores = _as_1d(values, "values")
-    n = scores.size
-    if n == 0:
-        return Estimate(float("nan"), float("nan"), float("nan"), 0)
-    value = float(scores.mean() * scale)
-    if n_boot <= 0:
-        return Estimate(value, float("nan"), float("nan"), n)
-    replicates = scores[bootstrap_indices(n, n_boot, seed)].mean(axis=1) * scale
-    low, high = percentile_interval(replicates, confidence)
-    return Estimate(value, low, high, n)
-
-
 # ----------------------------------------------------------------------------------------------------
 # Accuracy
 
@@ -167,13 +126,13 @@ def pairwise_correct(margins: ArrayLike) -> FloatArray:
     return np.where(d > 0, 1.0, np.where(d < 0, 0.0, _TIE_CREDIT))
 
 
-def pairwise_accuracy(margins: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Estimate:
+def pairwise_accuracy(margins: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0) -> Interval:
     """Pairwise accuracy (percentage points) of margins d = r_chosen - r_rejected, ties counting 0.5,
     with a percentile bootstrap CI over pairs.
 
-    margins: (N,). Returns Estimate(value, low, high, N).
+    margins: (N,). Returns Interval(value, low, high, N).
     """
-    return bootstrap_mean(pairwise_correct(margins), n_boot=n_boot, confidence=confidence, seed=seed)
+    return mean_interval(pairwise_correct(margins), n_boot, seed, confidence=confidence, scale=100.0)
 
 
 def _orientation(labels: ArrayLike | None, n: int) -> FloatArray:
@@ -204,14 +163,14 @@ def soft_label_correct(margins: ArrayLike, labels: ArrayLike) -> FloatArray:
 
 def soft_label_accuracy(
     margins: ArrayLike, labels: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> Estimate:
+) -> Interval:
     """Pairwise accuracy (percentage points) against soft labels in [0, 1]: the chosen response is the
     preferred one when label > 0.5, the rejected one when label < 0.5; pairs with label == 0.5 are
-    ignored (Estimate.n counts the pairs used). Ties in margin score 0.5.
+    ignored (Interval.n counts the pairs used). Ties in margin score 0.5.
 
-    margins, labels: (N,). Returns Estimate(value, low, high, M).
+    margins, labels: (N,). Returns Interval(value, low, high, M).
     """
-    return bootstrap_mean(soft_label_correct(margins, labels), n_boot=n_boot, confidence=confidence, seed=seed)
+    return mean_interval(soft_label_correct(margins, labels), n_boot, seed, confidence=confidence, scale=100.0)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -240,7 +199,7 @@ def length_rule_accuracy(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> Estimate:
+) -> Interval:
     """Accuracy (percentage points) of the rule "the longer response wins" (lengths in characters), equal
     lengths scoring 0.5, with a bootstrap CI over pairs.
 
@@ -286,11 +245,10 @@ def length_controlled_accuracy(
         low, high = percentile_interval(replicates, confidence)
     else:
         low = high = float("nan")
-    kwargs: dict[str, Any] = {"n_boot": n_boot, "confidence": confidence, "seed": seed}
     return LengthControlled(
-        value=Estimate(value, low, high, n),
-        chosen_longer=bootstrap_mean(correct[longer], **kwargs),
-        chosen_shorter=bootstrap_mean(correct[shorter], **kwargs),
+        value=Interval(value, low, high, n, confidence),
+        chosen_longer=mean_interval(correct[longer], n_boot, seed, confidence=confidence, scale=100.0),
+        chosen_shorter=mean_interval(correct[shorter], n_boot, seed, confidence=confidence, scale=100.0),
         n_equal=int((~unequal).sum()),
     )
 
@@ -303,11 +261,11 @@ def prefers_longer_rate(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> Estimate:
+) -> Interval:
     """Rate (percentage points) at which the model scores the longer response of a pair higher; equal
     lengths are excluded and tied scores count 0.5. Independent of which side is preferred.
 
-    margins, chosen_len, rejected_len: (N,). Returns Estimate with n = number of unequal-length pairs.
+    margins, chosen_len, rejected_len: (N,). Returns Interval with n = number of unequal-length pairs.
     """
     d = _as_1d(margins, "margins")
     dlen = _as_1d(chosen_len, "chosen_len") - _as_1d(rejected_len, "rejected_len")
@@ -327,21 +285,21 @@ def length_correlation(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> Estimate:
+) -> Interval:
     """Spearman correlation between reward and response length over every response of a set (both sides of
     each pair), with a bootstrap CI resampling pairs. How much a model still leans on length: 0 is none, +1
     a pure longer-is-better score, -1 a pure shorter-is-better one.
 
-    chosen_scores, rejected_scores, chosen_len, rejected_len: (N,). Returns Estimate (value in [-1, 1]).
+    chosen_scores, rejected_scores, chosen_len, rejected_len: (N,). Returns Interval (value in [-1, 1]).
     """
     sc, sr = _as_1d(chosen_scores, "chosen_scores"), _as_1d(rejected_scores, "rejected_scores")
     lc, lr = _as_1d(chosen_len, "chosen_len"), _as_1d(rejected_len, "rejected_len")
     n = _check_same_length(chosen_scores=sc, rejected_scores=sr, chosen_len=lc, rejected_len=lr)
     if n < 2:
-        return Estimate(float("nan"), float("nan"), float("nan"), n)
+        return Interval(float("nan"), float("nan"), float("nan"), n, confidence)
     value = float(spearman(np.concatenate([sc, sr]), np.concatenate([lc, lr])))
     if n_boot <= 0:
-        return Estimate(value, float("nan"), float("nan"), n)
+        return Interval(value, float("nan"), float("nan"), n, confidence)
     low = high = float("nan")
     replicates = []
     for start in range(0, n_boot, 100):  # chunks keep the (replicates, 2N) rank arrays small
@@ -350,7 +308,7 @@ def length_correlation(
             spearman(np.concatenate([sc[idx], sr[idx]], axis=1), np.concatenate([lc[idx], lr[idx]], axis=1))
         )
     low, high = percentile_interval(np.concatenate(replicates), confidence)
-    return Estimate(value, low, high, n)
+    return Interval(value, low, high, n, confidence)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -494,20 +452,20 @@ def evaluate_margins(
     probs = sigmoid(d)
     outcomes = None if labels is None else _as_1d(labels, "labels")
     return {
-        "accuracy": json_float(acc.value),
+        "accuracy": json_float(acc.estimate),
         "accuracy_ci": acc.ci,
-        "length_rule_accuracy": json_float(rule.value),
+        "length_rule_accuracy": json_float(rule.estimate),
         "length_rule_accuracy_ci": rule.ci,
-        "length_controlled_accuracy": json_float(controlled.value.value),
+        "length_controlled_accuracy": json_float(controlled.value.estimate),
         "length_controlled_accuracy_ci": controlled.value.ci,
-        "chosen_longer_accuracy": json_float(controlled.chosen_longer.value),
+        "chosen_longer_accuracy": json_float(controlled.chosen_longer.estimate),
         "chosen_longer_accuracy_ci": controlled.chosen_longer.ci,
         "chosen_longer_n": controlled.chosen_longer.n,
-        "chosen_shorter_accuracy": json_float(controlled.chosen_shorter.value),
+        "chosen_shorter_accuracy": json_float(controlled.chosen_shorter.estimate),
         "chosen_shorter_accuracy_ci": controlled.chosen_shorter.ci,
         "chosen_shorter_n": controlled.chosen_shorter.n,
         "equal_length_n": controlled.n_equal,
-        "prefers_longer_rate": json_float(longer.value),
+        "prefers_longer_rate": json_float(longer.estimate),
         "prefers_longer_rate_ci": longer.ci,
         "ece": json_float(expected_calibration_error(probs, outcomes, n_bins=n_bins)),
         "brier": json_float(brier_score(probs, outcomes)),
@@ -564,7 +522,7 @@ def _auroc(errors: NDArray[np.bool_], doubt: FloatArray) -> float:
 
 def error_auroc(
     correct: ArrayLike, doubt: ArrayLike, *, n_boot: int = 1000, confidence: float = 0.95, seed: int = 0
-) -> Estimate:
+) -> Interval:
     """AUROC of doubt for telling the pairs a model gets wrong (correct < 0.5) from the ones it gets right: 0.5 = the
     doubt says nothing, 1 = every error is doubted more than every correct pair; a percentile CI over pairs."""
     c, u = _as_1d(correct, "correct"), _as_1d(doubt, "doubt")
@@ -573,7 +531,7 @@ def error_auroc(
     idx = bootstrap_indices(n, n_boot, seed)
     reps = np.array([_auroc(errors[i], u[i]) for i in idx])
     low, high = percentile_interval(reps, confidence)
-    return Estimate(_auroc(errors, u), low, high, n)
+    return Interval(_auroc(errors, u), low, high, n, confidence)
 
 
 def error_auroc_difference(
@@ -585,7 +543,7 @@ def error_auroc_difference(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-) -> Estimate:
+) -> Interval:
     """error_auroc of model a minus that of model b on the same N pairs (each judged on its own errors), with a
     percentile CI resampling the pairs jointly (a replicate where either model has no error or no right pair is
     dropped)."""
@@ -598,7 +556,7 @@ def error_auroc_difference(
     idx = bootstrap_indices(n, n_boot, seed)
     reps = np.array([_auroc(ea[i], ua[i]) - _auroc(eb[i], ub[i]) for i in idx])
     low, high = percentile_interval(reps, confidence)
-    return Estimate(_auroc(ea, ua) - _auroc(eb, ub), low, high, n)
+    return Interval(_auroc(ea, ua) - _auroc(eb, ub), low, high, n, confidence)
 
 
 def doubt_block(
@@ -609,6 +567,6 @@ def doubt_block(
     return {
         "kind": kind,
         "selective": selective_accuracy(correct, doubt, n_boot=n_boot, seed=seed),
-        "error_auroc": json_float(auroc.value),
+        "error_auroc": json_float(auroc.estimate),
         "error_auroc_ci": [json_float(auroc.low), json_float(auroc.high)],
     }

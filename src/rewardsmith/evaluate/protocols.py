@@ -57,7 +57,7 @@ def accuracy_block(
     block["reliability"] = reliability_curve(sigmoid(margins), labels).to_dict()
     if scores is not None:
         corr = length_correlation(scores[0::2], scores[1::2], chosen_len, rejected_len, n_boot=n_boot, seed=seed)
-        block["length_correlation"], block["length_correlation_ci"] = json_float(corr.value), corr.ci
+        block["length_correlation"], block["length_correlation_ci"] = json_float(corr.estimate), corr.ci
     if len(margins):
         kind = doubt_kind if doubt is not None else "-|margin|"
         per_pair = np.asarray(doubt if doubt is not None else -np.abs(margins), dtype=np.float64)

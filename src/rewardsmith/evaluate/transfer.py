@@ -9,9 +9,11 @@ NTS_s(T) = AOG_s(T) - max(0, Acc_t(ID) - Acc_s(ID)) and PGR_s = (Acc_s - Acc_t) 
 ceiling's seed s beside the student's seed s (max(0, .) is not linear, so NTS of the seed-averaged student
 would differ).
 
-Each bootstrap replicate resamples seeds with replacement, separately for each model, then pairs with
-replacement within each drawn seed slot; slot j uses the same pair draw for every model (and the teacher),
-so comparisons between models stay paired. The CI is the percentile interval of the replicates. With one
+Each bootstrap replicate resamples seed slots with replacement, once for every model: the models share their seeds
+(seed s of every method is trained from the same seed and data), so slot j holds the same seed s of each, and a model
+with one seed (the teacher) holds it in every slot. Within slot j, pairs are resampled with replacement, with the
+same pair draw for every model. Comparisons between models are thus paired over seeds and over pairs; a model's own
+figures use its own slots (one for a one-seed model). The CI is the percentile interval of the replicates. With one
 seed this is the ordinary paired bootstrap over pairs. Length control: the length-controlled accuracy (mean
 of the chosen-longer and chosen-shorter accuracies, equal lengths dropped) is recomputed inside every
 replicate, so its CI stays inside [0, 100].
@@ -26,8 +28,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rewardsmith.evaluate.metrics import json_float
-from rewardsmith.stats import length_controlled_value, percentile_interval
+from rewardsmith.stats import (
+    HELD,
+    NOT_HELD,
+    Interval,
+    json_float,
+    length_controlled_value,
+    percentile_interval,
+    replicate_interval,
+)
 
 FloatArray = NDArray[np.float64]
 FloatOrArray = float | FloatArray
@@ -79,8 +88,9 @@ class SlotAccuracies:
     """Per-seed accuracies of every model on every split, at the point and in each bootstrap replicate.
 
     point[model][split]: (S_model,) accuracies of the model's seeds (percentage points).
-    reps[model][split]: (n_boot, S_model) accuracies in seed slot j of each replicate (slot j of every model
-    uses pair draw j; the teacher, with one seed, fills every slot of the widest model).
+    reps[model][split]: (n_boot, S) accuracies in seed slot j of each replicate, S the seed count of the models with
+    several seeds: slot j is the same drawn seed of every such model, and uses pair draw j for every model; a model
+    with one seed fills every slot with it. seeds[model]: its seed count (its own slots are the first that many).
     """
 
     def __init__(
@@ -90,7 +100,6 @@ class SlotAccuracies:
         n_boot: int,
         seed: int,
         lengths: Mapping[str, tuple[ArrayLike, ArrayLike]] | None = None,
-        single_seed_models: tuple[str, ...] = (),
     ):
         arrays = {m: {s: _as_seeds(c[s], f"{m}/{s}") for s in splits if s in c} for m, c in correct.items()}
         sizes: dict[str, int] = {}
@@ -99,41 +108,50 @@ class SlotAccuracies:
                 if sizes.setdefault(s, a.shape[1]) != a.shape[1]:
                     raise ValueError(f"{m}/{s} has {a.shape[1]} pairs, others {sizes[s]}")
         self.n_pairs = sizes
-        width = max([a.shape[0] for by in arrays.values() for a in by.values()] + [1])
+        self.n_units: dict[str, int] = {}  # the pairs resampled per split (length control drops equal lengths)
+        self.seeds: dict[str, int] = {}
+        for m, by_split in arrays.items():
+            counts = {a.shape[0] for a in by_split.values()} or {1}
+            if len(counts) > 1:
+                raise ValueError(f"{m}: every split needs the same seeds, got seed counts {sorted(counts)}")
+            self.seeds[m] = counts.pop()
+        several = {m: s for m, s in self.seeds.items() if s > 1}
+        if len(set(several.values())) > 1:
+            raise ValueError(f"models compared over seeds need the same seeds, got seed counts {several}")
+        width = max(several.values(), default=1)
         rng = np.random.default_rng(seed)
         n_boot = max(n_boot, 0)
         self.n_boot = n_boot
         self.point: dict[str, dict[str, FloatArray]] = {m: {} for m in arrays}
         self.reps: dict[str, dict[str, FloatArray]] = {m: {} for m in arrays}
-        # One seed draw per model, shared by every split: a replicate's seed s is the same model on every split,
-        # so means over splits keep the correlation between a seed's results on different splits.
-        seed_draws: dict[str, NDArray[np.int64]] = {}
-        for m, by_split in arrays.items():
-            counts = {a.shape[0] for a in by_split.values()} or {1}
-            if len(counts) > 1:
-                raise ValueError(f"{m}: every split needs the same seeds, got seed counts {sorted(counts)}")
-            s = counts.pop()
-            slots = width if m in single_seed_models or s == 1 else s
-            seed_draws[m] = rng.integers(0, s, size=(n_boot, slots))
+        # One seed draw for every model and split: slot j is the same seed of every model (the seeds are shared, so
+        # differences stay paired over seeds) and of every split (means over splits keep a seed's results together).
+        shared = rng.integers(0, width, size=(n_boot, width))
+        one_seed = np.zeros((n_boot, width), dtype=np.int64)
         for split in splits:
             if split not in sizes:
                 continue
             keep, longer = self._length_mask(lengths, split, sizes[split])
             n = int(keep.sum())
+            self.n_units[split] = n
             units = rng.integers(0, max(n, 1), size=(n_boot, width, n))
             for m in arrays:
                 if split not in arrays[m]:
                     continue
                 values = arrays[m][split][:, keep]
-                seeds = seed_draws[m]
-                slots = seeds.shape[1]
-                resampled = values[seeds[..., None], units[:, :slots]]
+                seeds = shared if self.seeds[m] == width else one_seed
+                resampled = values[seeds[..., None], units]
                 if longer is None:
                     self.point[m][split] = values.mean(axis=1) * 100.0
                     self.reps[m][split] = resampled.mean(axis=2) * 100.0
                 else:
                     self.point[m][split] = length_controlled_value(values, longer) * 100.0
-                    self.reps[m][split] = length_controlled_value(resampled, longer[units[:, :slots]]) * 100.0
+                    self.reps[m][split] = length_controlled_value(resampled, longer[units]) * 100.0
+
+    def slots(self, *models: str) -> int:
+        """The seed slots a statistic of these models averages over: the largest seed count among them (a one-seed
+        model alone: one slot, not the same seed counted in every slot)."""
+        return max(self.seeds[m] for m in models)
 
     @staticmethod
     def _length_mask(
@@ -146,19 +164,26 @@ class SlotAccuracies:
         return keep, (chosen > rejected)[keep]
 
 
-def _slot(values: FloatArray, k: int) -> FloatArray:
-    """Column k of (n_boot, S) replicates, or the single column of a one-seed model."""
-    return values[:, k if values.shape[1] > k else 0]
-
-
 def _put(
-    out: dict[str, Any], key: str, point: float, reps: FloatArray, confidence: float, per_seed: FloatArray | None = None
-) -> None:
-    out[key] = json_float(point)
-    low, high = percentile_interval(reps, confidence) if np.isfinite(point) else (np.nan, np.nan)
-    out[f"{key}_ci"] = [json_float(low), json_float(high)]
+    out: dict[str, Any],
+    key: str,
+    point: float,
+    reps: FloatArray,
+    n: int,
+    confidence: float,
+    per_seed: FloatArray | None = None,
+) -> Interval:
+    """Writes `key` and `<key>_ci` (and `<key>_seed_std` with several seeds) of an estimate and its replicates;
+    returns the Interval (NaN ends where the estimate is not finite)."""
+    if np.isfinite(point):
+        interval = replicate_interval(point, reps, n, confidence)
+    else:
+        interval = Interval(float("nan"), float("nan"), float("nan"), n, confidence)
+    out[key] = json_float(interval.estimate)
+    out[f"{key}_ci"] = interval.ci
     if per_seed is not None and per_seed.size > 1:
         out[f"{key}_seed_std"] = json_float(float(np.nanstd(per_seed, ddof=1)))
+    return interval
 
 
 def transfer_metrics(
@@ -187,72 +212,71 @@ def transfer_metrics(
     if id_split not in correct[teacher]:
         raise ValueError(f"teacher has no {id_split!r} split; splits: {sorted(correct[teacher])}")
     splits = [id_split, *sorted(s for s in correct[teacher] if s != id_split)]
-    acc = SlotAccuracies(correct, splits, n_boot, seed, lengths, (teacher,))
+    acc = SlotAccuracies(correct, splits, n_boot, seed, lengths)
     t_point = {s: float(acc.point[teacher][s][0]) for s in splits}
     results: dict[str, dict[str, Any]] = {}
     for model in correct:
         out: dict[str, Any] = {}
+        own = acc.slots(model)
         for split in splits:
             if split not in acc.point[model]:
                 continue
-            p, r = acc.point[model][split], acc.reps[model][split]
-            _put(
-                out,
-                "id_acc" if split == id_split else f"ood_acc.{split}",
-                float(p.mean()),
-                r.mean(axis=1),
-                confidence,
-                p,
-            )
+            p, r = acc.point[model][split], acc.reps[model][split][:, :own]
+            key = "id_acc" if split == id_split else f"ood_acc.{split}"
+            _put(out, key, float(p.mean()), r.mean(axis=1), acc.n_units[split], confidence, p)
             out[f"n.{split}"] = acc.n_pairs[split]
         out["n_seeds"] = int(next(iter(acc.point[model].values())).size) if acc.point[model] else 0
         if model == teacher or id_split not in acc.point[model]:
             results[model] = out
             continue
-        s_id, s_id_r = acc.point[model][id_split], acc.reps[model][id_split]
-        t_id_r = acc.reps[teacher][id_split]
-        slots = s_id_r.shape[1]
-        t_id_slots = np.stack([_slot(t_id_r, k) for k in range(slots)], axis=1)
+        # Against the one-seed teacher, slot by slot: the teacher's pairs drawn as the student's in each slot.
+        s_id, s_id_r = acc.point[model][id_split], acc.reps[model][id_split][:, :own]
+        t_id_r = acc.reps[teacher][id_split][:, :own]
+        n_id = acc.n_units[id_split]
         wrg = s_id - t_point[id_split]
-        _put(out, "wrg", float(wrg.mean()), (s_id_r - t_id_slots).mean(axis=1), confidence, wrg)
+        _put(out, "wrg", float(wrg.mean()), (s_id_r - t_id_r).mean(axis=1), n_id, confidence, wrg)
         id_loss_point = np.maximum(0.0, t_point[id_split] - s_id)
-        id_loss_reps = np.maximum(0.0, t_id_slots - s_id_r)
+        id_loss_reps = np.maximum(0.0, t_id_r - s_id_r)
         for target in splits[1:]:
             if target not in acc.point[model]:
                 continue
-            s_t, s_t_r = acc.point[model][target], acc.reps[model][target]
-            t_t_slots = np.stack([_slot(acc.reps[teacher][target], k) for k in range(slots)], axis=1)
+            s_t, s_t_r = acc.point[model][target], acc.reps[model][target][:, :own]
+            t_t_r = acc.reps[teacher][target][:, :own]
+            n_t = acc.n_units[target]
             aog = s_t - t_point[target]
-            _put(out, f"aog.{target}", float(aog.mean()), (s_t_r - t_t_slots).mean(axis=1), confidence, aog)
+            _put(out, f"aog.{target}", float(aog.mean()), (s_t_r - t_t_r).mean(axis=1), n_t, confidence, aog)
             nts = aog - id_loss_point
-            _put(
-                out,
-                f"nts.{target}",
-                float(nts.mean()),
-                (s_t_r - t_t_slots - id_loss_reps).mean(axis=1),
-                confidence,
-                nts,
-            )
+            nts_reps = (s_t_r - t_t_r - id_loss_reps).mean(axis=1)
+            _put(out, f"nts.{target}", float(nts.mean()), nts_reps, min(n_t, n_id), confidence, nts)
         if ceiling is not None and ceiling in acc.point:
+            k = acc.slots(model, ceiling)  # the ceiling's seed s beside the student's seed s, slot by slot
             for split in splits:
                 if split not in acc.point[model] or split not in acc.point[ceiling]:
                     continue
-                s_p, s_r = acc.point[model][split], acc.reps[model][split]
-                c_p, c_r = acc.point[ceiling][split], acc.reps[ceiling][split]
-                t_r = np.stack([_slot(acc.reps[teacher][split], k) for k in range(slots)], axis=1)
-                c_slots = np.stack([_slot(c_r, k) for k in range(slots)], axis=1)
-                c_aligned = np.array([c_p[k % c_p.size] for k in range(s_p.size)])
+                s_p, s_r = acc.point[model][split], acc.reps[model][split][:, :k]
+                c_p, c_r = acc.point[ceiling][split], acc.reps[ceiling][split][:, :k]
+                t_r = acc.reps[teacher][split][:, :k]
+                c_aligned = np.array([c_p[j % c_p.size] for j in range(s_p.size)])
                 per_seed = np.asarray(performance_gap_recovered(s_p, t_point[split], c_aligned, min_pgr_gap))
                 undefined = bool(float(c_p.mean()) - t_point[split] < min_pgr_gap)
                 point = float("nan") if undefined or np.all(np.isnan(per_seed)) else float(np.nanmean(per_seed))
-                rep_seed = np.asarray(performance_gap_recovered(s_r, t_r, c_slots, min_pgr_gap))
+                rep_seed = np.asarray(performance_gap_recovered(s_r, t_r, c_r, min_pgr_gap))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: PGR undefined there
                     reps = np.nanmean(rep_seed, axis=1)
-                _put(out, f"pgr.{split}", point, reps, confidence, per_seed)
+                _put(out, f"pgr.{split}", point, reps, acc.n_units[split], confidence, per_seed)
                 out[f"pgr.{split}_undefined"] = undefined
         results[model] = out
     return results
+
+
+def _difference(acc: SlotAccuracies, model: str, reference: str, split: str) -> tuple[float, FloatArray]:
+    """model minus reference on one split: the difference of their seed means and its replicates (n_boot,), slot by
+    slot over the slots of the two (the same seed and pairs of both in each)."""
+    k = acc.slots(model, reference)
+    a_p, a_r = acc.point[model][split], acc.reps[model][split][:, :k]
+    b_p, b_r = acc.point[reference][split], acc.reps[reference][split][:, :k]
+    return float(a_p.mean() - b_p.mean()), (a_r - b_r).mean(axis=1)
 
 
 def paired_differences(
@@ -266,12 +290,14 @@ def paired_differences(
     means: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Accuracy of each model minus the reference model's, per split (seed means, percentage points), with
-    hierarchical bootstrap CIs (seeds resampled per model, pairs shared per slot).
+    hierarchical bootstrap CIs paired over seeds and pairs (SlotAccuracies: one seed draw for every model, one pair
+    draw per slot; the models share their seeds).
 
     means: {name: splits}: also the mean of the differences over those splits ("d.<name>"), its replicates the
-    means of the splits' replicates (one seed draw per model serves every split).
+    means of the splits' replicates (one seed draw serves every split).
     Returns {model: {"d.<split>", "d.<split>_ci", "significant.<split>"}} for every model but the reference;
-    significant means the CI excludes 0.
+    significant: the CI's verdict is held or not held (rewardsmith.stats.Interval.verdict: it excludes 0, on at least
+    MIN_UNITS pairs).
     """
     if reference not in correct:
         raise ValueError(f"reference {reference!r} not among the models {sorted(correct)}")
@@ -285,30 +311,18 @@ def paired_differences(
         for split in splits:
             if split not in acc.point[model]:
                 continue
-            a_p, a_r = acc.point[model][split], acc.reps[model][split]
-            b_p, b_r = acc.point[reference][split], acc.reps[reference][split]
-            _put(rec, f"d.{split}", float(a_p.mean() - b_p.mean()), a_r.mean(axis=1) - b_r.mean(axis=1), confidence)
-            low, high = rec[f"d.{split}_ci"]
-            rec[f"significant.{split}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
+            interval = _put(
+                rec, f"d.{split}", *_difference(acc, model, reference, split), acc.n_units[split], confidence
+            )
+            rec[f"significant.{split}"] = interval.verdict() in (HELD, NOT_HELD)
         for name, group in (means or {}).items():
-            diffs = [
-                (
-                    acc.point[model][g].mean() - acc.point[reference][g].mean(),
-                    acc.reps[model][g].mean(axis=1) - acc.reps[reference][g].mean(axis=1),
-                )
-                for g in group
-            ]
+            diffs = [_difference(acc, model, reference, g) for g in group]
             if not diffs:
                 continue
-            _put(
-                rec,
-                f"d.{name}",
-                float(np.mean([d for d, _ in diffs])),
-                np.mean([r for _, r in diffs], axis=0),
-                confidence,
-            )
-            low, high = rec[f"d.{name}_ci"]
-            rec[f"significant.{name}"] = bool(low is not None and high is not None and (low > 0 or high < 0))
+            point = float(np.mean([d for d, _ in diffs]))
+            reps = np.mean([r for _, r in diffs], axis=0)
+            interval = _put(rec, f"d.{name}", point, reps, min(acc.n_units[g] for g in group), confidence)
+            rec[f"significant.{name}"] = interval.verdict() in (HELD, NOT_HELD)
         out[model] = rec
     return out
 

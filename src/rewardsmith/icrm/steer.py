@@ -40,5 +40,5 @@ def steering_check(
     for name, shown in conditions.items():
         scores = scorer.score_pairs(pairs, shown)
         acc = pairwise_accuracy(scores.u_chosen - scores.u_rejected, n_boot=n_boot, seed=seed)
-        out["conditions"][name] = {"accuracy": acc.value, "accuracy_ci": acc.ci, "mean_mu": float(scores.mu.mean())}
+        out["conditions"][name] = {"accuracy": acc.estimate, "accuracy_ci": acc.ci, "mean_mu": float(scores.mu.mean())}
     return out

@@ -18,7 +18,14 @@ from rewardsmith.errors import DataError
 from rewardsmith.evaluate.metrics import expected_calibration_error, hypervolume_2d
 from rewardsmith.icrm.claims import N_CALIBRATION_FROM, N_MAX, N_RMBENCH_FROM
 from rewardsmith.icrm.protocols.calibration import reliability
-from rewardsmith.stats import hierarchical_indices, hierarchical_replicates, percentile_interval
+from rewardsmith.stats import (
+    Interval,
+    hierarchical_indices,
+    hierarchical_replicates,
+    mean_interval,
+    paired_difference,
+    replicate_interval,
+)
 
 ECE_REPLICATES = 300  # ECE is re-binned in every replicate: a few hundred settle the interval
 RMBENCH_KEYS = ("easy", "normal", "hard", "avg")
@@ -29,17 +36,14 @@ def _r(x: float, digits: int = 4) -> float | None:
     return round(float(x), digits) if np.isfinite(x) else None
 
 
-def mean_ci(values: np.ndarray, n_boot: int, seed: int = 0) -> dict[str, Any]:
-    """Mean of a (S, K) seeds x pairs array with its 95% hierarchical bootstrap CI (same `seed` = same draws,
-    so intervals of arrays over the same pairs are paired)."""
-    reps = hierarchical_replicates(values, n_boot, seed)
-    low, high = percentile_interval(reps)
-    return {"mean": _r(values.mean()), "ci": [_r(low), _r(high)]}
+def record(interval: Interval) -> dict[str, Any]:
+    """An interval as icrm.json holds it: {"mean", "ci": [low, high]}, rounded to 4 digits (None where not finite)."""
+    return {"mean": _r(interval.estimate), "ci": [_r(interval.low), _r(interval.high)]}
 
 
-def statistic_ci(
+def statistic_interval(
     arrays: list[np.ndarray], statistic: Callable[[np.ndarray], float], n_boot: int, seed: int = 0
-) -> dict[str, Any]:
+) -> Interval:
     """statistic of each seed's array (K, ...) averaged over seeds, with a 95% hierarchical bootstrap CI: each
     replicate draws seed slots, then pairs (axis 0) within each slot, and averages the statistic over slots."""
     n_seeds, n_units = len(arrays), arrays[0].shape[0]
@@ -51,13 +55,7 @@ def statistic_ci(
             for b in range(seed_idx.shape[0])
         ]
     )
-    low, high = percentile_interval(reps)
-    return {"mean": _r(point), "ci": [_r(low), _r(high)]}
-
-
-def shifted(est: dict[str, Any], by: float) -> dict[str, Any]:
-    """An estimate minus an exact constant (its interval moves with it)."""
-    return {"mean": _r(est["mean"] - by), "ci": [None if x is None else _r(x - by) for x in est["ci"]]}
+    return replicate_interval(point, reps, n_units)
 
 
 def _aligned(per_seed: list[dict[str, Any]], key: str, where: str) -> None:
@@ -89,23 +87,25 @@ def summarise_steerability(
     out: dict[str, Any] = {"test_pairs": metrics[0]["test_pairs"], "n_max": n, "accuracy": {}}
     for std in pairs[0]["standards"]:
         by_n = {
-            str(k): mean_ci(100 * np.stack([p["standards"][std]["icrm"][str(k)] for p in pairs]), n_boot)
+            str(k): record(mean_interval(100 * np.stack([p["standards"][std]["icrm"][str(k)] for p in pairs]), n_boot))
             for k in n_values
         }
         entry: dict[str, Any] = {"icrm": by_n}
         icrm_max = np.stack([p["standards"][std]["icrm"][str(n)] for p in pairs])
         if all("bt" in p["standards"][std] for p in pairs):
             bt = np.stack([p["standards"][std]["bt"] for p in pairs])
-            entry["bt"] = mean_ci(100 * bt, n_boot)
-            entry[f"icrm_n{n}_minus_bt"] = mean_ci(100 * (icrm_max - bt), n_boot)
+            entry["bt"] = record(mean_interval(100 * bt, n_boot))
+            entry[f"icrm_n{n}_minus_bt"] = record(paired_difference(100 * icrm_max, 100 * bt, n_boot))
         if ceilings.get(std):
             _aligned([pairs[0], *ceilings[std]], "pair_ids", f"steerability ceiling of {std}")
             ceiling = np.stack([c["standards"][std]["bt"] for c in ceilings[std]])
-            entry["ceiling"] = mean_ci(100 * ceiling, n_boot)
-            entry["share_of_ceiling"] = statistic_ci(
-                list(np.stack([icrm_max, ceiling], axis=-1)),
-                lambda a: float((a[:, 0].mean() - 0.5) / (a[:, 1].mean() - 0.5)),
-                n_boot,
+            entry["ceiling"] = record(mean_interval(100 * ceiling, n_boot))
+            entry["share_of_ceiling"] = record(
+                statistic_interval(
+                    list(np.stack([icrm_max, ceiling], axis=-1)),
+                    lambda a: float((a[:, 0].mean() - 0.5) / (a[:, 1].mean() - 0.5)),
+                    n_boot,
+                )
             )
         out["accuracy"][std] = entry
     if all("bt" in p["standards"][s] for p in pairs for s in FLIPPED):
@@ -120,7 +120,7 @@ def summarise_steerability(
             ],
             axis=0,
         )
-        out["flipped_minus_bt_mean"] = mean_ci(diff, n_boot)
+        out["flipped_minus_bt_mean"] = record(mean_interval(diff, n_boot))  # a mean of paired differences
     return out
 
 
@@ -169,24 +169,27 @@ def summarise_calibration(metrics: list[dict[str, Any]], pairs: list[dict[str, A
 
     def block(m: np.ndarray) -> dict[str, Any]:
         return {
-            "ece": statistic_ci(list(m), ece_statistic(rates), boot),
-            "mean_abs_error": mean_ci(per_pair_mae(m, rates), n_boot),
-            "reliability_slope": statistic_ci(list(m), reliability_statistic(rates, "slope"), boot),
-            "reliability_mae": statistic_ci(list(m), reliability_statistic(rates, "mae"), boot),
+            "ece": record(statistic_interval(list(m), ece_statistic(rates), boot)),
+            "mean_abs_error": record(mean_interval(per_pair_mae(m, rates), n_boot)),
+            "reliability_slope": record(statistic_interval(list(m), reliability_statistic(rates, "slope"), boot)),
+            "reliability_mae": statistic_interval(list(m), reliability_statistic(rates, "mae"), boot),
             "mean_mu": [_r(x) for x in m.mean(axis=(0, 1))],
         }
 
-    for n in n_values:
-        out["by_n"][str(n)] = block(mu[str(n)])
+    blocks = {str(n): block(mu[str(n)]) for n in n_values}
     if all("bt_mu" in p for p in pairs):
-        out["bt"] = block(np.stack([np.repeat(np.asarray(p["bt_mu"])[:, None], len(rates), axis=1) for p in pairs]))
+        blocks["bt"] = block(np.stack([np.repeat(np.asarray(p["bt_mu"])[:, None], len(rates), axis=1) for p in pairs]))
     low, high = _n_pair(n_values, N_CALIBRATION_FROM)
+    high_minus_constant = blocks[str(high)]["reliability_mae"].shifted(constant["mae"])  # an exact constant
+    for key, b in blocks.items():
+        b["reliability_mae"] = record(b["reliability_mae"])
+        (out if key == "bt" else out["by_n"])[key] = b
     out["n_high"], out["n_low"] = high, low
-    out["mae_high_minus_constant"] = shifted(out["by_n"][str(high)]["reliability_mae"], constant["mae"])
+    out["mae_high_minus_constant"] = record(high_minus_constant)
     r = len(rates)
     joined = [np.concatenate([a, b], axis=-1) for a, b in zip(mu[str(low)], mu[str(high)], strict=True)]
     mae = reliability_statistic(rates, "mae")
-    out["mae_low_minus_high"] = statistic_ci(joined, lambda m: mae(m[:, :r]) - mae(m[:, r:]), boot)
+    out["mae_low_minus_high"] = record(statistic_interval(joined, lambda m: mae(m[:, :r]) - mae(m[:, r:]), boot))
     return out
 
 
@@ -208,22 +211,25 @@ def summarise_rmbench(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]]
         entry: dict[str, Any] = {
             "icrm": {
                 str(n): {
-                    k: mean_ci(np.stack([p["icrm"][str(n)][k] for p in pairs])[:, mask], n_boot) for k in RMBENCH_KEYS
+                    k: record(mean_interval(np.stack([p["icrm"][str(n)][k] for p in pairs])[:, mask], n_boot))
+                    for k in RMBENCH_KEYS
                 }
                 for n in n_values
             }
         }
         if all("bt" in p for p in pairs):
-            entry["bt"] = {k: mean_ci(np.stack([p["bt"][k] for p in pairs])[:, mask], n_boot) for k in RMBENCH_KEYS}
+            entry["bt"] = {
+                k: record(mean_interval(np.stack([p["bt"][k] for p in pairs])[:, mask], n_boot)) for k in RMBENCH_KEYS
+            }
         out["accuracy"][group] = entry
     low, high = _n_pair(n_values, N_RMBENCH_FROM)
     diff = np.stack([np.asarray(p["icrm"][str(high)]["avg"]) - np.asarray(p["icrm"][str(low)]["avg"]) for p in pairs])
     out["n_low"], out["n_high"] = low, high
-    out["change"] = {g: mean_ci(diff[:, mask], n_boot) for g, mask in groups.items()}
+    out["change"] = {g: record(mean_interval(diff[:, mask], n_boot)) for g, mask in groups.items()}
     # Stratified: every subset resampled on its own with the same seed draws, the replicates averaged.
     reps = np.mean([hierarchical_replicates(diff[:, subsets == s], n_boot, 0) for s in names], axis=0)
     point = float(np.mean([diff[:, subsets == s].mean() for s in names]))
-    out["change"]["mean of subsets"] = {"mean": _r(point), "ci": [_r(x) for x in percentile_interval(reps)]}
+    out["change"]["mean of subsets"] = record(replicate_interval(point, reps, len(subsets)))
     return out
 
 
@@ -266,6 +272,7 @@ def summarise_pareto(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]],
         "hypervolume": {},
     }
     reps: dict[str, np.ndarray] = {}
+    units = metrics[0]["respond_pairs"] + metrics[0]["refuse_pairs"]  # both targets' pairs are resampled
     for n in n_values:
         point, reps[str(n)] = hv_replicates(
             [np.asarray(p["icrm"][str(n)]["respond"], dtype=float) for p in pairs],
@@ -273,8 +280,7 @@ def summarise_pareto(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]],
             n_boot,
         )
         out["hypervolume"][str(n)] = {
-            "mean": _r(point),
-            "ci": [_r(x) for x in percentile_interval(reps[str(n)])],
+            **record(replicate_interval(point, reps[str(n)], units)),
             "per_seed": [_r(next(r["hypervolume"] for r in m["hypervolume"] if r["demos"] == n)) for m in metrics],
         }
     low, high = _n_pair(n_values, 1)
@@ -283,7 +289,7 @@ def summarise_pareto(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]],
     out["n_low"], out["n_high"] = low, high
 
     def change(a: str, b: str, point: float) -> dict[str, Any]:
-        return {"mean": _r(point), "ci": [_r(x) for x in percentile_interval(reps[a] - reps[b])]}
+        return record(replicate_interval(point, reps[a] - reps[b], units))  # frontiers drawn alike: paired
 
     out["high_minus_low"] = change(str(high), str(low), means[high] - means[low])
     if all("bt" in p for p in pairs):
@@ -292,7 +298,7 @@ def summarise_pareto(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]],
             [np.asarray(p["bt"]["refuse"], dtype=float)[None] for p in pairs],
             n_boot,
         )
-        out["bt_hypervolume"] = {"mean": _r(point), "ci": [_r(x) for x in percentile_interval(reps["bt"])]}
+        out["bt_hypervolume"] = record(replicate_interval(point, reps["bt"], units))
         out["high_minus_bt"] = change(str(high), "bt", means[high] - point)
     return out
 
@@ -306,11 +312,15 @@ def summarise_math500(metrics: list[dict[str, Any]], pairs: list[dict[str, Any]]
     out: dict[str, Any] = {
         "test_pairs": metrics[0]["test_pairs"],
         "n_max": n,
-        "accuracy": {str(k): mean_ci(100 * np.stack([p["icrm"][str(k)] for p in pairs]), n_boot) for k in n_values},
+        "accuracy": {
+            str(k): record(mean_interval(100 * np.stack([p["icrm"][str(k)] for p in pairs]), n_boot)) for k in n_values
+        },
         "rl": "not run: no policy is trained with either reward here",
     }
     if all("bt" in p for p in pairs):
         bt = np.stack([p["bt"] for p in pairs])
-        out["bt"] = mean_ci(100 * bt, n_boot)
-        out["icrm_minus_bt"] = mean_ci(100 * (np.stack([p["icrm"][str(n)] for p in pairs]) - bt), n_boot)
+        out["bt"] = record(mean_interval(100 * bt, n_boot))
+        out["icrm_minus_bt"] = record(
+            paired_difference(100 * np.stack([p["icrm"][str(n)] for p in pairs]), 100 * bt, n_boot)
+        )
     return out

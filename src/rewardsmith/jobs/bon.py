@@ -34,6 +34,7 @@ import numpy as np
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.bon.estimate import best_of_n_estimates
 from rewardsmith.bon.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
+from rewardsmith.bon.metrics import bon_metrics
 from rewardsmith.bon.prompts import BonPrompt, load_prompts, prompts_jsonl, read_prompt_record
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import Turn, sanitise_text
@@ -428,7 +429,10 @@ def run_bon(
                 )
             gold_scores[label] = values
         lengths = np.array([[len(r) for r in answers] for answers in responses], dtype=np.float64)
-        metrics = best_of_n_estimates([p.id for p in prompts], proxy_scores, gold_scores, lengths, cfg.n_boot, cfg.seed)
+        estimates = best_of_n_estimates(
+            [p.id for p in prompts], proxy_scores, gold_scores, lengths, cfg.n_boot, cfg.seed
+        )
+        metrics = bon_metrics(estimates)
         metrics.update(
             {
                 "command": COMMAND,

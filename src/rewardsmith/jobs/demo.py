@@ -95,7 +95,7 @@ def _steer(folder: Path, cfg: ICRMRunConfig, train_dir: Path, progress: bool, ov
         bt_acc = pairwise_accuracy(chosen - rejected, n_boot=cfg.eval.n_boot, seed=cfg.eval.seed)
         metrics = {
             "check": check,
-            "bt": {"accuracy": bt_acc.value, "accuracy_ci": bt_acc.ci},
+            "bt": {"accuracy": bt_acc.estimate, "accuracy_ci": bt_acc.ci},
             "icrm_train": {k: icrm.metrics[k] for k in ("steps", "episodes_seen", "seconds", "final_terms")},
             "pools": icrm.metrics["pools"],
             "environment": environment_info(cfg.train.seed),

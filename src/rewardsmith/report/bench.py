@@ -26,6 +26,7 @@ from rewardsmith.report.render import (
     with_interval,
     write_report,
 )
+from rewardsmith.stats import MIN_UNITS, TOO_FEW
 
 Writer = Callable[[str, str], Path]
 
@@ -38,7 +39,13 @@ INTRO = (
     "whose preferred response is shorter (50 for a pure length scorer), where the metric is pairwise. "
     "**corr(reward, length)**: Spearman correlation of reward and response length over every response."
 )
-VERDICT_COLOURS = {"better": "#2a9d45", "worse": "#c23b22", "inconclusive": "#7f7f7f", None: "#bbbbbb"}
+VERDICT_COLOURS = {
+    "better": "#2a9d45",
+    "worse": "#c23b22",
+    "inconclusive": "#7f7f7f",
+    f"{TOO_FEW} units": "#bbbbbb",
+    None: "#bbbbbb",
+}
 
 
 def _fmt(record: Mapping[str, Any], key: str, decimals: int) -> str:
@@ -651,7 +658,8 @@ def bench_report(
         body = [
             f"**{candidate}** minus **{baseline}** on the units both were scored on (percentage points; ROC AUC "
             "and correlations as fractions), with a paired bootstrap 95% CI: **better** when the CI lies above "
-            "0, **worse** below it, **inconclusive** when it covers 0."
+            "0, **worse** below it, **inconclusive** when it covers 0, **too few units** with fewer than "
+            f"{MIN_UNITS} units in common."
         ]
         plotted = _plotted_differences(metrics, records)
         if plotted:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardsmith.claims import ClaimResult, exact_result, interval_result, not_run
+from rewardsmith.claims import ClaimResult, exact_result, not_run, record_result
 from rewardsmith.rl.claims import (
     CALIBRATED_STABLE,
     CALIBRATION_INVARIANT,
@@ -24,11 +24,7 @@ def gold_label(gold: str) -> str:
 
 
 def _interval(claim: Any, entry: Mapping[str, Any] | None, scope: str, evidence: str = "") -> ClaimResult:
-    if not entry:
-        return not_run(claim, "not in these runs", scope=scope)
-    return interval_result(
-        claim, entry.get("estimate"), [entry.get("low"), entry.get("high")], scope=scope, evidence=evidence
-    )
+    return record_result(claim, entry, scope=scope, evidence=evidence, unit="prompts")
 
 
 def _kl(arm: Mapping[str, Any]) -> float | None:

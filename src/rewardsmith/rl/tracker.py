@@ -29,7 +29,7 @@ from rewardsmith.bon.gold import GoldContext, ModelScorer, resolve_gold
 from rewardsmith.bon.policy import Policy, sample_prompt
 from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import Turn
-from rewardsmith.stats import bootstrap_indices, percentile_interval
+from rewardsmith.stats import mean_interval
 
 # (prompt turns, response) items -> rewards (M,): the proxy the policy is trained on (its server, or in process).
 ProxyScorer = Callable[[Sequence[tuple[tuple[Turn, ...], str]]], np.ndarray]
@@ -66,20 +66,6 @@ class TrackerSettings:
     max_new_tokens: int = 64
     seed: int = 0
     n_boot: int = 1000
-
-
-def mean_ci(per_prompt: np.ndarray, n_boot: int, seed: int) -> dict[str, float | None]:
-    """Mean over prompts (NaN prompts left out) with a percentile bootstrap CI over prompts."""
-    values = per_prompt[np.isfinite(per_prompt)]
-    if not values.size:
-        return {"estimate": None, "low": None, "high": None}
-    reps = values[bootstrap_indices(values.size, n_boot, seed)].mean(axis=1) if n_boot else np.array([])
-    low, high = percentile_interval(reps) if reps.size else (float("nan"), float("nan"))
-    return {
-        "estimate": float(values.mean()),
-        "low": float(low) if np.isfinite(low) else None,
-        "high": float(high) if np.isfinite(high) else None,
-    }
 
 
 def _row_means(values: np.ndarray) -> np.ndarray:
@@ -182,8 +168,8 @@ class GoldTracker:
         proxy = np.asarray(self.proxy(items), dtype=np.float64).reshape(len(self.prompts), s.samples)
         record: dict[str, Any] = {
             "step": step,
-            "kl": mean_ci(np.array(kl), s.n_boot, s.seed),
-            "proxy": mean_ci(_row_means(proxy), s.n_boot, s.seed),
+            "kl": mean_interval(np.array(kl), s.n_boot, s.seed).to_dict(),
+            "proxy": mean_interval(_row_means(proxy), s.n_boot, s.seed).to_dict(),
             "golds": {},
             "length": float(np.mean(lengths)),
             "cut": float(np.mean(cut)),
@@ -193,7 +179,7 @@ class GoldTracker:
         per_prompt: dict[str, Any] = {"kl": kl, "proxy": _finite_list(_row_means(proxy)), "golds": {}}
         for spec, gold in self.golds:
             values = _row_means(gold.score(spec, self.prompts, responses, self.context))
-            record["golds"][spec] = mean_ci(values, s.n_boot, s.seed)
+            record["golds"][spec] = mean_interval(values, s.n_boot, s.seed).to_dict()
             per_prompt["golds"][spec] = _finite_list(values)
         record["per_prompt"] = per_prompt  # in the order of the prompts: arms on the same prompts pair on them
         self.points.append(record)

@@ -394,7 +394,7 @@ def gap_search_result(ceiling: Sequence[np.ndarray], teacher: np.ndarray, n_boot
     value, ci = float(gap[f"d.{VAL_SPLIT}"]), [float(x) for x in gap[f"d.{VAL_SPLIT}_ci"]]
     informative = bool(acc.low > 50.0)
     return {
-        "teacher_val_acc": round(acc.value, 2),
+        "teacher_val_acc": round(acc.estimate, 2),
         "teacher_val_acc_ci": [round(acc.low, 2), round(acc.high, 2)],
         "informative": informative,
         "gap": round(value, 2),

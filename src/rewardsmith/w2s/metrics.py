@@ -13,7 +13,6 @@ import numpy as np
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.evaluate.metrics import (
     expected_calibration_error,
-    json_float,
     length_rule_accuracy,
     pairwise_correct,
     prefers_longer_rate,
@@ -27,7 +26,7 @@ from rewardsmith.evaluate.transfer import (
     transfer_metrics,
     weak_to_strong_gain,
 )
-from rewardsmith.stats import percentile_interval
+from rewardsmith.stats import Interval, json_float, replicate_interval
 from rewardsmith.w2s.reference import ReferenceStateCache
 
 ID_SPLIT = "id"
@@ -124,25 +123,30 @@ def _is_paper_method(method: Any) -> bool:
 
 def _draws(
     correct: Mapping[str, Mapping[str, np.ndarray]], n_boot: int, seed: int
-) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, np.ndarray]]]:
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, np.ndarray]], dict[str, int]]:
     """WRG and NTS of every student at the point (mean over its seeds) and in each hierarchical bootstrap replicate,
-    on the same draws for every model (rewardsmith.evaluate.transfer.SlotAccuracies), so contrasts between models
-    stay paired. Returns (point[model][key], reps[model][key] (n_boot,)), key "wrg", "aog.<T>" or "nts.<T>"."""
+    on the same draws for every model (rewardsmith.evaluate.transfer.SlotAccuracies: one seed draw, one pair draw
+    per slot), so contrasts between models stay paired over seeds and pairs. Returns (point[model][key],
+    reps[model][key] (n_boot,), pairs[key]: the pairs resampled), key "wrg", "aog.<T>" or "nts.<T>"."""
     splits = [ID_SPLIT, *sorted(s for s in correct[TEACHER] if s != ID_SPLIT)]
-    acc = SlotAccuracies(correct, splits, n_boot, seed, None, (TEACHER,))
+    acc = SlotAccuracies(correct, splits, n_boot, seed)
     t_point = {s: float(acc.point[TEACHER][s][0]) for s in splits}
+    pairs = {"wrg": acc.n_units[ID_SPLIT]}
+    for target in splits[1:]:
+        pairs[f"aog.{target}"] = acc.n_units[target]
+        pairs[f"nts.{target}"] = min(acc.n_units[target], acc.n_units[ID_SPLIT])
     point: dict[str, dict[str, float]] = {}
     reps: dict[str, dict[str, np.ndarray]] = {}
     for model in correct:
         if model == TEACHER:
             continue
-        s_id, s_id_r = acc.point[model][ID_SPLIT], acc.reps[model][ID_SPLIT]
-        slots = s_id_r.shape[1]
+        slots = acc.slots(model)
+        s_id, s_id_r = acc.point[model][ID_SPLIT], acc.reps[model][ID_SPLIT][:, :slots]
         t_id_r = acc.reps[TEACHER][ID_SPLIT][:, :slots]  # the one-seed teacher fills every slot
         point[model] = {"wrg": float(np.mean(weak_to_strong_gain(s_id, t_point[ID_SPLIT])))}
         reps[model] = {"wrg": np.asarray(weak_to_strong_gain(s_id_r, t_id_r)).mean(axis=1)}
         for target in splits[1:]:
-            s_t, s_t_r = acc.point[model][target], acc.reps[model][target]
+            s_t, s_t_r = acc.point[model][target], acc.reps[model][target][:, :slots]
             t_t_r = acc.reps[TEACHER][target][:, :slots]
             point[model][f"aog.{target}"] = float(np.mean(ood_gain(s_t, t_point[target])))
             reps[model][f"aog.{target}"] = np.asarray(ood_gain(s_t_r, t_t_r)).mean(axis=1)
@@ -150,12 +154,12 @@ def _draws(
                 np.mean(net_transfer_score(s_t, t_point[target], s_id, t_point[ID_SPLIT]))
             )
             reps[model][f"nts.{target}"] = np.asarray(net_transfer_score(s_t_r, t_t_r, s_id_r, t_id_r)).mean(axis=1)
-    return point, reps
+    return point, reps, pairs
 
 
-def _estimate(point: float, reps: np.ndarray, confidence: float) -> dict[str, Any]:
-    low, high = percentile_interval(reps, confidence)
-    return {"value": json_float(point), "ci": [json_float(low), json_float(high)]}
+def _record(interval: Interval) -> dict[str, Any]:
+    """An interval as the claim statistics hold it: {"value", "ci"} (NaN as None)."""
+    return {"value": json_float(interval.estimate), "ci": interval.ci}
 
 
 def claim_statistics(
@@ -178,13 +182,18 @@ def claim_statistics(
     `anchor` (the method judged, its weight) and `anchor_grid` (the last-layer strengths and l_max)."""
     if NAIVE not in correct:
         return {}
-    point, reps = _draws(correct, n_boot, 0)
+    point, reps, pairs = _draws(correct, n_boot, 0)
+
+    def contrast(key: str, point: float, reps: np.ndarray) -> dict[str, Any]:
+        """A contrast of the draws on `key`'s pairs, as {"value", "ci"}."""
+        return _record(replicate_interval(point, reps, pairs[key], confidence))
+
     targets = [k.removeprefix("nts.") for k in point[NAIVE] if k.startswith("nts.")]
     methods = {m.name: m for m in config.methods if m.name in point}
     out: dict[str, Any] = {
         "gain_lost": {
-            t: _estimate(
-                point[NAIVE]["wrg"] - point[NAIVE][f"aog.{t}"], reps[NAIVE]["wrg"] - reps[NAIVE][f"aog.{t}"], confidence
+            t: contrast(
+                f"nts.{t}", point[NAIVE]["wrg"] - point[NAIVE][f"aog.{t}"], reps[NAIVE]["wrg"] - reps[NAIVE][f"aog.{t}"]
             )
             for t in targets
         }
@@ -201,8 +210,8 @@ def claim_statistics(
             key = f"nts.{t}"
             best_point = max(point[n][key] for n in others)
             best_reps = np.max(np.stack([reps[n][key] for n in others]), axis=0)
-            out["anchor_vs_best_other"][t] = _estimate(
-                point[chosen][key] - best_point, reps[chosen][key] - best_reps, confidence
+            out["anchor_vs_best_other"][t] = contrast(
+                key, point[chosen][key] - best_point, reps[chosen][key] - best_reps
             )
     grid = sorted(
         (m.anchor.weight, n)
@@ -213,8 +222,8 @@ def claim_statistics(
         strongest = grid[-1][1]
         out["anchor_grid"] = {"weights": [w for w, _ in grid], "strongest": strongest}
         out["too_strong"] = {
-            ID_SPLIT: _estimate(
-                point[strongest]["wrg"] - point[NAIVE]["wrg"], reps[strongest]["wrg"] - reps[NAIVE]["wrg"], confidence
+            ID_SPLIT: contrast(
+                "wrg", point[strongest]["wrg"] - point[NAIVE]["wrg"], reps[strongest]["wrg"] - reps[NAIVE]["wrg"]
             )
         }
         out["trade_off"] = {}
@@ -222,7 +231,7 @@ def claim_statistics(
             key = f"nts.{t}"
             p = min(point[chosen][key] - point[NAIVE][key], point[chosen][key] - point[strongest][key])
             r = np.minimum(reps[chosen][key] - reps[NAIVE][key], reps[chosen][key] - reps[strongest][key])
-            out["trade_off"][t] = _estimate(p, r, confidence)
+            out["trade_off"][t] = contrast(key, p, r)
     middle = next(
         (
             n
@@ -238,10 +247,10 @@ def claim_statistics(
         out["last_minus_middle"] = {
             "middle": middle,
             **{
-                t: _estimate(
+                t: contrast(
+                    f"nts.{t}",
                     point[chosen][f"nts.{t}"] - point[middle][f"nts.{t}"],
                     reps[chosen][f"nts.{t}"] - reps[middle][f"nts.{t}"],
-                    confidence,
                 )
                 for t in targets
             },
@@ -285,12 +294,14 @@ def compute_metrics(
     length_rule = {}
     for split, (cl, rl) in lengths.items():
         est = length_rule_accuracy(cl, rl, n_boot=ev.n_boot)
-        length_rule[split] = {"value": json_float(est.value), "ci": est.ci}
+        length_rule[split] = {"value": json_float(est.estimate), "ci": est.ci}
     prefers_longer = {
         model: {
             split: json_float(
                 float(
-                    np.mean([prefers_longer_rate(m[split], *lengths[split], n_boot=0).value for m in by_seed.values()])
+                    np.mean(
+                        [prefers_longer_rate(m[split], *lengths[split], n_boot=0).estimate for m in by_seed.values()]
+                    )
                 )
             )
             for split in lengths

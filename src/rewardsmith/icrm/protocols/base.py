@@ -33,7 +33,7 @@ class ICRMProtocol:
     charts: Callable[[Mapping[str, Any]], list[Chart]]
 
 
-def ci_series(label: str, rows: list[dict[str, Any]], key: str = "value") -> Series:
+def ci_series(label: str, rows: list[dict[str, Any]], key: str = "estimate") -> Series:
     """A curve over N from rows [{"demos": n, key: value, "low": ..., "high": ...}] (the band where given)."""
     return Series(
         label,
@@ -45,5 +45,5 @@ def ci_series(label: str, rows: list[dict[str, Any]], key: str = "value") -> Ser
 
 
 def flat_series(label: str, x: list[int], est: Mapping[str, Any]) -> Series:
-    """A flat line at est["value"] (with its band) over every N in x: a baseline that takes no demonstrations."""
-    return Series(label, x, [est["value"]] * len(x), [est.get("low")] * len(x), [est.get("high")] * len(x))
+    """A flat line at est["estimate"] (with its band) over every N in x: a baseline that takes no demonstrations."""
+    return Series(label, x, [est["estimate"]] * len(x), [est.get("low")] * len(x), [est.get("high")] * len(x))

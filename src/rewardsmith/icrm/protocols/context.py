@@ -223,7 +223,7 @@ class EvalContext:
         return np.random.default_rng([self.cfg.eval.seed, int(stable_hash(repr(keys))[:8], 16)])
 
     def accuracy(self, margins: np.ndarray) -> dict[str, Any]:
-        """Pairwise accuracy (%) of margins with its bootstrap CI: {"value", "low", "high", "n"}."""
+        """Pairwise accuracy (%) of margins with its bootstrap CI: {"estimate", "low", "high", "n"}."""
         return pairwise_accuracy(margins, n_boot=self.cfg.eval.n_boot).to_dict()
 
 

@@ -52,8 +52,8 @@ def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "figure": "accuracy",
-            **{f"N={r['demos']}": with_interval(r["value"], None, 1) for r in m["icrm"]},
-            "BT": with_interval(m.get("bt", {}).get("value"), None, 1),
+            **{f"N={r['demos']}": with_interval(r["estimate"], None, 1) for r in m["icrm"]},
+            "BT": with_interval(m.get("bt", {}).get("estimate"), None, 1),
         }
     ]
 

@@ -69,8 +69,8 @@ def _rows(m: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [
         {
             "figure": f"accuracy, {std}",
-            **{f"N={r['demos']}": with_interval(r["value"], None, 1) for r in e["icrm"]},
-            "BT": with_interval(e.get("bt", {}).get("value"), None, 1),
+            **{f"N={r['demos']}": with_interval(r["estimate"], None, 1) for r in e["icrm"]},
+            "BT": with_interval(e.get("bt", {}).get("estimate"), None, 1),
         }
         for std, e in m["standards"].items()
     ]

@@ -1,0 +1,79 @@
+"""The metrics.json of a best-of-n run from its estimates (rewardsmith.bon.estimate): every Interval as
+{"estimate", "low", "high", "n"} and the verdicts in words.
+
+Verdicts follow rewardsmith.stats.Interval.verdict against 0, on prompts: gold@N - gold@1 and the paired differences
+"held" (above 0), "not held" (below), "inconclusive" (covering 0); over-optimisation, from gold@N minus gold at the
+validation peak on the test half, "over-optimised" only when that CI lies below 0, "not over-optimised" above it,
+"inconclusive" when it covers 0 or is not finite, "peaks at N" when the validation half peaks at N itself. Below
+rewardsmith.stats.MIN_UNITS prompts every verdict is "too few prompts".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rewardsmith.bon.estimate import BestOfNEstimates, Overoptimisation, PairedEstimates, SelectorEstimates
+from rewardsmith.stats import HELD, INCONCLUSIVE, NOT_HELD, Interval
+
+UNIT = "prompts"
+# The over-optimisation verdict of gold@N - gold at the peak: a drop below 0 is over-optimisation.
+OVEROPTIMISED = {HELD: "not over-optimised", NOT_HELD: "over-optimised", INCONCLUSIVE: INCONCLUSIVE}
+NO_HALVES = "not run (too few prompts for a validation half)"
+
+
+def _with_verdict(interval: Interval) -> dict[str, Any]:
+    return {**interval.to_dict(), "verdict": interval.verdict(0.0, UNIT)}
+
+
+def overoptimisation_record(over: Overoptimisation) -> dict[str, Any]:
+    """{"peak_n", "drop", "verdict", "test_prompts"}; without two halves the verdict says so."""
+    if over.drop is None:
+        return {"peak_n": None, "drop": None, "verdict": NO_HALVES}
+    word = over.drop.verdict(0.0, UNIT) or INCONCLUSIVE  # no finite interval: nothing to decide with
+    verdict = "peaks at N" if over.peaks_at_n else OVEROPTIMISED.get(word, word)  # "too few prompts" stays as it is
+    return {"peak_n": over.peak_n, "drop": over.drop.to_dict(), "verdict": verdict, "test_prompts": over.test_prompts}
+
+
+def selector_record(e: SelectorEstimates) -> dict[str, Any]:
+    """One selector's block of metrics.json."""
+    return {
+        "gold_at_n": [i.to_dict() for i in e.gold_at_n],
+        "own_at_n": [i.to_dict() for i in e.own_at_n],
+        "own_sd": e.own_sd,
+        "own_gain_in_sd_at_n": [i.to_dict() for i in e.own_gain_in_sd_at_n],
+        "length_at_n": [i.to_dict() for i in e.length_at_n],
+        "gain_over_random": _with_verdict(e.gain_over_random),
+        "rank_correlation": {**e.rank_correlation.to_dict(), "prompts": e.rank_correlation.n},
+        "overoptimisation": overoptimisation_record(e.overoptimisation),
+    }
+
+
+def paired_record(p: PairedEstimates) -> dict[str, Any]:
+    """Two proxies' paired block: a, b, gold_diff_at_n (a - b per n, with verdicts) and drop_diff."""
+    return {
+        "a": p.a,
+        "b": p.b,
+        "gold_diff_at_n": [_with_verdict(i) for i in p.gold_diff_at_n],
+        "drop_diff": None if p.drop_diff is None else _with_verdict(p.drop_diff),
+    }
+
+
+def bon_metrics(estimates: BestOfNEstimates) -> dict[str, Any]:
+    """The estimates as the JSON-ready dict metrics.json starts from (the job adds the run's facts): n, ns, kl_bound,
+    prompts, validation_prompts and, per gold, its prompts, dropped_prompts, selectors and paired blocks."""
+    return {
+        "n": estimates.n,
+        "ns": estimates.ns,
+        "kl_bound": estimates.kl_bound,
+        "prompts": estimates.prompts,
+        "validation_prompts": estimates.validation_prompts,
+        "golds": {
+            name: {
+                "prompts": g.prompts,
+                "dropped_prompts": g.dropped_prompts,
+                "selectors": {s: selector_record(e) for s, e in g.selectors.items()},
+                "paired": [paired_record(p) for p in g.paired],
+            }
+            for name, g in estimates.golds.items()
+        },
+    }
