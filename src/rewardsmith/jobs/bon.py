@@ -33,8 +33,6 @@ import numpy as np
 
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.bon.estimate import best_of_n_estimates
-from rewardsmith.bon.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
-from rewardsmith.bon.prompts import BonPrompt, load_prompts, prompts_jsonl, read_prompt_record
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import Turn, sanitise_text
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
@@ -52,6 +50,9 @@ from rewardsmith.jobs.common import (
 )
 from rewardsmith.jobs.inference import Inference, InferenceOptions
 from rewardsmith.models.identity import model_fingerprint, shared_weights
+from rewardsmith.rollouts.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
+from rewardsmith.rollouts.prompt import BonPrompt
+from rewardsmith.rollouts.prompts import load_prompts, prompts_jsonl, read_prompt_record
 
 COMMAND = "bon"
 PROMPTS_FILE = "prompts.jsonl"
@@ -189,7 +190,7 @@ def sample_policy(
     one line per prompt in the --samples shape (its prompt record, `responses`, and each one's tokens and cut), so
     the file can be given back as --samples. Facts (policy, tokens, cuts, this process's seconds) are written to
     sampling.json when the last prompt is done, so a rerun reports the same ones."""
-    from rewardsmith.bon.policy import load_policy, sample_prompt
+    from rewardsmith.rollouts.policy import load_policy, sample_prompt
 
     assert cfg.policy is not None
     folder.claim(SAMPLES_FILE)
