@@ -1,6 +1,6 @@
 """Best-of-n speed as a user sees it, every measured run in its own fresh process, alternating:
 
-- sampling: `rewardsmith bon`'s sampler (bon.policy.sample_prompt: transformers' generate loop with one seeded
+- sampling: `rewardsmith bon`'s sampler (rollouts.policy.sample_prompt: transformers' generate loop with one seeded
   generator per sample) against a bare `model.generate(do_sample=True)` loop with the same temperature, top-p,
   batch (the N samples of one prompt) and token budget, on the same prompts; new tokens per second of each (the
   samples stop at EOS at different points, so the rate, not the time, is compared), the policy's load timed apart;
@@ -32,7 +32,7 @@ TEMPERATURE, TOP_P = 0.7, 0.9
 
 
 def _prompts(n: int, data_dir: str | None) -> list[Any]:
-    from rewardsmith.bon.prompts import load_prompts
+    from rewardsmith.rollouts.prompts import load_prompts
 
     return load_prompts("hh-rlhf/helpful-base", data_dir, limit=n)
 
@@ -40,7 +40,7 @@ def _prompts(n: int, data_dir: str | None) -> list[Any]:
 def measure_sampling(kind: str, n_prompts: int, n: int, max_new_tokens: int, data_dir: str | None) -> dict[str, Any]:
     import torch
 
-    from rewardsmith.bon.policy import load_policy, sample_prompt
+    from rewardsmith.rollouts.policy import load_policy, sample_prompt
 
     prompts = _prompts(n_prompts, data_dir)
     t0 = time.perf_counter()

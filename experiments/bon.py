@@ -7,7 +7,7 @@ rewardsmith.bon.claims, declared before this ran).
 
 Data, so that no model has seen a prompt's conversation: the prompts are the held-out part (a hash of the first human
 turn, 20%) of hh-rlhf/helpful-rejection-sampled, minus every conversation of hh-rlhf/helpful-base and harmless-base,
-each with one or two verifiable instructions attached (rewardsmith.bon.instructions); their preference pairs are
+each with one or two verifiable instructions attached (rewardsmith.rollouts.instructions); their preference pairs are
 the held-out set every model's pair accuracy is measured on. The learned gold is a MiniLM trained on about three
 times the proxies' data: all of helpful-base and the rest of helpful-rejection-sampled.
 
@@ -78,11 +78,12 @@ def _pair_record(pair: Any) -> dict[str, Any]:
 
 def write_data() -> dict[str, Any]:
     """runs/bon/{prompts,heldout-pairs,gold-pairs,demos}.jsonl (see the module docstring); returns their counts."""
-    from rewardsmith.bon.instructions import attach_instructions
-    from rewardsmith.bon.prompts import BonPrompt, prompt_id, prompts_jsonl
     from rewardsmith.data.prepare import conversations
     from rewardsmith.data.registry import load_dataset
     from rewardsmith.data.splits import split_pairs
+    from rewardsmith.rollouts.instructions import attach_instructions
+    from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
+    from rewardsmith.rollouts.prompts import prompts_jsonl
 
     root = data_dir()
     source = load_dataset(PROMPT_SOURCE, data_dir=root).pairs

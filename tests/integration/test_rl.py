@@ -23,14 +23,14 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from conftest import TINY_DECODER
-    from rewardsmith.bon.policy import Policy
-    from rewardsmith.bon.prompts import BonPrompt, prompt_id
     from rewardsmith.client import GRPOReward, RewardClient
     from rewardsmith.data.schema import Turn
     from rewardsmith.inference import InferenceOptions, ModelScores
     from rewardsmith.jobs.score import score_file
     from rewardsmith.rl.recipe import GRPOSettings, grpo_trainer
     from rewardsmith.rl.tracker import POINTS_FILE, SAMPLES_FILE, GoldTracker, TrackerSettings, served_proxy
+    from rewardsmith.rollouts.policy import Policy
+    from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
     from rewardsmith.serve.app import build_app
     from rewardsmith.serve.config import ServeConfig
 
@@ -97,8 +97,8 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
 def test_the_embedded_smollm2_policy_from_gguf_is_fine_tunable() -> None:
     from transformers.trainer_utils import validate_quantization_for_training
 
-    from rewardsmith.bon.policy import load_policy
     from rewardsmith.rl.recipe import trainable
+    from rewardsmith.rollouts.policy import load_policy
 
     model = load_policy("smollm2").model
     with pytest.raises(ValueError, match="quantized"):  # de-quantized fp32 weights, but marked as GGUF-quantized
@@ -118,9 +118,9 @@ def test_positive_maps_train_the_same_policy(tmp_path: Path, chat_tokenizer_dir:
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from conftest import TINY_DECODER
-    from rewardsmith.bon.prompts import BonPrompt, prompt_id
     from rewardsmith.data.schema import Turn
     from rewardsmith.rl.recipe import GRPOSettings, grpo_trainer
+    from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
 
     tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
     torch.manual_seed(0)

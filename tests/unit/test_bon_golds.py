@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rewardsmith.bon.gold import GoldContext, check_prompts_for, discover_golds, resolve_gold
-from rewardsmith.bon.instructions import ATTACHABLE, attach_instructions, check_instructions, fraction_followed
-from rewardsmith.bon.prompts import BonPrompt, choose, load_prompts, prompt_id
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import DataError, UnknownNameError
+from rewardsmith.rollouts.gold import GoldContext, check_prompts_for, discover_golds, resolve_gold
+from rewardsmith.rollouts.instructions import ATTACHABLE, attach_instructions, check_instructions, fraction_followed
+from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
+from rewardsmith.rollouts.prompts import choose, load_prompts
 
 CONTEXT = GoldContext(lambda source, texts: np.zeros(len(texts)))
 

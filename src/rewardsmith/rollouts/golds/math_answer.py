@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.bon.gold import FloatArray, Gold, GoldContext
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.errors import ConfigError
+from rewardsmith.rollouts.gold import FloatArray, Gold, GoldContext
+from rewardsmith.rollouts.prompt import BonPrompt
 
 
 def _checker() -> tuple[Any, Any]:

@@ -1,5 +1,5 @@
 """The verifiable gold: the share of a prompt's attached instructions a response follows (IFEval's
-instruction-level strict accuracy, checked by if-verifiable; bon/instructions.py)."""
+instruction-level strict accuracy, checked by if-verifiable; rollouts/instructions.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rewardsmith.bon.gold import FloatArray, Gold, GoldContext
-from rewardsmith.bon.instructions import fraction_followed
-from rewardsmith.bon.prompts import BonPrompt
+from rewardsmith.rollouts.gold import FloatArray, Gold, GoldContext
+from rewardsmith.rollouts.instructions import fraction_followed
+from rewardsmith.rollouts.prompt import BonPrompt
 
 
 def score(_: str, prompts: Sequence[BonPrompt], responses: Sequence[Sequence[str]], __: GoldContext) -> FloatArray:

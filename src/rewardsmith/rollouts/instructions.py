@@ -18,9 +18,9 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.rollouts.prompt import BonPrompt
 
 NEEDS_NLTK_DATA = ("length_constraints:number_sentences", "change_case:capital_word_frequency")
 NEEDS_ITS_PROMPT = ("combination:repeat_prompt",)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rewardsmith.bon.gold import LEARNED, FloatArray, Gold, GoldContext
-from rewardsmith.bon.prompts import BonPrompt
+from rewardsmith.rollouts.gold import LEARNED, FloatArray, Gold, GoldContext
+from rewardsmith.rollouts.prompt import BonPrompt
 
 
 def score(spec: str, prompts: Sequence[BonPrompt], responses: Sequence[Sequence[str]], ctx: GoldContext) -> FloatArray:

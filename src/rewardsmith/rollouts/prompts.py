@@ -5,7 +5,7 @@
 - `math-500`: the MATH-500 problems of the data directory (math-500/test.jsonl), each with its reference answer
   (for the `math` gold);
 - `ifeval/<dataset>`: the prompts of any dataset rewardsmith reads, each with one or two verifiable instructions
-  attached (bon.instructions; for the `ifeval` gold);
+  attached (rollouts/instructions.py; for the `ifeval` gold);
 - any other dataset name rewardsmith reads (`rewardsmith datasets`): the prompt side of its pairs;
 - a JSONL file, one prompt a line: {"prompt": text or chat messages, "id": optional, "instructions": optional
   [{"id": instruction id, "kwargs": {...}}], "answer": optional reference answer}.
@@ -18,40 +18,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rewardsmith.data.adapters._common import BadRow
 from rewardsmith.data.adapters.generic import iter_records, parse_prompt
-from rewardsmith.data.schema import Turn, render_turns, stable_hash
+from rewardsmith.data.schema import Turn
 from rewardsmith.data.splits import hash_fraction
 from rewardsmith.errors import ConfigError, DataError
+from rewardsmith.rollouts.instructions import attach_instructions, check_instructions
+from rewardsmith.rollouts.prompt import BonPrompt, prompt_id
 
 MATH_500 = "math-500"
 IFEVAL_PREFIX = "ifeval/"
 ORDER_SALT = "bon-prompts"
-
-
-@dataclass(frozen=True)
-class BonPrompt:
-    """One prompt: id (stable), the turns the policy answers, and what a gold needs (`instructions`: a list of
-    {"id", "kwargs"}; `answer`: a reference answer)."""
-
-    id: str
-    turns: tuple[Turn, ...]
-    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    def as_record(self) -> dict[str, Any]:
-        """{id, prompt (chat messages), instructions?, answer?}: the line a prompts or --samples file holds (the
-        meta's `source`, where the prompt was read, is left out: a file read back names itself)."""
-        meta = {k: v for k, v in self.meta.items() if k != "source"}
-        return {"id": self.id, "prompt": [{"role": t.role, "content": t.content} for t in self.turns], **meta}
-
-
-def prompt_id(turns: Sequence[Turn]) -> str:
-    """A stable id of a prompt's text."""
-    return stable_hash(render_turns(tuple(turns)))[:16]
 
 
 def choose(prompts: Sequence[BonPrompt], limit: int | None) -> list[BonPrompt]:
@@ -103,8 +83,6 @@ def read_prompt_record(record: Any, path: Path, row_no: int) -> BonPrompt:
     meta: dict[str, Any] = {"source": str(path)}
     instructions = record.get("instructions")
     if instructions is not None:
-        from rewardsmith.bon.instructions import check_instructions
-
         meta["instructions"] = check_instructions(instructions, f"{path}, row {row_no}, field 'instructions'")
     answer = record.get("answer")
     if answer is not None:
@@ -131,8 +109,6 @@ def load_prompts(
     if source == MATH_500:
         prompts = _math_500(root)
     elif source.startswith(IFEVAL_PREFIX):
-        from rewardsmith.bon.instructions import attach_instructions
-
         base = choose(_dataset_prompts(source[len(IFEVAL_PREFIX) :], root), limit)
         prompts = [attach_instructions(p, seed) for p in base]
     elif path.suffix in (".jsonl", ".json") or path.exists():

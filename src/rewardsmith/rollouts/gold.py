@@ -1,6 +1,7 @@
-"""The gold interface of `rewardsmith bon`: one module per kind in bon/golds/, each exporting `GOLD`, found by the
-project's one discovery function (rewardsmith.registry.discover). `--gold NAME` takes a registered gold (`ifeval`,
-`math`); any other value is a reward model (`score` takes it), the learned gold of bon/golds/reward_model.py."""
+"""The gold interface of `rewardsmith bon` and the RL gold tracker: one module per kind in rollouts/golds/, each
+exporting `GOLD`, found by the project's one discovery function (rewardsmith.registry.discover). `--gold NAME` takes a
+registered gold (`ifeval`, `math`); any other value is a reward model (`score` takes it), the learned gold of
+rollouts/golds/reward_model.py."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import DataError, UnknownNameError
 from rewardsmith.registry import discover
+from rewardsmith.rollouts.prompt import BonPrompt
 
-GOLDS_PACKAGE = "rewardsmith.bon.golds"
+GOLDS_PACKAGE = "rewardsmith.rollouts.golds"
 LEARNED = "reward-model"  # the gold a model folder or hub id names
 
 FloatArray = NDArray[np.float64]
