@@ -15,7 +15,7 @@ from typer._click import exceptions as click_errors  # typer bundles its own cli
 from typer._click.termui import echo
 from typer.core import TyperGroup
 
-from rewardsmith.cli import bench, bon, calibrate, core, ensemble, icrm, serve, shift
+from rewardsmith.cli import bench, bon, calibrate, core, ensemble, icrm, label, sample, serve, shift
 
 
 class OneLineErrors(TyperGroup):
@@ -77,7 +77,7 @@ def _root(
     deepspeed_log_to_stderr()  # stdout holds only rewardsmith's own output
 
 
-for _module in (core, shift, bench, bon, ensemble, serve):
+for _module in (core, shift, bench, sample, label, bon, ensemble, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)
 app.add_typer(calibrate.app, name="calibrate")

@@ -22,14 +22,13 @@ from rewardsmith.cli.common import (
     inference_options,
     print_result,
 )
+from rewardsmith.cli.sample import SAMPLE_FLAGS
 
 app = typer.Typer()
 
 FLAGS: dict[str, str | Flag] = {
-    "policy": "--policy",
+    **SAMPLE_FLAGS,
     "samples": "--samples",
-    "prompts": "--prompts",
-    "prompts_limit": "--prompts-limit",
     "proxies": Flag(
         ("--proxy",),
         metavar="MODEL",
@@ -42,14 +41,7 @@ FLAGS: dict[str, str | Flag] = {
         help="what judges the choice: ifeval (instructions followed; --prompts ifeval/<dataset>) | math (MATH-500 "
         "answers; --prompts math-500) | a reward model that is none of the proxies; repeatable",
     ),
-    "n": "--n",
-    "temperature": "--temperature",
-    "top_p": "--top-p",
-    "max_new_tokens": "--max-new-tokens",
-    "seed": "--seed",
-    "sample_batch_size": "--sample-batch-size",
     "n_boot": "--bootstrap",
-    "data_dir": "--data-dir",
 }
 
 

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,13 +32,11 @@ import numpy as np
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.bon.estimate import best_of_n_estimates
 from rewardsmith.bon.metrics import bon_metrics
-from rewardsmith.data.adapters.generic import iter_records
-from rewardsmith.data.schema import Turn, sanitise_text
+from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
 from rewardsmith.inference import InferenceOptions, ModelScores, texts_digest
 from rewardsmith.io.digests import file_digest
 from rewardsmith.io.environment import environment_info
-from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
     JobResult,
@@ -53,11 +49,16 @@ from rewardsmith.models.identity import model_fingerprint, shared_weights
 from rewardsmith.rollouts.gold import LEARNED, GoldContext, check_prompts_for, resolve_gold
 from rewardsmith.rollouts.prompt import BonPrompt
 from rewardsmith.rollouts.prompts import load_prompts, prompts_jsonl, read_prompt_record
+from rewardsmith.rollouts.sampling import (
+    SAMPLES_FILE,
+    SAMPLING_FILE,
+    kill_after,
+    read_samples_file,
+    sample_into,
+)
 
 COMMAND = "bon"
 PROMPTS_FILE = "prompts.jsonl"
-SAMPLES_FILE = "samples.jsonl"
-SAMPLING_FILE = "sampling.json"
 SCORES_DIR = "scores"
 OUTPUTS = (
     "metrics.json",
@@ -70,8 +71,7 @@ OUTPUTS = (
     SCORES_DIR,
 )
 DEMOS_MARK = "#demos="
-# A real SIGKILL after this many prompts are sampled / scorers are saved (tests of resume).
-KILL_AFTER_PROMPT_ENV = "REWARDSMITH_FAULT_KILL_AFTER_PROMPT"
+# A real SIGKILL after this many scorers are saved (tests of resume; the sampling's: rollouts.sampling).
 KILL_AFTER_SCORER_ENV = "REWARDSMITH_FAULT_KILL_AFTER_SCORER"
 # Keys a rerun may change: proxies and golds are scored and saved one by one, and the rest only summarises.
 VOLATILE = ("proxies", "golds", "n_boot")
@@ -131,114 +131,6 @@ def check_config(cfg: BonConfig) -> None:
 # ----------------------------------------------------------------------------------------------------- samples
 
 
-def _kill_after(env: str, done: int) -> None:
-    at = os.environ.get(env)
-    if at is not None and done == int(at):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def read_samples_file(path: Path, n: int) -> tuple[list[BonPrompt], list[list[str]]]:
-    """A --samples file: {prompt, responses: [text, ...]} per line (+ instructions / answer), the first n responses
-    of each. DataError naming the file, row and field for a line of another shape or with fewer than n responses."""
-    if not path.is_file():
-        raise DataError("samples file not found", path)
-    prompts: list[BonPrompt] = []
-    responses: list[list[str]] = []
-    for row_no, record in iter_records(path):
-        prompt = read_prompt_record(record, path, row_no)
-        answers = record.get("responses")
-        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-            raise DataError("expected a list of response strings", path, row_no, "responses")
-        if len(answers) < n:
-            raise DataError(f"{len(answers)} responses, fewer than n = {n} (--n)", path, row_no, "responses")
-        prompts.append(prompt)
-        responses.append([sanitise_text(a)[0] for a in answers[:n]])
-    if not prompts:
-        raise DataError("no lines: nothing to choose from", path)
-    ids = [p.id for p in prompts]
-    if len(set(ids)) != len(ids):
-        dup = next(i for i in ids if ids.count(i) > 1)
-        raise DataError(f"prompt {dup!r} appears twice (one line per prompt, its responses together)", path)
-    return prompts, responses
-
-
-def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> list[dict[str, Any]]:
-    """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
-    kill, and everything after it, is dropped)."""
-    done: list[dict[str, Any]] = []
-    for line in (text or "").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            break
-        k = len(done)
-        if (
-            k >= len(prompts)
-            or not isinstance(record, dict)
-            or record.get("id") != prompts[k].id
-            or len(record.get("responses", [])) != n
-        ):
-            break
-        done.append(record)
-    return done
-
-
-def sample_policy(
-    cfg: BonConfig, folder: RunFolder, prompts: Sequence[BonPrompt], progress: bool
-) -> tuple[list[list[str]], dict[str, Any]]:
-    """Every prompt's n completions, sampled (or read back from an earlier run of this folder) into samples.jsonl,
-    one line per prompt in the --samples shape (its prompt record, `responses`, and each one's tokens and cut), so
-    the file can be given back as --samples. Facts (policy, tokens, cuts, this process's seconds) are written to
-    sampling.json when the last prompt is done, so a rerun reports the same ones."""
-    from rewardsmith.rollouts.policy import load_policy, sample_prompt
-
-    assert cfg.policy is not None
-    folder.claim(SAMPLES_FILE)
-    records = _sampled_so_far(folder.read_text(SAMPLES_FILE), prompts, cfg.n)
-    # The lines an earlier run finished stay; a line a kill cut, and anything after it, goes.
-    folder.write_text(SAMPLES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-    saved = folder.read_text(SAMPLING_FILE)
-    if len(records) == len(prompts) and saved is not None:
-        return [list(r["responses"]) for r in records], json.loads(saved)
-    facts: dict[str, Any] = {"policy": cfg.policy, "resumed_at_prompt": len(records), "seconds": 0.0}
-    if len(records) < len(prompts):
-        policy = load_policy(cfg.policy)
-        facts["policy"] = policy.source
-        start = time.perf_counter()
-        with (
-            Progress("sampling", len(prompts), enabled=progress, completed=len(records), unit="prompts") as bar,
-            folder.open_append(SAMPLES_FILE) as handle,
-        ):
-            for k in range(len(records), len(prompts)):
-                completions = sample_prompt(
-                    policy,
-                    prompts[k],
-                    cfg.n,
-                    seed=cfg.seed,
-                    temperature=cfg.temperature,
-                    top_p=cfg.top_p,
-                    max_new_tokens=cfg.max_new_tokens,
-                    batch_size=cfg.sample_batch_size,
-                )
-                record = {
-                    **prompts[k].as_record(),
-                    "responses": [c.text for c in completions],
-                    "tokens": [c.tokens for c in completions],
-                    "cut": [c.cut for c in completions],
-                }
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-                records.append(record)
-                bar.update(k + 1)
-                _kill_after(KILL_AFTER_PROMPT_ENV, k + 1)
-        facts["seconds"] = round(time.perf_counter() - start, 1)
-    facts["sampled_tokens"] = int(sum(sum(r.get("tokens", [])) for r in records))
-    facts["cut"] = int(sum(sum(bool(c) for c in r.get("cut", [])) for r in records))
-    folder.write_json(SAMPLING_FILE, facts)
-    return [list(r["responses"]) for r in records], facts
-
-
 def read_prompts(cfg: BonConfig) -> tuple[list[BonPrompt], list[list[str]] | None, str]:
     """The prompts (and, for --samples, their n responses each) and where they came from: read and checked before
     the run folder is written, so a rerun after fixing bad input is not refused."""
@@ -262,7 +154,7 @@ def prompts_and_samples(
         prompts = [read_prompt_record(json.loads(line), path, k + 1) for k, line in enumerate(saved.splitlines())]
     else:
         folder.write_text(PROMPTS_FILE, prompts_jsonl(prompts))
-    responses, facts = sample_policy(cfg, folder, prompts, progress)
+    responses, facts = sample_into(cfg, folder, prompts, progress)
     return prompts, responses, facts
 
 
@@ -317,7 +209,7 @@ def scored(
         },
     )
     done[0] += 1
-    _kill_after(KILL_AFTER_SCORER_ENV, done[0])
+    kill_after(KILL_AFTER_SCORER_ENV, done[0])
     return values.reshape(identity["shape"])
 
 

@@ -1,0 +1,40 @@
+"""`rewardsmith sample`: a policy's completions, n per prompt, resumable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_options, handle_errors, print_result
+from rewardsmith.rollouts.sampling import SampleConfig
+
+app = typer.Typer()
+
+# The sampling flags, shared with `bon` (cli/bon.py adds its own).
+SAMPLE_FLAGS: dict[str, str | Flag] = {
+    "policy": "--policy",
+    "prompts": "--prompts",
+    "prompts_limit": "--prompts-limit",
+    "n": "--n",
+    "temperature": "--temperature",
+    "top_p": "--top-p",
+    "max_new_tokens": "--max-new-tokens",
+    "seed": "--seed",
+    "sample_batch_size": "--sample-batch-size",
+    "data_dir": "--data-dir",
+}
+
+
+@app.command("sample")
+@config_options(SampleConfig, SAMPLE_FLAGS)
+def sample(out: OutDir, overrides: dict[str, Any], quiet: Quiet = False, overwrite: Overwrite = False) -> None:
+    """A policy's own completions: n per prompt, each seeded by (seed, prompt, index), into OUT/samples.jsonl in the
+    shape `bon --samples` and `label --input` read; a killed run resumes at the first prompt missing."""
+    from rewardsmith.config import apply_overrides
+    from rewardsmith.jobs.sample import run_sample
+
+    with handle_errors():
+        cfg = SampleConfig()
+        apply_overrides(cfg, overrides)
+        print_result(run_sample(cfg, out, progress=not quiet, overwrite=overwrite))

@@ -1,0 +1,176 @@
+"""A policy's samples in a run folder: n completions per prompt, seeded per (prompt, index), appended to
+samples.jsonl as each prompt finishes, so a killed run resumes at the first prompt missing. One line per prompt in
+the --samples shape ({id, prompt, instructions?, answer?, responses, tokens, cut}), so the file is what `bon
+--samples` and `label --input` read; the facts of the sampling (policy, tokens, cuts, seconds) go to sampling.json
+once the last prompt is done. `rewardsmith sample` is this alone; `rewardsmith bon --policy` samples through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rewardsmith.config import MAX_SEED, option
+from rewardsmith.data.adapters.generic import iter_records
+from rewardsmith.data.schema import sanitise_text
+from rewardsmith.errors import DataError
+from rewardsmith.io.progress import Progress
+from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.rollouts.prompt import BonPrompt
+from rewardsmith.rollouts.prompts import read_prompt_record
+
+SAMPLES_FILE = "samples.jsonl"
+SAMPLING_FILE = "sampling.json"
+# A real SIGKILL after this many prompts are sampled (tests of resume).
+KILL_AFTER_PROMPT_ENV = "REWARDSMITH_FAULT_KILL_AFTER_PROMPT"
+
+
+@dataclass
+class SampleConfig:
+    """What a policy samples, and how."""
+
+    policy: str | None = option(
+        None,
+        "the policy that samples: `smollm2` (SmolLM2-135M-Instruct, embedded: a Q4_1 GGUF dequantised to fp32) or a "
+        "local causal LM folder",
+    )
+    prompts: str | None = option(
+        None,
+        "what the policy answers: math-500 | ifeval/<dataset> (a dataset's prompts with verifiable instructions "
+        "attached) | a dataset name | a JSONL file of {prompt, instructions?, answer?}",
+    )
+    prompts_limit: int | None = option(None, "answer at most this many prompts (a stable hash picks them)", min=1)
+    n: int = option(16, "completions per prompt (best-of-n: the largest n)", min=2, max=256)
+    temperature: float = option(1.0, "sampling temperature", min=0.0, min_exclusive=True)
+    top_p: float = option(
+        1.0,
+        "nucleus sampling: keep the smallest set of tokens of this total probability",
+        min=0.0,
+        max=1.0,
+        min_exclusive=True,
+    )
+    max_new_tokens: int = option(96, "longest completion, in tokens (a longer one is cut and counted)", min=1)
+    seed: int = option(
+        0, "seed of every sample (with the prompt and the sample's index) and of the bootstrap", min=0, max=MAX_SEED
+    )
+    sample_batch_size: int = option(
+        16, "completions sampled per forward pass (one prompt's at a time)", min=1, volatile=True
+    )
+    data_dir: str | None = option(
+        None, "folder with the real datasets (else $REWARDSMITH_DATA_DIR, ../shared/data)", volatile=True
+    )
+
+
+def kill_after(env: str, done: int) -> None:
+    """A real SIGKILL of this process when $env names `done` (tests of resume)."""
+    at = os.environ.get(env)
+    if at is not None and done == int(at):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def read_samples_file(path: Path, n: int | None) -> tuple[list[BonPrompt], list[list[str]]]:
+    """A samples file: {prompt, responses: [text, ...]} per line (+ id / instructions / answer), the first n
+    responses of each (n None: all, at least two). DataError naming the file, row and field for a line of another
+    shape or with fewer than n responses, or a prompt id seen twice."""
+    if not path.is_file():
+        raise DataError("samples file not found", path)
+    prompts: list[BonPrompt] = []
+    responses: list[list[str]] = []
+    for row_no, record in iter_records(path):
+        prompt = read_prompt_record(record, path, row_no)
+        answers = record.get("responses")
+        if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+            raise DataError("expected a list of response strings", path, row_no, "responses")
+        if len(answers) < (n or 2):
+            wanted = f"n = {n} (--n)" if n else "two, to make a pair"
+            raise DataError(f"{len(answers)} responses, fewer than {wanted}", path, row_no, "responses")
+        prompts.append(prompt)
+        responses.append([sanitise_text(a)[0] for a in (answers[:n] if n else answers)])
+    if not prompts:
+        raise DataError("no lines: nothing to choose from", path)
+    ids = [p.id for p in prompts]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise DataError(f"prompt {dup!r} appears twice (one line per prompt, its responses together)", path)
+    return prompts, responses
+
+
+def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> list[dict[str, Any]]:
+    """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
+    kill, and everything after it, is dropped)."""
+    done: list[dict[str, Any]] = []
+    for line in (text or "").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break
+        k = len(done)
+        if (
+            k >= len(prompts)
+            or not isinstance(record, dict)
+            or record.get("id") != prompts[k].id
+            or len(record.get("responses", [])) != n
+        ):
+            break
+        done.append(record)
+    return done
+
+
+def sample_into(
+    cfg: SampleConfig, folder: RunFolder, prompts: Sequence[BonPrompt], progress: bool
+) -> tuple[list[list[str]], dict[str, Any]]:
+    """Every prompt's cfg.n completions, sampled (or read back from an earlier run of this folder) into
+    samples.jsonl, and the sampling's facts (module docstring)."""
+    from rewardsmith.rollouts.policy import load_policy, sample_prompt
+
+    assert cfg.policy is not None
+    folder.claim(SAMPLES_FILE)
+    records = _sampled_so_far(folder.read_text(SAMPLES_FILE), prompts, cfg.n)
+    # The lines an earlier run finished stay; a line a kill cut, and anything after it, goes.
+    folder.write_text(SAMPLES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    saved = folder.read_text(SAMPLING_FILE)
+    if len(records) == len(prompts) and saved is not None:
+        return [list(r["responses"]) for r in records], json.loads(saved)
+    facts: dict[str, Any] = {"policy": cfg.policy, "resumed_at_prompt": len(records), "seconds": 0.0}
+    if len(records) < len(prompts):
+        policy = load_policy(cfg.policy)
+        facts["policy"] = policy.source
+        start = time.perf_counter()
+        with (
+            Progress("sampling", len(prompts), enabled=progress, completed=len(records), unit="prompts") as bar,
+            folder.open_append(SAMPLES_FILE) as handle,
+        ):
+            for k in range(len(records), len(prompts)):
+                completions = sample_prompt(
+                    policy,
+                    prompts[k],
+                    cfg.n,
+                    seed=cfg.seed,
+                    temperature=cfg.temperature,
+                    top_p=cfg.top_p,
+                    max_new_tokens=cfg.max_new_tokens,
+                    batch_size=cfg.sample_batch_size,
+                )
+                record = {
+                    **prompts[k].as_record(),
+                    "responses": [c.text for c in completions],
+                    "tokens": [c.tokens for c in completions],
+                    "cut": [c.cut for c in completions],
+                }
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+                records.append(record)
+                bar.update(k + 1)
+                kill_after(KILL_AFTER_PROMPT_ENV, k + 1)
+        facts["seconds"] = round(time.perf_counter() - start, 1)
+    facts["sampled_tokens"] = int(sum(sum(r.get("tokens", [])) for r in records))
+    facts["cut"] = int(sum(sum(bool(c) for c in r.get("cut", [])) for r in records))
+    folder.write_json(SAMPLING_FILE, facts)
+    return [list(r["responses"]) for r in records], facts
