@@ -96,7 +96,9 @@ def build_app(
         maps,
         str(calibration) if calibration is not None else None,
         api_key,
-        HackingMonitor(settings.monitor_window, metrics=metrics) if settings.monitor_window else None,
+        HackingMonitor(settings.monitor_window, metrics=metrics, rules=settings.monitor)
+        if settings.monitor_window
+        else None,
     )
     app = FastAPI(title="rewardsmith reward server", lifespan=lifespan(state))
     app.state.server = state
