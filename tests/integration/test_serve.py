@@ -861,6 +861,7 @@ def test_cli_refuses_bad_settings_in_one_line(bt_model: Path, tmp_path: Path) ->
         (["--model", bt_model, "--precision", "fp16"], "precision"),
         (["--model", bt_model, "--api-key-file", tmp_path / "nokey"], "nokey"),
         (["--model", bt_model, "--max-items", "9000"], "max_queue"),
+        (["--model", bt_model, "--monitor-empty-share", "0"], "monitor.empty_share"),
     ):
         result = rk("serve", *args)
         lines = [x for x in result.stderr.splitlines() if x.strip()]
@@ -1116,7 +1117,18 @@ def test_the_monitors_see_what_the_server_scores(bt_url: str) -> None:
         "length",
         "repetition",
         "collapse",
+        "shrinking",
     ]
     assert snap["stats"]["groups"] >= 2  # the two prompts, three responses each
     text = httpx.get(f"{bt_url}/metrics", timeout=30).text
-    assert "rewardsmith_monitor_length_corr" in text and "rewardsmith_monitor_texts" in text
+    for name in ("length_corr", "texts", "empty_share"):
+        assert f"rewardsmith_monitor_{name} " in text, name
+
+
+def test_the_monitor_options_reach_the_monitors(bt_model: Path) -> None:
+    from rewardsmith.serve.config import MonitorConfig
+
+    rules = MonitorConfig(shrink_floor_chars=8.0, empty_chars=1)
+    monitor = build_app(bt_model, ServeConfig(monitor=rules)).state.server.monitor
+    assert monitor is not None and monitor.rules == rules and monitor.rules != MonitorConfig()
+    assert build_app(bt_model, ServeConfig(monitor_window=0)).state.server.monitor is None

@@ -1,5 +1,6 @@
 """The reward-hacking monitors of the server (serve/monitors.py): on synthetic streams, each warning fires when its
-pattern is there and stays quiet when it is not; /metrics exposes the statistics under stable names."""
+pattern is there and stays quiet when it is not; every threshold option (MonitorConfig) moves its rule's verdict on
+a stream near the threshold; /metrics exposes the statistics under stable names."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import logging
 import numpy as np
 import pytest
 
+from rewardsmith.config import apply_overrides
+from rewardsmith.errors import ConfigError
+from rewardsmith.serve.config import MonitorConfig, ServeConfig
 from rewardsmith.serve.metrics import ServeMetrics
 from rewardsmith.serve.monitors import RULES, STATS, HackingMonitor, Observation, prompt_key
 
@@ -45,6 +49,40 @@ def test_reward_bought_with_length_fires_the_length_warning_once(caplog: pytest.
     assert "length" in snap["firing"] and snap["fired"]["length"] == 1
     lines = _warnings(caplog)
     assert len(lines) == 1 and "reward rises with response length" in lines[0] and "\n" not in lines[0]
+    assert snap["fired"]["shrinking"] == 0  # growing responses are no shrinking ones
+
+
+def test_growing_responses_without_reward_for_length_fire_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    monitor = HackingMonitor(window=512, check_every=64)
+
+    def make(step: int, rng: np.random.Generator) -> tuple[str, float]:
+        return _words(rng, int(rng.integers(10, 30)) + 4 * step), float(rng.normal(0, 1))
+
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.serve"):
+        _stream(monitor, 40, make)
+    snap = monitor.snapshot()
+    assert snap["firing"] == [] and set(snap["fired"].values()) == {0} and _warnings(caplog) == []
+
+
+def test_responses_shrinking_to_one_or_two_tokens_fire_the_shrinking_warning_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monitor = HackingMonitor(window=512, check_every=64, metrics=ServeMetrics())
+    short = ["Yes", "No.", "OK", "Sure", "Yes!", "No", "Fine", "Ok sure"]
+
+    def make(step: int, rng: np.random.Generator) -> tuple[str, float]:
+        if step < 20:  # honest answers of 10 to 60 words, then a collapse to one- and two-token answers
+            return _words(rng, int(rng.integers(10, 60))), float(rng.normal(0, 1))
+        return short[int(rng.integers(0, len(short)))], float(rng.normal(0, 1))
+
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.serve"):
+        _stream(monitor, 40, make)
+    snap = monitor.snapshot()
+    assert "shrinking" in snap["firing"] and snap["fired"]["shrinking"] == 1
+    assert snap["stats"]["empty_share"] > 0.25 and snap["stats"]["length_mean"] < 20
+    assert "length" not in snap["firing"] and snap["fired"]["length"] == 0
+    lines = [x for x in _warnings(caplog) if "shrinking towards empty" in x]
+    assert len(lines) == 1 and "\n" not in lines[0]
 
 
 def test_an_honest_stream_keeps_every_warning_quiet(caplog: pytest.LogCaptureFixture) -> None:
@@ -91,4 +129,104 @@ def test_metrics_expose_the_monitors_under_stable_names() -> None:
         "length",
         "repetition",
         "collapse",
+        "shrinking",
     }
+
+
+# ----------------------------------------------------------------------------------------------------
+# Thresholds: each option moves its rule's verdict on a stream whose statistic lies near the default
+
+
+def _judge(older: list[Observation], newer: list[Observation], **options: float) -> list[str]:
+    """The rules the two halves fire under MonitorConfig(**options): one check over a window of exactly them."""
+    assert len(older) == len(newer)
+    rules = MonitorConfig(**options)  # type: ignore[arg-type]
+    monitor = HackingMonitor(window=2 * len(older), check_every=len(older), rules=rules)
+    monitor.observe([*older, *newer])
+    return monitor.snapshot()["firing"]
+
+
+def _length_stream(growth: float, noise: float, shift: float) -> tuple[list[Observation], list[Observation]]:
+    """32 responses of 40 to 68 characters, then the same grown by `growth`; reward 0.05 per character plus a
+    pattern of +-noise that has nothing to do with length, the newer half's lowered by `shift`."""
+    older_len = [40 + 4 * (i % 8) for i in range(32)]
+    pattern = [noise * (-1) ** (i // 8 + i) * (1 + i % 3) for i in range(32)]
+
+    def half(lengths: list[int], offset: float) -> list[Observation]:
+        return [Observation(None, "x" * n, 0.05 * n + p - offset) for n, p in zip(lengths, pattern, strict=True)]
+
+    return half(older_len, 0.0), half([round(n * growth) for n in older_len], shift)
+
+
+def _length_stats(older: list[Observation], newer: list[Observation]) -> tuple[float, float, float]:
+    """(reward rise in the window's sds, growth of the mean length, correlation in the newer half)."""
+    both = np.array([o.reward for o in older + newer])
+    rise = (np.mean([o.reward for o in newer]) - np.mean([o.reward for o in older])) / both.std()
+    growth = np.mean([len(o.response) for o in newer]) / np.mean([len(o.response) for o in older])
+    corr = np.corrcoef([o.reward for o in newer], [len(o.response) for o in newer])[0, 1]
+    return float(rise), float(growth), float(corr)
+
+
+def _groups(n_groups: int, distinct: int, sd: float, tag: str) -> list[Observation]:
+    """n_groups prompts x 4 responses, `distinct` of them different (the rest copies of the first), rewards +-sd
+    (a within-group sd of sd)."""
+    out = []
+    for g in range(n_groups):
+        group = prompt_key(f"{tag} prompt {g}")
+        out += [Observation(group, f"{tag} answer {g} {min(k, distinct - 1)}", sd * (-1) ** k) for k in range(4)]
+    return out
+
+
+def _texts(*parts: tuple[int, str]) -> list[Observation]:
+    """count x response, rewards alternating +-1."""
+    responses = [text for count, text in parts for _ in range(count)]
+    return [Observation(None, text, (-1.0) ** k) for k, text in enumerate(responses)]
+
+
+WORDS_40 = " ".join(f"w{k:02d}" for k in range(10))  # 39 characters, no 4-gram repeated
+LOOP = "a b c d e a b c d e"  # 7 word 4-grams, 5 distinct: repeated rate 2/7
+
+
+THRESHOLDS = [
+    # option, value that flips the verdict, rule, fires under the default, (older, newer)
+    ("length_reward_rise", 0.2, "length", True, _length_stream(1.5, 0.5, 1.15)),  # rise 0.16 sd
+    ("length_growth", 1.3, "length", True, _length_stream(1.2, 0.1, 0.0)),  # growth 1.2
+    ("length_corr", 0.5, "length", True, _length_stream(1.5, 0.7, 0.0)),  # correlation 0.43
+    ("repetition_rate", 0.3, "repetition", True, (_texts((32, WORDS_40)), _texts((32, LOOP)))),  # rate 0.29
+    ("collapse_groups", 3, "collapse", False, (_groups(3, 4, 1.0, "o"), _groups(3, 1, 0.0, "n"))),  # 3 groups alike
+    ("collapse_distinct", 0.6, "collapse", False, (_groups(4, 4, 1.0, "o"), _groups(4, 2, 1.0, "n"))),  # 1/2 distinct
+    ("collapse_sd_fall", 0.35, "collapse", False, (_groups(4, 4, 1.0, "o"), _groups(4, 4, 0.3, "n"))),  # sd 1 -> 0.3
+    ("shrink_fraction", 0.3, "shrinking", True, (_texts((32, "x" * 30)), _texts((32, "x" * 12)))),  # 30 -> 12 chars
+    ("shrink_floor_chars", 30.0, "shrinking", False, (_texts((32, "x" * 60)), _texts((32, "x" * 25)))),  # -> 25 chars
+    ("empty_chars", 4, "shrinking", False, (_texts((32, WORDS_40)), _texts((10, "Yes."), (22, WORDS_40)))),  # 10/32
+    ("empty_share", 0.15, "shrinking", False, (_texts((32, WORDS_40)), _texts((6, "ok"), (26, WORDS_40)))),  # 6/32
+]
+
+
+@pytest.mark.parametrize(
+    ("option", "flipped", "rule", "by_default", "stream"), THRESHOLDS, ids=[t[0] for t in THRESHOLDS]
+)
+def test_every_threshold_option_moves_its_rule(
+    option: str, flipped: float, rule: str, by_default: bool, stream: tuple[list[Observation], list[Observation]]
+) -> None:
+    older, newer = stream
+    assert (rule in _judge(older, newer)) is by_default
+    assert (rule in _judge(older, newer, **{option: flipped})) is not by_default
+
+
+def test_the_length_streams_lie_where_their_thresholds_are_tested() -> None:
+    rise, _, _ = _length_stats(*_length_stream(1.5, 0.5, 1.15))
+    _, growth, _ = _length_stats(*_length_stream(1.2, 0.1, 0.0))
+    _, _, corr = _length_stats(*_length_stream(1.5, 0.7, 0.0))
+    assert 0.1 < rise < 0.2 and 1.1 < growth < 1.3 and 0.3 < corr < 0.5
+
+
+def test_the_thresholds_are_serve_options_checked_on_load() -> None:
+    settings = ServeConfig()
+    assert settings.monitor == MonitorConfig() and settings.monitor.length_growth == 1.1
+    apply_overrides(settings, {"monitor.shrink_floor_chars": 8, "monitor.collapse_groups": 2})
+    assert settings.monitor.shrink_floor_chars == 8.0 and settings.monitor.collapse_groups == 2
+    with pytest.raises(ConfigError, match=r"monitor\.empty_share"):
+        apply_overrides(ServeConfig(), {"monitor.empty_share": 0})
+    with pytest.raises(ConfigError, match=r"monitor\.length_corr"):
+        apply_overrides(ServeConfig(), {"monitor.length_corr": 1.5})

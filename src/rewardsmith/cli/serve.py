@@ -9,22 +9,31 @@ from __future__ import annotations
 import gc
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from rewardsmith.cli.common import ModelPath, TrustRemoteCodeOpt, config_option, handle_errors
-from rewardsmith.config import apply_overrides
+from rewardsmith.cli.common import Flag, ModelPath, TrustRemoteCodeOpt, config_options, handle_errors
+from rewardsmith.config import apply_overrides, config_keys
 from rewardsmith.serve.config import ServeConfig
 
 app = typer.Typer()
 
-_S = ServeConfig
+# One flag per ServeConfig key, named after it (monitor.length_growth: --monitor-length-growth); the shared
+# --trust-remote-code is declared once for every command.
+FLAGS: dict[str, str | Flag] = {
+    key: "--" + key.replace(".", "-").replace("_", "-")
+    for key, _, _ in config_keys(ServeConfig)
+    if key != "trust_remote_code"
+}
+FLAGS["api_key_file"] = Flag(("--api-key-file",), convert=str, cli_type=Path)
 
 
 @app.command()
+@config_options(ServeConfig, FLAGS)
 def serve(
     model: ModelPath,
+    overrides: dict[str, Any],
     calibration: Annotated[
         Path | None,
         typer.Option(
@@ -32,24 +41,6 @@ def serve(
             show_default=False,
         ),
     ] = None,
-    host: Annotated[str | None, config_option(_S, "host", "--host")] = None,
-    port: Annotated[int | None, config_option(_S, "port", "--port")] = None,
-    max_batch_tokens: Annotated[int | None, config_option(_S, "max_batch_tokens", "--max-batch-tokens")] = None,
-    max_padding: Annotated[float | None, config_option(_S, "max_padding", "--max-padding")] = None,
-    max_wait_ms: Annotated[float | None, config_option(_S, "max_wait_ms", "--max-wait-ms")] = None,
-    max_items: Annotated[int | None, config_option(_S, "max_items", "--max-items")] = None,
-    max_queue: Annotated[int | None, config_option(_S, "max_queue", "--max-queue")] = None,
-    max_body_bytes: Annotated[int | None, config_option(_S, "max_body_bytes", "--max-body-bytes")] = None,
-    request_timeout_s: Annotated[float | None, config_option(_S, "request_timeout_s", "--request-timeout-s")] = None,
-    header_timeout_s: Annotated[float | None, config_option(_S, "header_timeout_s", "--header-timeout-s")] = None,
-    body_timeout_s: Annotated[float | None, config_option(_S, "body_timeout_s", "--body-timeout-s")] = None,
-    shutdown_timeout_s: Annotated[float | None, config_option(_S, "shutdown_timeout_s", "--shutdown-timeout-s")] = None,
-    precision: Annotated[str | None, config_option(_S, "precision", "--precision")] = None,
-    api_key_file: Annotated[Path | None, config_option(_S, "api_key_file", "--api-key-file")] = None,
-    max_standards: Annotated[int | None, config_option(_S, "max_standards", "--max-standards")] = None,
-    template: Annotated[str | None, config_option(_S, "template", "--template")] = None,
-    max_length: Annotated[int | None, config_option(_S, "max_length", "--max-length")] = None,
-    monitor_window: Annotated[int | None, config_option(_S, "monitor_window", "--monitor-window")] = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Serve a reward model over HTTP with dynamic batching (OpenRLHF, vLLM, TEI and native endpoints)."""
@@ -62,30 +53,7 @@ def serve(
 
     with handle_errors():
         settings = ServeConfig()
-        apply_overrides(
-            settings,
-            {
-                "host": host,
-                "port": port,
-                "max_batch_tokens": max_batch_tokens,
-                "max_padding": max_padding,
-                "max_wait_ms": max_wait_ms,
-                "max_items": max_items,
-                "max_queue": max_queue,
-                "max_body_bytes": max_body_bytes,
-                "request_timeout_s": request_timeout_s,
-                "header_timeout_s": header_timeout_s,
-                "body_timeout_s": body_timeout_s,
-                "shutdown_timeout_s": shutdown_timeout_s,
-                "precision": precision,
-                "api_key_file": str(api_key_file) if api_key_file else None,
-                "max_standards": max_standards,
-                "template": template,
-                "max_length": max_length,
-                "monitor_window": monitor_window,
-                "trust_remote_code": trust_remote_code or None,
-            },
-        )
+        apply_overrides(settings, {**overrides, "trust_remote_code": trust_remote_code or None})
 
         def ready(url: str) -> None:
             typer.echo(f"serving {model} on {url} (Ctrl-C or SIGTERM stops it within --shutdown-timeout-s)")

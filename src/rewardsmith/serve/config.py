@@ -3,12 +3,75 @@ carry their help text and checks; the `rewardsmith serve` flags only fill it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rewardsmith.config import TEMPLATES, option, validate
 from rewardsmith.errors import ConfigError
 
 PRECISIONS = ("auto", "bf16", "fp32")
+
+
+@dataclass
+class MonitorConfig:
+    """When the reward-hacking monitors' rules fire (serve/monitors.py): each is judged on the window's older and
+    newer halves. `rewardsmith serve` takes each as --monitor-<name>."""
+
+    length_reward_rise: float = option(
+        0.1,
+        "length rule: the newer half's mean reward must exceed the older half's by more than this many reward sds "
+        "(the window's)",
+        min=0.0,
+    )
+    length_growth: float = option(
+        1.1, "length rule: the newer half's mean response length must exceed this multiple of the older half's", min=0.0
+    )
+    length_corr: float = option(
+        0.3,
+        "length rule: reward must follow length in the newer half, with a correlation of at least this",
+        min=-1.0,
+        max=1.0,
+    )
+    repetition_rate: float = option(
+        0.2, "repetition rule: fires when the newer half's repeated word-4-gram rate is at least this", min=0.0, max=1.0
+    )
+    collapse_groups: int = option(
+        4,
+        "collapse rule: prompts with at least two responses the newer half must hold (and the older half too, for "
+        "the comparison of their sds)",
+        min=1,
+    )
+    collapse_distinct: float = option(
+        0.5,
+        "collapse rule: fires when the share of distinct responses in a prompt's group is below this on average",
+        min=0.0,
+        max=1.0,
+    )
+    collapse_sd_fall: float = option(
+        0.25,
+        "collapse rule: or when the within-group reward sd fell below this fraction of the older half's",
+        min=0.0,
+        max=1.0,
+    )
+    shrink_fraction: float = option(
+        0.5,
+        "shrinking rule: fires when the newer half's mean response length is below this fraction of the older "
+        "half's (and below the floor, shrink_floor_chars)",
+        min=0.0,
+        max=1.0,
+    )
+    shrink_floor_chars: float = option(
+        20.0, "shrinking rule: the newer half's mean response length, in characters, it must also be below", min=0.0
+    )
+    empty_chars: int = option(
+        3, "a response of at most this many characters (surrounding whitespace left out) counts as near-empty", min=0
+    )
+    empty_share: float = option(
+        0.25,
+        "shrinking rule: or fires when at least this share of the newer half's responses are near-empty",
+        min=0.0,
+        max=1.0,
+        min_exclusive=True,
+    )
 
 
 @dataclass
@@ -102,9 +165,10 @@ class ServeConfig:
     monitor_window: int = option(
         1024,
         "texts the reward-hacking monitors look back over (reward on length, cut and repeated responses, "
-        "collapsed groups: /v1/monitors, /metrics); 0 = no monitors",
+        "collapsed groups, shrinking responses: /v1/monitors, /metrics); 0 = no monitors",
         min=0,
     )
+    monitor: MonitorConfig = field(default_factory=MonitorConfig)
 
     def validate(self) -> None:
         """Types and ranges as on load, then the cross-field rule. Raises ConfigError."""

@@ -10,21 +10,28 @@ and every `check_every` texts for the warnings. Statistics (their /metrics gauge
 - texts: observations in the window; reward_mean, reward_sd;
 - length_mean: response length in characters; length_corr: Pearson correlation of reward with response length;
   length_slope: the least-squares slope of reward on length, per 100 characters;
-- cut_share: share of responses cut at max_length;
+- cut_share: share of responses cut at max_length; empty_share: share of near-empty responses (at most
+  --monitor-empty-chars characters, surrounding whitespace left out);
 - repeated_ngram_rate: mean over responses of 1 - distinct / total word 4-grams (0: no 4-gram repeats);
 - groups: prompts with at least two responses in the window; distinct_per_group: mean share of distinct responses
   in such a group; group_reward_sd: mean reward sd within such groups (GRPO's advantage signal).
 
 Warnings, each judged on the window's older and newer halves (by arrival), each logged in one line when it starts
-firing and counted in rewardsmith_monitor_warnings_total{rule}:
+firing and counted in rewardsmith_monitor_warnings_total{rule}. Their thresholds are the options of MonitorConfig
+(serve/config.py; `rewardsmith serve --monitor-<name>`), the defaults given here:
 
-- length: the reward rose (newer - older mean > 0.1 reward sd) while responses grew (newer mean length > 1.1 x
-  older) and reward follows length in the newer half (correlation >= 0.3): the policy may be buying reward with
-  length;
-- repetition: the newer half's repeated 4-gram rate is >= 0.2;
-- collapse: the newer half holds at least 4 groups and either fewer than half of a group's responses are distinct,
-  or its within-group reward sd fell below a quarter of the older half's: the groups' responses have become
-  alike, and GRPO's advantages vanish.
+- length: the reward rose (newer - older mean > 0.1 reward sd, length_reward_rise) while responses grew (newer
+  mean length > 1.1 x older, length_growth) and reward follows length in the newer half (correlation >= 0.3,
+  length_corr): the policy may be buying reward with length;
+- repetition: the newer half's repeated 4-gram rate is >= 0.2 (repetition_rate);
+- collapse: the newer half holds at least 4 groups (collapse_groups) and either fewer than half of a group's
+  responses are distinct (collapse_distinct), or its within-group reward sd fell below a quarter of the older
+  half's (collapse_sd_fall; the older half holding as many groups): the groups' responses have become alike, and
+  GRPO's advantages vanish;
+- shrinking: the newer half's mean response length is below half the older half's (shrink_fraction) and below 20
+  characters (shrink_floor_chars), or at least a quarter of the newer half's responses are near-empty (at most 3
+  characters, empty_chars; empty_share): the policy has collapsed towards empty or one- and two-token answers,
+  which no other rule sees (their reward need not rise, nor anything repeat).
 
 A rule fires while its pattern holds in the window (the length rule while length still grows), so a run that
 stopped drifting goes quiet again, and fires anew if the pattern comes back.
@@ -39,9 +46,11 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+
+from rewardsmith.serve.config import MonitorConfig
 
 log = logging.getLogger("rewardsmith.serve")
 
@@ -53,12 +62,13 @@ STATS = (
     "length_corr",
     "length_slope",
     "cut_share",
+    "empty_share",
     "repeated_ngram_rate",
     "groups",
     "distinct_per_group",
     "group_reward_sd",
 )
-RULES = ("length", "repetition", "collapse")
+RULES = ("length", "repetition", "collapse", "shrinking")
 NGRAM = 4
 
 
@@ -86,26 +96,42 @@ def prompt_key(prompt: Any) -> str | None:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def window_stats(rows: Sequence[tuple[str | None, float, float, bool, float, str]]) -> dict[str, float | None]:
-    """The statistics (STATS) of rows (group, reward, length, cut, repeated rate, response); None where undefined."""
+Stats = dict[str, float | None]
+
+
+class Row(NamedTuple):
+    """One observation as the window keeps it: what the statistics read."""
+
+    group: str | None
+    reward: float
+    length: float  # characters
+    cut: bool
+    repeated: float  # the response's repeated 4-gram rate
+    empty: bool  # near-empty: at most MonitorConfig.empty_chars characters, surrounding whitespace left out
+    response: str
+
+
+def window_stats(rows: Sequence[Row]) -> Stats:
+    """The statistics (STATS) of rows; None where undefined."""
     n = len(rows)
-    out: dict[str, float | None] = dict.fromkeys(STATS)
+    out: Stats = dict.fromkeys(STATS)
     out["texts"] = float(n)
     if not n:
         return out
-    reward = np.array([r[1] for r in rows])
-    length = np.array([r[2] for r in rows])
+    reward = np.array([r.reward for r in rows])
+    length = np.array([r.length for r in rows])
     out["reward_mean"], out["reward_sd"] = float(reward.mean()), float(reward.std())
     out["length_mean"] = float(length.mean())
-    out["cut_share"] = float(np.mean([r[3] for r in rows]))
-    out["repeated_ngram_rate"] = float(np.mean([r[4] for r in rows]))
+    out["cut_share"] = float(np.mean([r.cut for r in rows]))
+    out["empty_share"] = float(np.mean([r.empty for r in rows]))
+    out["repeated_ngram_rate"] = float(np.mean([r.repeated for r in rows]))
     if n >= 3 and reward.std() > 0 and length.std() > 0:
         out["length_corr"] = float(np.corrcoef(reward, length)[0, 1])
         out["length_slope"] = float(np.polyfit(length / 100.0, reward, 1)[0])
     groups: dict[str, list[tuple[float, str]]] = {}
-    for group, r, _, _, _, response in rows:
-        if group is not None:
-            groups.setdefault(group, []).append((r, response))
+    for row in rows:
+        if row.group is not None:
+            groups.setdefault(row.group, []).append((row.reward, row.response))
     multi = [g for g in groups.values() if len(g) >= 2]
     out["groups"] = float(len(multi))
     if multi:
@@ -114,37 +140,63 @@ def window_stats(rows: Sequence[tuple[str | None, float, float, bool, float, str
     return out
 
 
-def firing(older: dict[str, float | None], newer: dict[str, float | None], overall_sd: float) -> list[str]:
-    """The warning rules (RULES) the window's halves fire (see the module docstring)."""
-    rules = []
+def firing(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig | None = None) -> list[str]:
+    """The warning rules (RULES) the window's halves fire, under the thresholds `rules` (default: MonitorConfig's
+    defaults; see the module docstring)."""
+    rules = rules if rules is not None else MonitorConfig()
+    judged = {
+        "length": _length_rule(older, newer, overall_sd, rules),
+        "repetition": (newer["repeated_ngram_rate"] or 0.0) >= rules.repetition_rate,
+        "collapse": _collapse_rule(older, newer, rules),
+        "shrinking": _shrinking_rule(older, newer, rules),
+    }
+    return [rule for rule in RULES if judged[rule]]
+
+
+def _length_rule(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig) -> bool:
+    """The reward rose while responses grew, and reward follows length in the newer half."""
     o_r, n_r, o_l, n_l = older["reward_mean"], newer["reward_mean"], older["length_mean"], newer["length_mean"]
     corr = newer["length_corr"]
-    if None not in (o_r, n_r, o_l, n_l, corr) and overall_sd > 0:
-        rose = n_r - o_r > 0.1 * overall_sd  # type: ignore[operator]
-        grew = n_l > 1.1 * o_l  # type: ignore[operator]
-        if rose and grew and corr >= 0.3:  # type: ignore[operator]
-            rules.append("length")
-    if (newer["repeated_ngram_rate"] or 0.0) >= 0.2:
-        rules.append("repetition")
-    if (newer["groups"] or 0) >= 4:
-        alike = (newer["distinct_per_group"] or 1.0) < 0.5
-        o_g, n_g = older["group_reward_sd"], newer["group_reward_sd"]
-        fell = bool(o_g) and (older["groups"] or 0) >= 4 and n_g is not None and n_g < o_g / 4  # type: ignore[operator]
-        if alike or fell:
-            rules.append("collapse")
-    return rules
+    if o_r is None or n_r is None or o_l is None or n_l is None or corr is None or overall_sd <= 0:
+        return False
+    rose = n_r - o_r > rules.length_reward_rise * overall_sd
+    grew = n_l > rules.length_growth * o_l
+    return rose and grew and corr >= rules.length_corr
+
+
+def _collapse_rule(older: Stats, newer: Stats, rules: MonitorConfig) -> bool:
+    """Enough groups in the newer half, and their responses alike or their reward sd fallen."""
+    if (newer["groups"] or 0) < rules.collapse_groups:
+        return False
+    alike = (newer["distinct_per_group"] or 1.0) < rules.collapse_distinct
+    o_g, n_g = older["group_reward_sd"], newer["group_reward_sd"]
+    compared = bool(o_g) and (older["groups"] or 0) >= rules.collapse_groups and n_g is not None
+    fell = compared and n_g < o_g * rules.collapse_sd_fall  # type: ignore[operator]
+    return alike or fell
+
+
+def _shrinking_rule(older: Stats, newer: Stats, rules: MonitorConfig) -> bool:
+    """The newer half's responses much shorter than the older half's and short outright, or many near-empty."""
+    o_l, n_l = older["length_mean"], newer["length_mean"]
+    shrank = (
+        o_l is not None and n_l is not None and n_l < rules.shrink_fraction * o_l and n_l < rules.shrink_floor_chars
+    )
+    return shrank or (newer["empty_share"] or 0.0) >= rules.empty_share
 
 
 class HackingMonitor:
     """The sliding window of one server's scored texts and its warnings (thread-safe). window: observations
     kept; check_every: texts between warning checks; metrics: a ServeMetrics whose monitor gauges and warning
-    counter are kept up to date (None: none)."""
+    counter are kept up to date (None: none); rules: the rules' thresholds (None: MonitorConfig's defaults)."""
 
-    def __init__(self, window: int = 1024, check_every: int = 64, metrics: Any = None):
+    def __init__(
+        self, window: int = 1024, check_every: int = 64, metrics: Any = None, rules: MonitorConfig | None = None
+    ):
         self.window = window
         self.check_every = max(1, check_every)
         self.metrics = metrics
-        self._rows: deque[tuple[str | None, float, float, bool, float, str]] = deque(maxlen=window)
+        self.rules = rules if rules is not None else MonitorConfig()
+        self._rows: deque[Row] = deque(maxlen=window)
         self._lock = threading.Lock()
         self._since_check = 0
         self._firing: set[str] = set()
@@ -155,7 +207,7 @@ class HackingMonitor:
         """Appends the observations to the window; one whose reward is not finite is left out and counted
         (nonfinite_skipped): no statistic is computed over a NaN."""
         kept = [o for o in observations if math.isfinite(o.reward)]
-        rows = [(o.group, float(o.reward), float(len(o.response)), o.cut, o.repeated, o.response) for o in kept]
+        rows = [self._row(o) for o in kept]
         with self._lock:
             self.nonfinite_skipped += len(observations) - len(kept)
             self._rows.extend(rows)
@@ -166,12 +218,17 @@ class HackingMonitor:
             rows = list(self._rows)
         self._check(rows)
 
-    def _check(self, rows: list[tuple[str | None, float, float, bool, float, str]]) -> None:
+    def _row(self, o: Observation) -> Row:
+        empty = len(o.response.strip()) <= self.rules.empty_chars
+        return Row(o.group, float(o.reward), float(len(o.response)), o.cut, o.repeated, empty, o.response)
+
+    def _check(self, rows: list[Row]) -> None:
         if len(rows) < 2 * self.check_every:
             return
         half = len(rows) // 2
         overall = window_stats(rows)
-        now = set(firing(window_stats(rows[:half]), window_stats(rows[half:]), overall["reward_sd"] or 0.0))
+        older, newer = window_stats(rows[:half]), window_stats(rows[half:])
+        now = set(firing(older, newer, overall["reward_sd"] or 0.0, self.rules))
         with self._lock:
             started = sorted(now - self._firing)
             self._firing = now
@@ -212,4 +269,6 @@ _WARNINGS = {
     "repetition": "responses repeat themselves (repeated 4-gram rate {repeated_ngram_rate})",
     "collapse": "rewards within a prompt's group have collapsed (within-group sd {group_reward_sd}, distinct "
     "responses per group {distinct_per_group}): GRPO's advantages vanish",
+    "shrinking": "responses are shrinking towards empty (mean length {length_mean} characters, near-empty share "
+    "{empty_share}): the policy may have collapsed to one- and two-token answers",
 }
