@@ -91,8 +91,8 @@ class DataConfig:
     )
     train_fraction: float = option(
         0.8,
-        "fraction of the training source used for training; the rest (split "
-        "by a hash of the first human turn) is the held-out set",
+        "fraction of the training source used for training; the rest is the held-out set (parts as data.split cuts "
+        "them)",
         min=0.0,
         max=1.0,
         min_exclusive=True,
@@ -103,6 +103,14 @@ class DataConfig:
         "after the training part), for choosing settings without the reported sets",
         min=0.0,
         max=1.0,
+    )
+    split: str = option(
+        "hash",
+        "how the training source is cut into its training, validation and held-out parts: hash (by a hash of each "
+        "pair's first human turn, so a conversation stays on one side; pairs that share an opening turn go together) "
+        "| row (by a hash of each row: the parts hold their fractions even when many pairs share an opening turn, "
+        "as templated data does, and a conversation may sit on both sides)",
+        choices=("hash", "row"),
     )
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting", min=1)
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set", min=1)

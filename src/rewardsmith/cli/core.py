@@ -49,6 +49,7 @@ TRAIN_OPTIONS: dict[str, str | Flag] = {
     "data.train.path": "--path",
     "data.train_pairs": "--train-pairs",
     "data.eval_pairs": "--eval-pairs",
+    "data.split": "--split-by",
     "data.train.on_bad_row": "--on-bad-row",
     "model.backbone": "--backbone",
     "model.max_length": "--max-length",

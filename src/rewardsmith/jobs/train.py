@@ -164,6 +164,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
             },
             "eval": results,
             "data": data.summaries,
+            "warnings": data.warnings,
             "truncation": {"train": train_counts, "eval": eval_counts},
             "environment": environment_info(cfg.train.seed),
             "config": to_dict(cfg),
@@ -175,6 +176,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         folder.mark_complete()
         summary = [
             *dataset_lines(data.summaries),
+            *data.warnings,
             truncation_line(train_counts, "training sequences"),
             truncation_line(eval_counts, "evaluation sequences"),
             written_line(folder, OUTPUTS),
