@@ -141,6 +141,7 @@ def prepare_data(plan: DataPlan, data_dir: str | Path | None = None) -> Prepared
             "label": name,
             "overlap_removed": removed[name],
             "used": len(evals[name]),
+            "set_aside": {"past the evaluation cap": len(kept) - len(evals[name])},
         }
     return PreparedData(parts, evals, source, summaries, removed, {k: len(v) for k, v in split.items()})
 
@@ -202,7 +203,18 @@ def train_data(cfg: DataConfig) -> TrainData:
             f"no training pairs left from {cfg.train.label}: {data.source.account()}, "
             f"{data.split_sizes['train']} in the training split{why}"
         )
-    summaries: dict[str, Any] = {"train": {**data.source.summary(), "label": cfg.train.label, "used": len(train)}}
+    held_out = data.split_sizes["heldout"] + data.split_sizes["validation"]
+    summaries: dict[str, Any] = {
+        "train": {
+            **data.source.summary(),
+            "label": cfg.train.label,
+            "used": len(train),
+            "set_aside": {
+                "held out": held_out,
+                "past --train-pairs": data.split_sizes["train"] - len(train),
+            },
+        }
+    }
     if cfg.bootstrap is not None:
         draw = random.Random(cfg.bootstrap).choices(range(len(train)), k=len(train))
         train = [train[i] for i in draw]
@@ -213,7 +225,14 @@ def train_data(cfg: DataConfig) -> TrainData:
         name = f"{cfg.train.label} ({suffix})"
         if data.parts[part]:
             eval_sets[name] = data.parts[part]
-            summaries[name] = {"label": name, "pairs": data.split_sizes[part], "used": len(data.parts[part])}
+            used, removed = len(data.parts[part]), data.overlap_removed.get(part, 0)
+            summaries[name] = {
+                "label": name,
+                "pairs": data.split_sizes[part],
+                "used": used,
+                "overlap_removed": removed,
+                "set_aside": {"past --eval-pairs": data.split_sizes[part] - used - removed},
+            }
         elif plan.parts[part].fraction > 0:
             warnings.append(
                 f"warning: the {suffix} part of {cfg.train.label} is empty, so it has no accuracy: "
