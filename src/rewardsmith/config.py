@@ -356,6 +356,8 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
         (inner,) = typing.get_args(tp)
         if isinstance(value, tuple):
             value = list(value)
+        if isinstance(value, str) and not dataclasses.is_dataclass(inner):
+            value = _comma_items(value, inner)
         if not isinstance(value, list):
             value = [value]
         return [_convert(inner, v, f"{key}[{i}]") for i, v in enumerate(value)]
@@ -387,6 +389,21 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
             raise ConfigError(f"config key {key!r} must be a string, got {_show(value)}")
         return value
     return value
+
+
+def _comma_items(text: str, inner: Any) -> list[Any]:
+    """A list written as --help shows one ("0,1,2", "q_proj,v_proj"): its comma-separated items, each read as YAML
+    (so "8" is a number) unless the list holds strings."""
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if inner is str:
+        return items
+    out = []
+    for item in items:
+        try:
+            out.append(yaml.safe_load(item))
+        except (yaml.YAMLError, ValueError):  # ValueError: an integer too long for int(); said by the check after
+            out.append(item)
+    return out
 
 
 def _check_range(f: dataclasses.Field[Any], value: Any, key: str) -> None:

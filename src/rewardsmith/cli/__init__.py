@@ -16,10 +16,18 @@ from typer._click.termui import echo
 from typer.core import TyperGroup
 
 from rewardsmith.cli import bench, bon, calibrate, core, ensemble, icrm, serve, shift
+from rewardsmith.cli.common import readable_metavars
 
 
 class OneLineErrors(TyperGroup):
-    """Click reports a bad option with its usage text over several lines; this prints one line instead."""
+    """Click reports a bad option with its usage text over several lines; this prints one line instead. Every
+    command's options show readable metavars (common.readable_metavars: TEXT, INTEGER, ...)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            readable_metavars(command, ctx)
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"], standalone = False, kwargs.get("standalone_mode", True)
