@@ -92,10 +92,9 @@ def write_prompts() -> dict[str, int]:
 
 def sample(name: str, n: int, batch: int) -> None:
     prompts = str(RUNS / "prompts" / f"{name}.jsonl")
-    command(
-        ["sample", "--policy", "smollm2", "--prompts", prompts, "--n", str(n), *SAMPLING]
-        + ["--sample-batch-size", str(batch), "--out", str(RUNS / name), "-q"]
-    )
+    out = str(RUNS / name)
+    command(["sample", "--policy", "smollm2", "--prompts", prompts, "--n", str(n), *SAMPLING, "--sample-batch-size",
+             str(batch), "--out", out, "-q"])  # fmt: skip
 
 
 STEPS = {

@@ -9,7 +9,7 @@ from blocks_common import load
 from blocks_common import source as _source
 from blocks_common import table as _table
 
-from rewardsmith.report.demo import steering_agreement, stress_test_note
+from rewardsmith.report.demo import PEBS, calibration_gains, helpful_note, steering_agreement, stress_test_note
 
 
 def block_demo() -> str:
@@ -24,7 +24,8 @@ def block_demo() -> str:
             f"MiniLM on {train['train']['pairs']} HH-RLHF harmless pairs, {held['n']} held out",
             f"accuracy {_ci(held['accuracy'], held['accuracy_ci'])}; length rule "
             f"{held['length_rule_accuracy']:.1f}; length-controlled "
-            f"{_ci(held['length_controlled_accuracy'], held['length_controlled_accuracy_ci'])}",
+            f"{_ci(held['length_controlled_accuracy'], held['length_controlled_accuracy_ci'])}. "
+            + helpful_note(train["eval"]),
         ],
         [
             "2. stress-test",
@@ -45,9 +46,9 @@ def block_demo() -> str:
         ],
         [
             "4. calibrate",
-            f"PEBS, the project's joint variant (the paper's form: docs/calibration.md), on PluriHarms "
-            f"({cal['data']['raters']} raters)",
-            f"RMSE gain vs pooled {_ci(cal['gain_vs_pooled_pct.pebs'], cal['gain_vs_pooled_ci.pebs'], 2)}%",
+            f"{PEBS}, the project's joint variant (the paper's form: docs/calibration.md), on PluriHarms "
+            f"({cal['data']['raters']} raters), against one pooled map and per-rater OLS",
+            calibration_gains(cal),
         ],
     ]
     return (

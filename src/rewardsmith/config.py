@@ -91,8 +91,8 @@ class DataConfig:
     )
     train_fraction: float = option(
         0.8,
-        "fraction of the training source used for training; the rest (split "
-        "by a hash of the first human turn) is the held-out set",
+        "fraction of the training source used for training; the rest is the held-out set (parts as data.split cuts "
+        "them)",
         min=0.0,
         max=1.0,
         min_exclusive=True,
@@ -103,6 +103,14 @@ class DataConfig:
         "after the training part), for choosing settings without the reported sets",
         min=0.0,
         max=1.0,
+    )
+    split: str = option(
+        "hash",
+        "how the training source is cut into its training, validation and held-out parts: hash (by a hash of each "
+        "pair's first human turn, so a conversation stays on one side; pairs that share an opening turn go together) "
+        "| row (by a hash of each row: the parts hold their fractions even when many pairs share an opening turn, "
+        "as templated data does, and a conversation may sit on both sides)",
+        choices=("hash", "row"),
     )
     train_pairs: int | None = option(None, "use at most this many training pairs after splitting", min=1)
     eval_pairs: int | None = option(None, "use at most this many held-out pairs per eval set", min=1)
@@ -348,6 +356,8 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
         (inner,) = typing.get_args(tp)
         if isinstance(value, tuple):
             value = list(value)
+        if isinstance(value, str) and not dataclasses.is_dataclass(inner):
+            value = _comma_items(value, inner)
         if not isinstance(value, list):
             value = [value]
         return [_convert(inner, v, f"{key}[{i}]") for i, v in enumerate(value)]
@@ -379,6 +389,21 @@ def _convert(tp: Any, value: Any, key: str, default: Any = None) -> Any:
             raise ConfigError(f"config key {key!r} must be a string, got {_show(value)}")
         return value
     return value
+
+
+def _comma_items(text: str, inner: Any) -> list[Any]:
+    """A list written as --help shows one ("0,1,2", "q_proj,v_proj"): its comma-separated items, each read as YAML
+    (so "8" is a number) unless the list holds strings."""
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    if inner is str:
+        return items
+    out = []
+    for item in items:
+        try:
+            out.append(yaml.safe_load(item))
+        except (yaml.YAMLError, ValueError):  # ValueError: an integer too long for int(); said by the check after
+            out.append(item)
+    return out
 
 
 def _check_range(f: dataclasses.Field[Any], value: Any, key: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -69,9 +70,79 @@ def test_help_shows_every_default(command: list[str]) -> None:
     assert result.exit_code == 0, result.output
     assert "Usage" in result.stdout and "<bool>" not in result.stdout
     for name, entry in option_blocks(result.stdout).items():
-        takes_value = "<" in entry.split("  ")[0] or "/" in entry.split("  ")[0]
+        flags = entry.split("  ")[0].split()
+        takes_value = flags[-1].isupper() or "/" in entry.split("  ")[0]  # a metavar (TEXT, INTEGER), or --x/--y
         if takes_value and "[required" not in entry and name != "--help":
             assert "[default:" in entry, (command, name, entry)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "top")
+def test_help_metavars_are_words_and_ranges_are_in_the_help(command: list[str]) -> None:
+    text = rk(*command, "--help").stdout
+    for entry in option_blocks(text).values():
+        tokens = entry.split()
+        head = []  # the flags and the metavar: every token before the help text starts
+        for token in tokens:
+            if not (token.startswith("-") or token.startswith("<") or token.rstrip(",.").isupper()):
+                break
+            head.append(token)
+        flags = " ".join(head)
+        assert "<" not in flags and "[" not in flags, (command, flags)  # not <int range>, <list[str]>
+    blocks = option_blocks(rk("train", "--help").stdout)
+    assert blocks["--members"].startswith("--members INTEGER ") and "x>=1]" in blocks["--members"]
+    assert blocks["--eval"].startswith("--eval TEXT ") and "(repeatable)" in blocks["--eval"]
+
+
+@pytest.mark.parametrize("command", [["train"], ["shift"], ["icrm", "train"], ["icrm", "eval"]], ids=" ".join)
+def test_the_set_example_is_a_key_the_command_lists(command: list[str]) -> None:
+    text = rk(*command, "--help").stdout
+    found = re.search(r"e\.g\.\s+--set\s+([\w.]+)=", text)
+    assert found, text
+    key = found.group(1)
+    listed = [line.strip().split(":", 1)[0] for line in text.split("Config keys", 1)[1].splitlines()[1:]]
+    assert key in listed, (command, key)
+
+
+def test_train_help_says_one_default_for_the_training_set() -> None:
+    text = rk("train", "--help").stdout
+    option = option_blocks(text)["--train"].split("[default: ", 1)[1].split("]")[0]
+    key = next(line for line in text.splitlines() if line.strip().startswith("data.train.name:"))
+    assert (
+        key.split("[default: ", 1)[1].split("]")[0]
+        == option
+        == "none: give --train, or name the training set in --config"
+    )
+
+
+def test_a_list_key_takes_the_form_help_shows(tmp_path: Path) -> None:
+    from rewardsmith.cli.common import _shown
+    from rewardsmith.config import apply_overrides, config_keys, parse_set_options
+    from rewardsmith.icrm.config import ICRMRunConfig
+
+    # Every list-valued key's default, written as --help shows it, reads back as that default.
+    for key, _, default in config_keys(ICRMRunConfig):
+        if isinstance(default, list) and default and not hasattr(default[0], "__dataclass_fields__"):
+            cfg = ICRMRunConfig()
+            apply_overrides(cfg, parse_set_options([f"{key}={_shown(default)}"]))
+            value = cfg
+            for name in key.split("."):
+                value = getattr(value, name)
+            assert value == default, (key, _shown(default), value)
+    cfg = ICRMRunConfig()
+    apply_overrides(cfg, parse_set_options(["eval.n_values=0,8", "model.lora.target_modules=q_proj,v_proj"]))
+    assert cfg.eval.n_values == [0, 8] and cfg.model.lora.target_modules == ["q_proj", "v_proj"]
+    one_line_error(rk("icrm", "eval", "-p", "all", "-m", str(tmp_path), "--out", str(tmp_path / "o"),
+                      "--set", "eval.n_values=0,eight"), "eval.n_values[1]")  # fmt: skip
+
+
+def test_results_tables_are_at_most_120_characters_wide(capsys: pytest.CaptureFixture[str]) -> None:
+    from rewardsmith.cli.common import TABLE_WIDTH, print_table
+
+    row = {f"a long column name number {i}": f"{50 + i}.0 [4{i}.0, 5{i}.0] of a long cell" for i in range(9)}
+    print_table([{"dataset": "hh-rlhf/harmless-base (held-out) and more words", **row}], "results")
+    out = capsys.readouterr().out
+    assert TABLE_WIDTH == 120 and max(len(line) for line in out.splitlines()) <= 120
+    assert "58.0" in out and "results" in out  # cells wrapped, not dropped
 
 
 def test_top_level_help_lists_every_command() -> None:
@@ -114,7 +185,7 @@ def test_malformed_row_names_file_row_and_field_then_skip_counts_and_says_it(tmp
     assert result.exit_code == 0, result.output
     metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
     assert metrics["data"]["train"]["dropped"].get("malformed") == 1
-    assert "dropped: malformed 1" in result.stdout
+    assert "read pairs.jsonl: 41 rows read, 31 used, 9 held out, 1 dropped (malformed 1)" in result.stdout
 
 
 def test_bad_config_key(tmp_path: Path) -> None:

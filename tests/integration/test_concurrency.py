@@ -42,14 +42,37 @@ def _checksums(folder: Path) -> dict[str, str]:
     }
 
 
+# `rewardsmith` that, once it has logged its first optimiser step, waits while the file TRAIN_TEST_HOLD names
+# exists: the second process meets a run that is surely still under way, however fast the machine.
+HELD_CLI = """
+import os, sys, time
+from pathlib import Path
+from rewardsmith.train import trainer
+write_step = trainer._write_step
+def held(log, accelerator, values):
+    write_step(log, accelerator, values)
+    while Path(os.environ["TRAIN_TEST_HOLD"]).exists():
+        time.sleep(0.05)
+trainer._write_step = held
+sys.argv[0] = "rewardsmith"
+from rewardsmith.cli import main
+main()
+"""
+
+
 def test_second_process_on_a_busy_folder_is_refused(tmp_path: Path) -> None:
-    out = tmp_path / "run"
+    out, hold = tmp_path / "run", tmp_path / "hold"
+    hold.touch()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     cmd = [sys.executable, "-m", "rewardsmith.cli"]
     first = subprocess.Popen(
-        [*cmd, *ARGS, "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", HELD_CLI, *ARGS, "--out", str(out)],
+        env={**env, "TRAIN_TEST_HOLD": str(hold)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    deadline = time.time() + 120
+    deadline = time.time() + 300
     while not (out / "log.jsonl").exists() or not (out / "log.jsonl").read_text():
         assert first.poll() is None, first.communicate()
         assert time.time() < deadline
@@ -60,6 +83,7 @@ def test_second_process_on_a_busy_folder_is_refused(tmp_path: Path) -> None:
     assert second.returncode == 2, second.stderr
     lines = second.stderr.strip().splitlines()
     assert len(lines) == 1 and f"PID {first.pid}" in lines[0] and "in use" in lines[0]
+    hold.unlink()
     _, stderr = first.communicate(timeout=600)
     assert first.returncode == 0, stderr
     config = (out / "config.yaml").read_text()

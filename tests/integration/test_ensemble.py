@@ -224,10 +224,14 @@ def test_train_members_makes_an_ensemble_of_its_seeds_and_a_rerun_reuses_them(tm
     assert [m["source"] for m in spec["members"]] == ["../members/seed4/model", "../members/seed5/model"]
     configs = [yaml.safe_load((out / "members" / s / "config.yaml").read_text()) for s in ("seed4", "seed5")]
     assert [c["train"]["seed"] for c in configs] == [4, 5]
+    # Beside the members' accuracies, the ensemble's own on the same held-out pairs.
+    lines = [x for x in first.stdout.splitlines() if x.startswith("ensemble (2 members, mean): accuracy ")]
+    assert len(lines) == 1 and "synthetic/source (held-out) " in lines[0], first.stdout
     weights = (out / "members" / "seed5" / "model" / "heads.safetensors").read_bytes()
     again = CliRunner().invoke(app, [*args, "--out", str(out)])
     assert again.exit_code == 0, again.output
     assert again.output.count("already holds this finished run") == 2
+    assert lines[0] in again.stdout.splitlines()  # the same members: the same ensemble accuracy
     assert (out / "members" / "seed5" / "model" / "heads.safetensors").read_bytes() == weights
 
 

@@ -293,3 +293,34 @@ def test_serve_says_when_it_begins_to_stop(trained: Path, when: str) -> None:
     assert out.strip().splitlines()[-1] == "stopped"
     stopping = [line for line in err.splitlines() if line.startswith("stopping: ")]
     assert len(stopping) == 1 and "finish within" in stopping[0], err
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A small templated file: the empty held-out part is said, and the row split is offered
+
+
+def test_train_says_when_its_held_out_part_is_empty_and_splits_by_row_on_request(tmp_path: Path) -> None:
+    from rewardsmith.data.schema import PreferencePair, Turn
+    from rewardsmith.data.splits import hash_fraction
+
+    def in_training(text: str) -> bool:
+        return hash_fraction(PreferencePair((Turn("user", text),), "a", "b").group_key(), "split") < 0.8
+
+    opening = next(t for t in (f"Please rate reply {i}." for i in range(1000)) if in_training(t))
+    rows = [
+        {"prompt": f"\n\nHuman: {opening}\n\nAssistant: Send it.\n\nHuman: reply {i}\n\nAssistant:",
+         "chosen": f" A fair rating of reply {i}.", "rejected": " No."}
+        for i in range(24)
+    ]  # fmt: skip
+    path = jsonl(tmp_path / "templated.jsonl", rows)
+    result = rk("train", "--train", "file", "--path", path, *TINY, "--out", tmp_path / "hash")
+    ok(result)
+    warnings = [line for line in result.stdout.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "held-out part of templated.jsonl is empty" in warnings[0], result.stdout
+    assert "24 pairs share 1 distinct first turn" in warnings[0] and "--split-by row" in warnings[0]
+    assert "held-out part of templated.jsonl is empty" in (tmp_path / "hash" / "report.md").read_text()
+    by_row = rk("train", "--train", "file", "--path", path, *TINY, "--split-by", "row", "--out", tmp_path / "row")
+    ok(by_row)
+    assert "warning:" not in by_row.stdout
+    metrics = json.loads((tmp_path / "row" / "metrics.json").read_text())
+    assert metrics["eval"]["templated.jsonl (held-out)"]["n"] > 0 and metrics["config"]["data"]["split"] == "row"

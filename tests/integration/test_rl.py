@@ -157,3 +157,89 @@ def test_positive_maps_train_the_same_policy(tmp_path: Path, chat_tokenizer_dir:
     assert float((calibrated - raw).norm() / raw.norm()) < 1e-3
     first, reversed_ = change(train(1.0, 0.0, 1)), change(train(-2.0, 1.0, 1))
     assert float((reversed_ + first).norm() / first.norm()) < 1e-3
+
+
+def _tiny_policy(folder: Path, chat_tokenizer_dir: Path) -> Path:
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from conftest import TINY_DECODER
+
+    tok = AutoTokenizer.from_pretrained(str(chat_tokenizer_dir))
+    torch.manual_seed(0)
+    LlamaForCausalLM(
+        LlamaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, **TINY_DECODER)
+    ).save_pretrained(str(folder))
+    tok.save_pretrained(str(folder))
+    return folder
+
+
+def test_rl_command_runs_resumes_after_a_kill_and_refuses_bad_input(
+    tmp_path: Path, chat_tokenizer_dir: Path, trl_chat_model: Path, trl_plain_model: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from safetensors.torch import load_file
+    from typer.testing import CliRunner
+
+    from rewardsmith.cli import app
+
+    policy = _tiny_policy(tmp_path / "policy", chat_tokenizer_dir)
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"How do I fix a flat tyre, step {k}?"}) + "\n" for k in range(6)))
+    args = [
+        "rl", "--policy", policy, "--prompts", prompts, "--heldout", "2", "--proxy", trl_chat_model,
+        "--gold", trl_plain_model, "--steps", "3", "--prompts-per-step", "2", "--generations", "2",
+        "--max-new-tokens", "6", "--lr", "1e-3", "--track-every", "1", "--track-samples", "2",
+        "--track-max-new-tokens", "6", "--bootstrap", "50", "--save-every", "1", "-q",
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+
+    def run(out: Path, extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rewardsmith.cli", *map(str, args), "--out", str(out)],
+            capture_output=True, text=True, env={**env, **(extra or {})}, timeout=900,
+        )  # fmt: skip
+
+    whole = run(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    metrics = json.loads((tmp_path / "whole" / "metrics.json").read_text())
+    assert [p["step"] for p in metrics["track"]] == [0, 1, 2, 3] and metrics["resumed_at_step"] == 0
+    assert set(metrics["gold_change"]) == {str(trl_plain_model)} and metrics["heldout_prompts"] == 2
+    steps = [json.loads(x) for x in (tmp_path / "whole" / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2, 3] and all("stats" in s["monitors"] for s in steps)
+
+    killed = tmp_path / "killed"
+    first = run(killed, {"REWARDSMITH_FAULT_KILL_AFTER_SAVE": "2"})
+    assert first.returncode == -9, first.stderr[-3000:]
+    assert not (killed / "metrics.json").exists()
+    second = run(killed)
+    assert second.returncode == 0, second.stderr[-3000:]
+    resumed = json.loads((killed / "metrics.json").read_text())
+    assert resumed["resumed_at_step"] == 2
+    assert [p["step"] for p in resumed["track"]] == [0, 1, 2, 3]  # none lost, none twice
+    assert [json.loads(x)["step"] for x in (killed / "steps.jsonl").read_text().splitlines()] == [1, 2, 3]
+    # The resumed run ends where the whole one ended: the same weights.
+    a = load_file(str(tmp_path / "whole" / "policy" / "model.safetensors"))
+    b = load_file(str(killed / "policy" / "model.safetensors"))
+    assert all(np.allclose(a[k].numpy(), b[k].numpy(), atol=1e-6) for k in a)
+    again = run(killed)
+    assert again.returncode == 0 and "already holds this finished run" in again.stdout
+
+    def one_line(result, *needles: str) -> None:
+        assert result.exit_code == 2, result.output
+        lines = [x for x in result.stderr.splitlines() if x.strip()]
+        assert len(lines) == 1 and all(n in lines[0] for n in needles), result.stderr
+
+    rk = CliRunner()
+    base = [str(a) for a in args[:-1]]
+    one_line(rk.invoke(app, ["rl", "--prompts", str(prompts), "--out", str(tmp_path / "a")]), "--proxy", "--server")
+    one_line(rk.invoke(app, [*base, "--gold", "ifevl", "--out", str(tmp_path / "b")]), "unknown gold")
+    one_line(rk.invoke(app, [*base, "--gold", str(trl_chat_model), "--out", str(tmp_path / "c")]), "own gold")
+    one_line(rk.invoke(app, [*base, "--steps", "0", "--out", str(tmp_path / "d")]), "steps")
+    assert not any((tmp_path / n).exists() for n in "abcd")
+    # A checkpoint file changed since it was written is not read: the run starts again from the start policy.
+    checkpoint = next((killed / "trainer").glob("checkpoint-*"))
+    assert json.loads((killed / "checkpoints.json").read_text())[checkpoint.name]

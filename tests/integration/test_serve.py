@@ -22,13 +22,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -132,6 +131,69 @@ def serving(app: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(60)
         sock.close()
+
+
+class RoundGate:
+    """Holds a served app's scoring worker, so tests count rounds instead of timing them: each scoring round waits
+    at the gate until the test lets it through (allow(n): n rounds; open(): every round from now on; hold(): shut
+    again). entered / scored: rounds that reached the gate / were scored; rounds: per scored round, (texts in the
+    request, texts of it in the round) per piece. Used as a context manager; the gate opens on exit, so the server
+    can drain."""
+
+    def __init__(self, app: Any) -> None:
+        engine = app.state.server.engine
+        self._score = engine.score_round
+        engine.score_round = self  # the instance attribute shadows the method: the batcher's worker calls this
+        self._cond = threading.Condition()
+        self._open = False
+        self._permits = 0
+        self.entered = 0
+        self.scored = 0
+        self.rounds: list[list[tuple[int, int]]] = []
+
+    def __call__(self, pieces: Any) -> Any:
+        with self._cond:
+            self.entered += 1
+            self._cond.notify_all()
+            if not self._cond.wait_for(lambda: self._open or self._permits > 0, 300):
+                raise RuntimeError("the test never let this round through")
+            if not self._open:
+                self._permits -= 1
+        try:
+            return self._score(pieces)
+        finally:
+            with self._cond:
+                self.rounds.append([(p.job.size, p.size) for p in pieces])
+                self.scored += 1
+                self._cond.notify_all()
+
+    def __enter__(self) -> RoundGate:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.open()
+
+    def _set(self, opened: bool, permits: int) -> None:
+        with self._cond:
+            self._open, self._permits = opened, permits
+            self._cond.notify_all()
+
+    def allow(self, n: int = 1) -> None:
+        with self._cond:
+            self._permits += n
+            self._cond.notify_all()
+
+    def open(self) -> None:
+        self._set(True, 0)
+
+    def hold(self) -> None:
+        self._set(False, 0)
+
+    def wait(self, *, entered: int | None = None, scored: int | None = None) -> None:
+        """Until at least `entered` rounds have reached the gate and `scored` have been scored."""
+        with self._cond:
+            reached = self._cond.wait_for(lambda: self.entered >= (entered or 0) and self.scored >= (scored or 0), 300)
+        assert reached, (self.entered, self.scored, entered, scored)
 
 
 def one_line_error(response: httpx.Response, status: int, *needles: str) -> str:
@@ -540,13 +602,14 @@ def test_bad_requests_get_one_line_while_good_load_is_answered(
             assert unknown.status_code == 200 and "population map" in unknown.json()["note"]
             assert "\n" not in unknown.json()["note"]
             assert httpx.get(f"{url}/health", timeout=60).status_code == 200  # open without a key
-            time.sleep(0.5)
+            # The good load goes on being answered after all that (eight more answers).
+            after = answered[0]
+            _wait_for(lambda: answered[0] >= after + 8)
         finally:
             stop.set()
             for w in workers:
                 w.join(60)
         assert not failures, failures[:3]
-        assert answered[0] >= 8
         assert http.get(f"{url}/health").json()["status"] == "ok"  # and the server is still up
 
 
@@ -559,33 +622,65 @@ def test_full_queue_gets_503_with_retry_after_and_the_client_retries(bt_model: P
 
     settings = ServeConfig(max_items=512, max_queue=1024, max_batch_tokens=16, max_wait_ms=0.0)
     items = [{"prompt": "p", "response": f"reply {i}: {LONG_REPLY}"} for i in range(512)]
-    with serving(build_app(bt_model, settings)) as url, ThreadPoolExecutor(24) as pool:
-        # A request of 512 texts, one text per round, holds half the queue while the others arrive.
+    app = build_app(bt_model, settings)
+
+    def queued() -> float:
+        return _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts")
+
+    with serving(app) as url, ThreadPoolExecutor(24) as pool, RoundGate(app) as gate:
+        # Nothing is scored until the gate opens: a request of 512 texts holds half the queue.
         first = pool.submit(httpx.post, f"{url}/v1/score", json={"items": items}, timeout=120)
-        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") >= 512)
+        gate.wait(entered=1)
+        assert queued() == 512
         with httpx.Client(timeout=120) as http:
-            answers = list(pool.map(lambda _: http.post(f"{url}/v1/score", json={"items": items}), range(8)))
-        busy = [a for a in answers if a.status_code == 503]
-        assert len(busy) >= 7 and all(a.headers["retry-after"] == "1" for a in busy)
-        one_line_error(busy[0], 503, "busy", "--max-queue")
-        assert first.result(120).status_code == 200
-        with RewardClient(url, retries=60, backoff_s=0.05, max_items_per_request=512) as client:
-            results = list(pool.map(lambda i: client.rewards(["p"] * 512, [x["response"] for x in items]), range(3)))
-        assert all(len(r) == 512 for r in results)
-        metrics = httpx.get(f"{url}/metrics", timeout=60).text
-    # The third client call found the queue full at least once and was retried.
-    assert _metric(metrics, 'rewardsmith_requests_total{endpoint="/v1/score",status="503"}') > len(busy)
+            posts = [pool.submit(http.post, f"{url}/v1/score", json={"items": items}) for _ in range(8)]
+            # Exactly one of the eight fits the queue (512 + 512 = 1024) and waits for the gate; the other seven
+            # are refused at once.
+            refused = []
+            for done in as_completed(posts, timeout=120):
+                refused.append(done.result())
+                if len(refused) == 7:
+                    break
+            assert queued() == 1024 and sum(not p.done() for p in posts) == 1
+            assert [a.status_code for a in refused] == [503] * 7
+            assert all(a.headers["retry-after"] == "1" for a in refused)
+            one_line_error(refused[0], 503, "busy", "--max-queue")
+            gate.open()
+            assert first.result(120).status_code == 200
+            assert [p.result(120).status_code for p in posts].count(200) == 1
+        # Held again: two client calls fill the queue, the third is refused until the gate opens, and retries.
+        gate.hold()
+        with RewardClient(url, retries=600, backoff_s=0.05, max_items_per_request=512) as client:
+            calls = [pool.submit(client.rewards, ["p"] * 512, [x["response"] for x in items]) for _ in range(3)]
+            _wait_for(
+                lambda: (
+                    _metric(
+                        httpx.get(f"{url}/metrics", timeout=60).text,
+                        'rewardsmith_requests_total{endpoint="/v1/score",status="503"}',
+                    )
+                    > len(refused)
+                )
+            )
+            assert queued() == 1024
+            gate.open()
+            assert [len(c.result(300)) for c in calls] == [512] * 3
 
 
 def test_request_timeout_is_504_and_the_request_stops_being_scored(bt_model: Path) -> None:
     settings = ServeConfig(request_timeout_s=0.05, max_batch_tokens=16, max_wait_ms=0.0)
     items = [{"prompt": "p", "response": f"reply {i}: {LONG_REPLY}"} for i in range(256)]
-    with serving(build_app(bt_model, settings)) as url:
+    app = build_app(bt_model, settings)
+    with serving(app) as url, RoundGate(app) as gate:
+        # The first round is held at the gate, so the request cannot have its scores within its 0.05 s.
         answer = httpx.post(f"{url}/v1/score", json={"items": items}, timeout=60)
         one_line_error(answer, 504, "--request-timeout-s")
-        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0)
+        assert _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0
+        gate.open()
+        # A later request is answered once the worker is past the round it held: it scored nothing more of the
+        # request that timed out.
+        assert httpx.post(f"{url}/get_reward", json={"query": ["later"]}, timeout=60).status_code == 200
         metrics = httpx.get(f"{url}/metrics", timeout=60).text
-    assert _metric(metrics, "rewardsmith_texts_scored_total") < 256
+    assert [r for r in gate.rounds if any(size == 256 for size, _ in r)] == [[(256, 1)]]
     assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/v1/score",kind="timeout"}') == 1
 
 
@@ -653,28 +748,59 @@ def test_half_sent_requests_get_408_and_their_connections_close(bt_model: Path) 
 
 
 def test_a_request_whose_client_goes_away_stops_being_scored(bt_model: Path) -> None:
-    # One text per round, 1024 texts: the client closes its connection once scoring has begun.
+    # 1024 texts, a few per round, rounds let through one at a time: the client closes its connection after the
+    # first round, while the second is held.
     settings = ServeConfig(max_batch_tokens=16, max_wait_ms=0.0)
     body = json.dumps({"query": [f"reply number {i} to the question" for i in range(1024)]}).encode()
-    with serving(build_app(bt_model, settings)) as url:
+    app = build_app(bt_model, settings)
+    with serving(app) as url, RoundGate(app) as gate:
         sock = _raw(
             url,
             b"POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n%s" % (len(body), body),
         )
-        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_texts_scored_total") >= 1)
+        gate.allow(1)
+        gate.wait(entered=2, scored=1)
         sock.close()
-        _wait_for(lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0)
-        time.sleep(0.2)  # a round in flight when the job was cancelled has ended
+        _wait_for(  # answered 499 once its job is cancelled
+            lambda: (
+                _metric(
+                    httpx.get(f"{url}/metrics", timeout=60).text,
+                    'rewardsmith_requests_total{endpoint="/get_reward",status="499"}',
+                )
+                == 1
+            )
+        )
+        assert _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 0
+        gate.open()
+        # A later request is answered once the worker is past the round it held.
+        assert httpx.post(f"{url}/get_reward", json={"query": ["later"]}, timeout=60).status_code == 200
         metrics = httpx.get(f"{url}/metrics", timeout=60).text
-    assert _metric(metrics, "rewardsmith_texts_scored_total") < 512
+    # The request's texts went into the two rounds that began before its client left, and no more.
+    assert sum(any(size == 1024 for size, _ in r) for r in gate.rounds) == 2
     assert _metric(metrics, 'rewardsmith_requests_total{endpoint="/get_reward",status="499"}') == 1
     assert _metric(metrics, 'rewardsmith_errors_total{endpoint="/get_reward",kind="disconnected"}') == 1
 
 
+class SeenRequests:
+    """ASGI middleware for tests: sets `seen` once a request's headers are in (the app has its scope)."""
+
+    def __init__(self, app: Any, seen: threading.Event) -> None:
+        self.app = app
+        self.seen = seen
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.seen.set()
+        await self.app(scope, receive, send)
+
+
 def test_metric_labels_of_resets_405_and_content_types(bt_model: Path) -> None:
     item = {"items": [{"prompt": "p", "response": "r"}]}
-    with serving(build_app(bt_model, ServeConfig(max_wait_ms=0.0))) as url:
+    app = build_app(bt_model, ServeConfig(max_wait_ms=0.0))
+    seen = threading.Event()
+    app.add_middleware(SeenRequests, seen=seen)
+    with serving(app) as url:
         # A client that resets its connection in the middle of the body is a disconnect, not a bad request.
         sock = _raw(
             url,
@@ -682,7 +808,7 @@ def test_metric_labels_of_resets_405_and_content_types(bt_model: Path) -> None:
             b'Content-Length: 1000\r\n\r\n{"items": [',
         )
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
-        time.sleep(0.2)
+        assert seen.wait(60)  # reset once the server has begun the request (a reset before would drop its bytes)
         sock.close()
         _wait_for(
             lambda: (
@@ -789,69 +915,50 @@ def test_the_port_is_claimed_before_the_model_loads(tmp_path: Path) -> None:
     assert result.exit_code == 2 and len(lines) == 1 and "cannot listen" in lines[0], result.stderr
 
 
-def _timed_posts(
-    url: str, path: str, bodies: list[dict[str, Any]], stop: threading.Event, latencies: list[tuple[float, float]]
-) -> None:
-    """Posts the bodies one after another until `stop`, recording (end time, seconds) per answer."""
-    with httpx.Client(timeout=120) as http:
-        i = 0
-        while not stop.is_set():
-            t0 = time.monotonic()
-            answer = http.post(url + path, json=bodies[i % len(bodies)])
-            assert answer.status_code == 200, answer.text
-            latencies.append((time.monotonic(), time.monotonic() - t0))
-            i += 1
-
-
 @pytest.mark.slow
 def test_one_large_request_does_not_hold_back_small_ones(bt_model: Path) -> None:
-    # 8 single-sample clients; then one 1024-text request among them. Rounds of at most 256 tokens (about 16
-    # texts), so the large request takes dozens of rounds, which the small requests share.
-    settings = ServeConfig(max_batch_tokens=256, max_wait_ms=5.0)
+    # Rounds of at most 256 tokens, so a 1024-text request takes dozens of rounds. Three waves of 8 small requests
+    # arrive while it is being scored; each wave is answered within a few rounds, not behind it. The worker is let
+    # through one round at a time, so rounds are counted, not timed.
+    settings = ServeConfig(max_batch_tokens=256, max_wait_ms=0.0)
     rows = score_rows(64, seed=3)
     small = [
         {"query": [row["prompt"] + " " + (row.get("response") or row["chosen"])]}
         for row in rows
         if isinstance(row["prompt"], str)
-    ]
-    large = {"query": [b["query"][0] for b in small] * (1024 // len(small) + 1)}
-    large["query"] = large["query"][:1024]
+    ][:8]
+    large = {"query": [b["query"][0] for b in small] * 128}
+    app = build_app(bt_model, settings)
 
-    def p99(values: list[float]) -> float:
-        return float(np.percentile(values, 99))
+    def small_texts_scored() -> int:
+        return sum(texts for r in gate.rounds for size, texts in r if size == 1)
 
-    with serving(build_app(bt_model, settings)) as url:
-        phases: dict[str, list[float]] = {}
-        during: list[tuple[float, float]] = []
-        for phase in ("alone", "with_large", "alone_again"):
-            stop, latencies = threading.Event(), []
-            clients = [
-                threading.Thread(target=_timed_posts, args=(url, "/get_reward", small[k::8], stop, latencies))
-                for k in range(8)
-            ]
-            for c in clients:
-                c.start()
-            if phase == "with_large":
-                time.sleep(0.3)
-                t0 = time.monotonic()
-                answer = httpx.post(f"{url}/get_reward", json=large, timeout=120)
-                t1 = time.monotonic()
-                assert answer.status_code == 200 and len(answer.json()["rewards"]) == 1024
-            else:
-                time.sleep(3.0)
-            stop.set()
-            for c in clients:
-                c.join(60)
-            if phase == "with_large":
-                during = [(end, s) for end, s in latencies if t0 + 0.05 < end - s and end < t1]
-                phases[phase] = [s for _, s in during]
-            else:
-                phases[phase] = [s for _, s in latencies[len(latencies) // 10 :]]
-    # While the large request was scored, the small clients kept being answered (not queued behind it) ...
-    assert len(during) >= 8 * 3, (len(during), t1 - t0)
-    # ... and their p99 stayed within 3x of theirs without it (the slower of the two phases around it).
-    baseline = max(p99(phases["alone"]), p99(phases["alone_again"]))
-    assert p99(phases["with_large"]) <= 3 * baseline, (p99(phases["with_large"]), baseline)
+    with serving(app) as url, ThreadPoolExecutor(9) as pool, RoundGate(app) as gate:
+        big = pool.submit(httpx.post, f"{url}/get_reward", json=large, timeout=120)
+        gate.wait(entered=1)  # the large request's first round is held: it is queued whole
+        rounds_per_wave = []
+        for wave in range(3):
+            answers = [pool.submit(httpx.post, f"{url}/get_reward", json=body, timeout=120) for body in small]
+            _wait_for(
+                lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 1024 + 8
+            )
+            released = 0
+            while small_texts_scored() < 8 * (wave + 1):
+                before = gate.scored
+                gate.allow(1)
+                released += 1
+                gate.wait(scored=before + 1)
+            rounds_per_wave.append(released)
+            assert all(a.result(120).status_code == 200 for a in answers)
+            assert not big.done()
+        large_scored = sum(texts for r in gate.rounds for size, texts in r if size == 1024)
+        gate.open()
+        answer = big.result(120)
+    assert answer.status_code == 200 and len(answer.json()["rewards"]) == 1024
+    # The first round a wave lets through was planned before it arrived; the small requests share the next ones
+    # with the large request, which is far from done when the third wave has its answers.
+    assert all(n <= 4 for n in rounds_per_wave), rounds_per_wave
+    assert large_scored < 256, large_scored
 
 
 def test_cli_refuses_bad_settings_in_one_line(bt_model: Path, tmp_path: Path) -> None:
@@ -908,13 +1015,38 @@ def test_client_errors_are_one_line(bt_url: str) -> None:
 # Processes: two servers behind the client's sharding; graceful shutdown
 
 
+# `rewardsmith serve` with its scoring rounds held while the file SERVE_TEST_HOLD names exists, and each round
+# taking at least SERVE_TEST_ROUND_S seconds more: the tests below count on the work in flight, not on timing.
+SERVE_BOOT = """
+import os, sys, time
+from pathlib import Path
+from rewardsmith.serve import engine
+hold = os.environ.get("SERVE_TEST_HOLD")
+extra_s = float(os.environ.get("SERVE_TEST_ROUND_S", "0"))
+score_round = engine.ScoringEngine.score_round
+def held(self, pieces):
+    while hold and Path(hold).exists():
+        time.sleep(0.01)
+    time.sleep(extra_s)
+    return score_round(self, pieces)
+engine.ScoringEngine.score_round = held
+sys.argv[0] = "rewardsmith"
+from rewardsmith.cli import main
+main()
+"""
+
+
 @contextmanager
-def server_process(model: Path, log: Path, *extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`rewardsmith serve --port 0` in its own process; yields (base URL, process)."""
+def server_process(
+    model: Path, log: Path, *extra: str, hold: Path | None = None, round_s: float = 0.0
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`rewardsmith serve --port 0` in its own process; yields (base URL, process). hold: while this file exists
+    the server scores nothing; round_s: seconds each scoring round takes beyond its forward passes."""
     env = {**os.environ, **ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    env |= {"SERVE_TEST_HOLD": str(hold or ""), "SERVE_TEST_ROUND_S": str(round_s)}
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rewardsmith.cli", "serve", "--model", str(model), "--port", "0", *extra],
+            [sys.executable, "-c", SERVE_BOOT, "serve", "--model", str(model), "--port", "0", *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
@@ -992,23 +1124,23 @@ def _served(metrics: str) -> float:
 @pytest.mark.slow
 def test_sigterm_drains_requests_in_flight(bt_model: Path, tmp_path: Path) -> None:
     # One text of about 400 tokens per round: 16 requests of 8 texts take 128 rounds (a second or so), well
-    # inside the default 30 s grace period. SIGTERM comes once every request is in (each has been served by a
-    # round: rewardsmith_queue_seconds counts a request when a round first takes from it) and most of the work
-    # is still queued.
-    log = tmp_path / "server.log"
+    # inside the default 30 s grace period. The server scores nothing until every request is queued and SIGTERM
+    # has come: all 128 texts are in flight when it does.
+    log, hold = tmp_path / "server.log", tmp_path / "hold"
+    hold.touch()
     reply = "the cat sat on a mat " * 70
-    with server_process(bt_model, log, "--max-batch-tokens", "16", "--max-length", "512") as (url, proc):
+    with server_process(bt_model, log, "--max-batch-tokens", "16", "--max-length", "512", hold=hold) as (url, proc):
         bodies = [{"items": [{"prompt": "p", "response": f"reply {i}: {reply}"}] * 8} for i in range(16)]
         with httpx.Client(timeout=60) as http, ThreadPoolExecutor(16) as pool:
             pending = [pool.submit(http.post, f"{url}/v1/score", json=b) for b in bodies]
             _wait_for(
-                lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_seconds_count") >= 16
+                lambda: _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts") == 16 * 8
             )
-            in_flight = _metric(httpx.get(f"{url}/metrics", timeout=60).text, "rewardsmith_queue_texts")
             proc.send_signal(signal.SIGTERM)
+            _wait_for(lambda: "stopping: " in log.read_text())
+            hold.unlink()
             answers = [p.result(60) for p in pending]
         assert proc.wait(60) == 0
-    assert in_flight > 0  # SIGTERM came with requests in flight
     assert [a.status_code for a in answers] == [200] * 16
     assert all(len(a.json()["results"]) == 8 for a in answers)
     assert log.read_text().strip().splitlines()[-1] == "stopped"
@@ -1016,8 +1148,9 @@ def test_sigterm_drains_requests_in_flight(bt_model: Path, tmp_path: Path) -> No
 
 @pytest.mark.slow
 def test_sigterm_under_load_answers_200_or_503_and_exits_within_the_timeout(bt_model: Path, tmp_path: Path) -> None:
-    # One text per round; a 4096-text request cannot finish in the grace period, small requests keep coming on
-    # keep-alive connections. Every request gets 200 or 503 (none 500, no reset) and the process exits in time.
+    # One text per round, each round at least 5 ms: a 4096-text request (over 20 s) cannot finish in the 6 s grace
+    # period however fast the machine; small requests keep coming on keep-alive connections. Every request gets 200
+    # or 503 (none 500, no reset) and the process exits in time.
     log = tmp_path / "server.log"
     grace = 6.0
     with server_process(
@@ -1033,6 +1166,7 @@ def test_sigterm_under_load_answers_200_or_503_and_exits_within_the_timeout(bt_m
         "4096",
         "--max-queue",
         "16384",
+        round_s=0.005,
     ) as (url, proc):
         statuses: list[int] = []
         long_status: list[int] = []
@@ -1060,7 +1194,7 @@ def test_sigterm_under_load_answers_200_or_503_and_exits_within_the_timeout(bt_m
                         return
 
         bodies = [{"query": [f"a short reply {k}"]} for k in range(8)]
-        # About 400 tokens a text, one text a round: the long request needs more than 10 s, past the grace period.
+        # About 400 tokens a text, one text a round: the long request needs more than 20 s, past the grace period.
         bodies.append({"query": [f"reply number {i}: " + "the cat sat on a mat " * 70 for i in range(4096)]})
         threads = [threading.Thread(target=client, args=(body,)) for body in bodies]
         for t in threads:

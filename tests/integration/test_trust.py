@@ -155,7 +155,9 @@ def test_examples_with_overwrite_never_replace_someone_elses_file(tmp_path: Path
     assert result.exit_code == 2 and "pairs.jsonl" in result.stderr
     assert (out / "pairs.jsonl").read_text() == "my own pairs\n"
     ok(rk("examples", "--out", tmp_path / "fresh"))
+    assert not (tmp_path / "fresh" / ".rewardsmith.lock").exists()  # the lock goes when the command ends
     ok(rk("examples", "--out", tmp_path / "fresh", "--overwrite"))  # its own files: written again
+    assert not (tmp_path / "fresh" / ".rewardsmith.lock").exists()
 
 
 def test_score_replaces_only_its_own_output(tmp_path: Path, trained: Path) -> None:

@@ -1,13 +1,13 @@
 """RewardBench's scores equal the official scoring code's, on the same rewards, to 1e-12.
 
 The official code is the `rewardbench` package (allenai/reward-bench), a test-only dependency installed without its
-dependencies by `make setup` (it pins transformers 4.51 and imports model code that later transformers no longer
-has, so importing the package itself fails here). Its scoring functions are pure: this test runs their own source,
-read from the installed package's files (rewardbench/utils.py: `reroll_and_score_dataset`, `sample_stats`,
-`process_single_model`, `calculate_scores_per_section`; rewardbench/constants.py), beside rewardsmith's suites on
-random rewards over synthetic releases in the published schema: every RewardBench 2 subset, ties at the maximum,
-Ties prompts whose correct completions all score the same, prompts with only a ref or only a tied row, and prompt
-ids written with and without leading zeros (the official code matches them by int())."""
+dependencies by `make setup-test`, which `make test` runs (it pins transformers 4.51 and imports model code that later
+transformers no longer has, so importing the package itself fails here). Its scoring functions are pure: this test runs
+their own source, read from the installed package's files (rewardbench/utils.py: `reroll_and_score_dataset`,
+`sample_stats`, `process_single_model`, `calculate_scores_per_section`; rewardbench/constants.py), beside rewardsmith's
+suites on random rewards over synthetic releases in the published schema: every RewardBench 2 subset, ties at the
+maximum, Ties prompts whose correct completions all score the same, prompts with only a ref or only a tied row, and
+prompt ids written with and without leading zeros (the official code matches them by int())."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ SUBSETS = ("Factuality", "Precise IF", "Math", "Safety", "Focus")
 def _package_file(name: str) -> Path:
     spec = importlib.util.find_spec("rewardbench")
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("the official `rewardbench` package is not installed (make setup installs it, --no-deps)")
+        pytest.skip("the official `rewardbench` package is not installed (make setup-test installs it, --no-deps)")
     return Path(next(iter(spec.submodule_search_locations))) / name
 
 

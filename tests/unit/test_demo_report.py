@@ -37,3 +37,37 @@ def test_stress_test_note_follows_the_gap_interval() -> None:
     assert "600 training pairs" in covered and "300 gold pairs" in covered
     above = stress_test_note({"gap_ceiling_minus_teacher": {"id": {"value": 9.0, "ci": [2.0, 16.0]}}, "sizes": sizes})
     assert above.startswith("The ceiling beats the teacher in domain by 9.0")
+
+
+def test_calibration_gains_show_pebs_against_pooled_and_per_rater_ols() -> None:
+    from rewardsmith.report.demo import PEBS, calibration_gains
+
+    assert PEBS == "PEBS (per-rater empirical-Bayes shrinkage)"
+    cal = {
+        "gain_vs_pooled_pct.pebs": 9.669,
+        "gain_vs_pooled_ci.pebs": [7.309, 12.263],
+        "gain_vs_ols_pct.pebs": 0.0665,
+        "gain_vs_ols_ci.pebs": [-0.0662, 0.2170],
+    }
+    assert calibration_gains(cal) == "RMSE gain vs pooled 9.67 [7.31, 12.26]%; vs per-rater OLS 0.07 [-0.07, 0.22]%"
+    # A comparison the demo's metrics do not hold is said not run, never filled in.
+    del cal["gain_vs_ols_pct.pebs"], cal["gain_vs_ols_ci.pebs"]
+    assert calibration_gains(cal).endswith("vs per-rater OLS not run")
+
+
+def test_the_helpful_note_reads_the_helpful_set_of_the_train_step() -> None:
+    from rewardsmith.report.demo import helpful_note
+
+    block = {
+        "accuracy": 38.71,
+        "accuracy_ci": [35.6, 42.05],
+        "prefers_longer_rate": 31.2,
+        "length_rule_accuracy": 61.18,
+    }
+    note = helpful_note({"hh-rlhf/helpful-base": block})
+    assert note.startswith("On hh-rlhf/helpful-base it scores 38.7 [35.6, 42.0]%, below chance,")
+    assert "anti-correlated" in note and "in 31% of these pairs" in note and "wins 61.2%" in note
+    # Not below chance when the interval reaches 50; nothing when the demo did not score the set.
+    above = helpful_note({"hh-rlhf/helpful-base": {**block, "accuracy": 48.0, "accuracy_ci": [44.0, 52.0]}})
+    assert "below chance" not in above and "anti-correlated" in above
+    assert helpful_note({}) == ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -131,19 +131,62 @@ class FakeEngine:
 
 
 class Gate:
-    """Holds round 0 of a FakeEngine until released: entered is set once round 0 has begun."""
+    """Holds round `held` (0-based) of a FakeEngine until released: entered is set once that round has begun."""
 
-    def __init__(self) -> None:
+    def __init__(self, held: int = 0) -> None:
+        self.held = held
         self.entered = threading.Event()
         self.release = threading.Event()
 
     def __call__(self, k: int, _: list[Piece]) -> None:
-        if k == 0:
+        if k == self.held:
             self.entered.set()
             self.release.wait(10)
 
     def hold(self) -> None:
-        assert self.entered.wait(10), "round 0 did not begin"
+        assert self.entered.wait(10), f"round {self.held} did not begin"
+
+
+class FakeClock:
+    """Stands in for the batcher's clock (rewardsmith.serve.engine's `time`): it moves only when the test moves
+    it. The batcher's waits still last real seconds, so with a max_wait_s far beyond the test's run a round
+    closes early only when its requests come, or when the test moves the clock and wakes the worker."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class CountedCondition(threading.Condition):
+    """The batcher's lock and condition, counting the worker's waits (parks), so a test knows when the worker
+    has looked at the queue again and gone back to waiting."""
+
+    def __init__(self) -> None:
+        super().__init__(threading.RLock())
+        self.parks = 0
+        self.seen = threading.Condition()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self.seen:
+            self.parks += 1
+            self.seen.notify_all()
+        return super().wait(timeout)
+
+    def parked_after(self, parks: int, also: Callable[[], bool] = lambda: False) -> None:
+        """Waits until the worker has parked more than `parks` times in all (or `also()` holds)."""
+        with self.seen:
+            assert self.seen.wait_for(lambda: self.parks > parks or also(), 10), "the worker did not wait again"
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    from rewardsmith.serve import engine
+
+    fake = FakeClock()
+    monkeypatch.setattr(engine, "time", fake)
+    return fake
 
 
 def _batcher(
@@ -197,19 +240,19 @@ def test_budget_of_one_scores_every_text_alone() -> None:
     assert engine.rounds == [[1]] * 6
 
 
-def test_a_round_waits_for_as_many_requests_as_the_last_round_answered() -> None:
+def test_a_round_waits_for_as_many_requests_as_the_last_round_answered(clock: FakeClock) -> None:
     # Round 1 answers A and B. C arrived during it and has waited past max_wait when round 2 opens; round 2
     # still waits for a second request (as the clients of A and B come back), so D joins C.
     first, second = Gate(), Gate()
     engine = FakeEngine(hook=lambda k, pieces: first(k, pieces) if k == 0 else second(k - 1, pieces))
-    batcher = _batcher(engine, max_wait_s=0.5)
+    batcher = _batcher(engine, max_wait_s=100.0)
     batcher.submit(prepared("w"))
     first.hold()
     a, b = batcher.submit(prepared("a")), batcher.submit(prepared("b"))
     first.release.set()
     second.hold()  # round 1 (A and B) is being scored
     c = batcher.submit(prepared("cc"))
-    time.sleep(0.6)
+    clock.now += 200.0  # C has waited twice max_wait
     second.release.set()
     a.future.result(5)
     d = batcher.submit(prepared("ddd"))
@@ -219,42 +262,55 @@ def test_a_round_waits_for_as_many_requests_as_the_last_round_answered() -> None
     assert engine.rounds == [[1], [1, 1], [1, 1]]
 
 
-def test_a_round_that_continues_a_large_request_waits_from_the_first_new_arrival() -> None:
-    # Round 1 answers A and B and takes a share of the large request L; round 2 opens at once for the rest of L.
-    # A's client is back 0.3 s later and B's 0.65 s later: a wait counted from the opening (0.5 s) would close
-    # before B, a wait counted from A's arrival keeps the round open for it.
+def test_a_round_that_continues_a_large_request_waits_from_the_first_new_arrival(clock: FakeClock) -> None:
+    # Round 1 answers A and B and takes a share of the large request L; round 2 opens at once (at clock 0) for the
+    # rest of L, and waits up to max_wait (100) for two requests. A's client is back at 60 and B's at 130: a wait
+    # counted from the opening would close at 100, before B; a wait counted from A's arrival lasts until 160.
     gate = Gate()
-    engine = FakeEngine(hook=gate)
-    batcher = _batcher(engine, max_batch_tokens=30, max_wait_s=0.5)
+    opened = threading.Event()
+    parks_in_round_1: list[int] = []
+
+    def hook(k: int, pieces: list[Piece]) -> None:
+        gate(k, pieces)
+        if k == 1:
+            parks_in_round_1.append(cond.parks)
+        if k == 2:
+            opened.set()
+
+    engine = FakeEngine(hook=hook)
+    batcher = Batcher(engine, ServeMetrics(), 30, 100.0, 1000)  # type: ignore[arg-type]
+    cond = batcher._cond = CountedCondition()  # before the worker starts: it counts the worker's waits
+    batcher.start()
     batcher.submit(prepared("w"))
     gate.hold()
     large = batcher.submit(prepared(*["L" * 10] * 10))
     a, b = batcher.submit(prepared("a" * 10)), batcher.submit(prepared("b" * 10))
-    again: list[Any] = []
-
-    def client(job: Any, think_s: float) -> None:
-        job.future.result(10)
-        time.sleep(think_s)
-        again.append(batcher.submit(prepared("c" * 10)))
-
-    clients = [threading.Thread(target=client, args=(job, s)) for job, s in ((a, 0.3), (b, 0.65))]
-    for thread in clients:
-        thread.start()
     gate.release.set()
-    for thread in clients:
-        thread.join(10)
+    a.future.result(10), b.future.result(10)
+    cond.parked_after(parks_in_round_1[0])  # round 2 is open and waiting
+    clock.now = 60.0
+    parks = cond.parks
+    again = [batcher.submit(prepared("c" * 10))]
+    cond.parked_after(parks)  # it has seen A and waits on
+    clock.now = 130.0
+    parks = cond.parks
+    with cond:
+        cond.notify_all()
+    cond.parked_after(parks, opened.is_set)  # it has looked at the clock: waiting on, or round 2 has begun
+    again.append(batcher.submit(prepared("c" * 10)))
+    batcher.close()
     for job in (large, *again):
         job.future.result(10)
-    _stop(batcher)
+    assert batcher.join(10)
     assert engine.rounds[1] == [1, 1, 1]  # L's share, A, B
     assert len(engine.rounds[2]) == 3, engine.rounds  # the rest of L, and both clients back
 
 
 def test_a_lone_request_does_not_wait() -> None:
-    batcher = _batcher(FakeEngine(), max_wait_s=30.0)
-    t0 = time.monotonic()
+    batcher = _batcher(FakeEngine(), max_wait_s=600.0)
+    # Answered at once (within the 10 s the result is awaited, far below max_wait): the one request the last
+    # round answered is back.
     batcher.submit(prepared("a")).future.result(10)
-    assert time.monotonic() - t0 < 10.0  # far below max_wait: the one request the last round answered is back
     _stop(batcher)
 
 
@@ -336,9 +392,7 @@ def test_a_request_cancelled_while_it_is_scored_gets_no_more_rounds() -> None:
     engine = FakeEngine(hook=lambda k, _: batcher.cancel(holder[0]) if k == 1 else None)
     batcher = _batcher(engine, max_batch_tokens=4, max_wait_s=0.0)
     holder.append(batcher.submit(prepared(*["xx"] * 50)))
-    deadline = time.monotonic() + 10
-    while not holder[0].future.done() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait([holder[0].future], 10)
     _stop(batcher)
     assert holder[0].future.cancelled() and len(engine.rounds) == 2  # rounds 0 and 1 (cancelled during it)
 
@@ -356,11 +410,14 @@ def test_close_scores_what_is_queued_then_refuses_new_work() -> None:
 
 
 def test_close_with_a_deadline_scores_what_fits_and_fails_the_rest() -> None:
-    engine = FakeEngine(delay=0.05)
+    gate = Gate(held=1)
+    engine = FakeEngine(delay=0.05, hook=gate)
     batcher = _batcher(engine, max_batch_tokens=1, max_wait_s=0.0)
     batcher.submit(prepared("w")).future.result(5)  # one round: the batcher learns its pace
-    jobs = [batcher.submit(prepared("x")) for _ in range(40)]  # 2 s of rounds
+    jobs = [batcher.submit(prepared("x")) for _ in range(40)]  # 2 s of rounds at least
+    gate.hold()  # the first of them is being scored: it began before the deadline was set
     batcher.close(stop_at=time.monotonic() + 0.4)
+    gate.release.set()
     assert batcher.join(10)
     outcomes = [j.future.exception(5) for j in jobs]
     done = sum(e is None for e in outcomes)

@@ -86,3 +86,101 @@ def test_synthetic_pairs_sharing_a_prompt_stay_together() -> None:
     assert len({p.group_key() for p in pairs}) < len(pairs)  # prompts repeat across pairs
     parts = split_pairs(pairs, {"train": 0.8, "test": 0.2})
     assert not {p.group_key() for p in parts["train"]} & {p.group_key() for p in parts["test"]}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Small or templated sources: the row split, and a hash split that says why a part came out empty
+
+
+def _first_turns_in(lo: float, hi: float, n: int) -> list[str]:
+    """n opening questions whose split hash (train's salt "split") falls in [lo, hi): their pairs' part is known."""
+    found = []
+    for i in range(10_000):
+        text = f"Question number {i} about the topic?"
+        key = PreferencePair((Turn("user", text),), "a", "b").group_key()
+        if lo <= hash_fraction(key, "split") < hi:
+            found.append(text)
+        if len(found) == n:
+            return found
+    raise AssertionError("no such opening turns")
+
+
+def _write_pairs(path, openings: list[str], per_opening: int):  # type: ignore[no-untyped-def]
+    import json
+
+    rows = [
+        {
+            "prompt": f"\n\nHuman: {opening}\n\nAssistant: Which part?\n\nHuman: part {k}\n\nAssistant:",
+            "chosen": f" A careful answer about part {k} of {opening}",
+            "rejected": f" No idea ({k}).",
+        }
+        for opening in openings
+        for k in range(per_opening)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _data_config(path, split: str = "hash"):  # type: ignore[no-untyped-def]
+    from rewardsmith.config import DataConfig, DatasetConfig
+
+    return DataConfig(train=DatasetConfig(name="file", path=str(path)), split=split)
+
+
+def test_the_row_split_holds_its_fractions_when_every_pair_shares_one_opening() -> None:
+    opening = (Turn("user", "Rate this reply."),)
+    pairs = [PreferencePair(opening, f"good {i}", f"bad {i}", pair_id=str(i)) for i in range(200)]
+    by_conversation = split_pairs(pairs, {"train": 0.8, "test": 0.2})
+    assert sorted(len(v) for v in by_conversation.values()) == [0, 200]  # one conversation: one side
+    by_row = split_pairs(pairs, {"train": 0.8, "test": 0.2}, by="row")
+    assert len(by_row["train"]) + len(by_row["test"]) == 200 and 140 <= len(by_row["train"]) <= 180
+    # A row's part is its position's: the same rows with other contents are cut the same way.
+    other = [PreferencePair((Turn("user", f"q{i}"),), "x", "y") for i in range(200)]
+    again = split_pairs(other, {"train": 0.8, "test": 0.2}, by="row")
+    assert [pairs.index(p) for p in by_row["test"]] == [other.index(p) for p in again["test"]]
+
+
+def test_the_split_choices_are_the_split_keys() -> None:
+    import dataclasses
+
+    from rewardsmith.config import DataConfig
+    from rewardsmith.data.splits import SPLIT_KEYS
+
+    field = next(f for f in dataclasses.fields(DataConfig) if f.name == "split")
+    assert set(field.metadata["choices"]) == set(SPLIT_KEYS)
+
+
+def test_no_training_pairs_says_why_and_offers_the_row_split(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rewardsmith.data.prepare import train_data
+    from rewardsmith.errors import ConfigError
+
+    # 60 pairs opening with one human turn whose hash falls in the held-out range.
+    path = _write_pairs(tmp_path / "one.jsonl", _first_turns_in(0.8, 1.0, 1), 60)
+    with pytest.raises(ConfigError) as raised:
+        train_data(_data_config(path))
+    message = str(raised.value)
+    assert "\n" not in message and "0 in the training split" in message
+    assert "first human turn" in message and "60 pairs share 1 distinct first turn;" in message
+    assert "--split-by row" in message
+    data = train_data(_data_config(path, "row"))
+    held = data.eval_sets["one.jsonl (held-out)"]
+    assert len(data.train) + len(held) == 60 and data.train and held and not data.warnings
+
+
+def test_an_empty_held_out_part_is_a_warning(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from rewardsmith.data.prepare import train_data
+
+    # 24 pairs of 8 opening turns, all hashed into the training range.
+    path = _write_pairs(tmp_path / "eight.jsonl", _first_turns_in(0.0, 0.8, 8), 3)
+    data = train_data(_data_config(path))
+    assert len(data.train) == 24 and data.eval_sets == {}
+    assert len(data.warnings) == 1
+    warning = data.warnings[0]
+    assert warning.startswith("warning: the held-out part of eight.jsonl is empty") and "\n" not in warning
+    assert "24 pairs share 8 distinct first turns" in warning and "--split-by row" in warning
+    # With no held-out share asked for, an empty held-out part is no surprise.
+    from dataclasses import replace
+
+    assert train_data(replace(_data_config(path), train_fraction=1.0)).warnings == []
+    by_row = train_data(_data_config(path, "row"))
+    assert by_row.eval_sets["eight.jsonl (held-out)"] and not by_row.warnings

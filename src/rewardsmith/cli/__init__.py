@@ -15,11 +15,19 @@ from typer._click import exceptions as click_errors  # typer bundles its own cli
 from typer._click.termui import echo
 from typer.core import TyperGroup
 
-from rewardsmith.cli import bench, bon, calibrate, core, ensemble, icrm, label, sample, serve, shift
+from rewardsmith.cli import bench, bon, calibrate, core, ensemble, icrm, label, rl, sample, serve, shift
+from rewardsmith.cli.common import readable_metavars
 
 
 class OneLineErrors(TyperGroup):
-    """Click reports a bad option with its usage text over several lines; this prints one line instead."""
+    """Click reports a bad option with its usage text over several lines; this prints one line instead. Every
+    command's options show readable metavars (common.readable_metavars: TEXT, INTEGER, ...)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            readable_metavars(command, ctx)
+        return command
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"], standalone = False, kwargs.get("standalone_mode", True)
@@ -77,7 +85,7 @@ def _root(
     deepspeed_log_to_stderr()  # stdout holds only rewardsmith's own output
 
 
-for _module in (core, shift, bench, sample, label, bon, ensemble, serve):
+for _module in (core, shift, bench, sample, label, bon, rl, ensemble, serve):
     for _command in _module.app.registered_commands:
         app.registered_commands.append(_command)
 app.add_typer(calibrate.app, name="calibrate")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import types
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -138,8 +140,8 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
         generated = []
         for dotted, spec in flags.items():
             spec = spec if isinstance(spec, Flag) else Flag((spec,))
-            hint, default, text = _field_of(owner, dotted)
-            hint = spec.cli_type if spec.cli_type is not None else hint
+            hint_of_field, default, text = _field_of(owner, dotted)
+            hint = spec.cli_type if spec.cli_type is not None else hint_of_field
             name = spec.flags[0].split("/")[0].lstrip("-").replace("-", "_")
             if name in taken or name in names:
                 raise ValueError(f"option {spec.flags[0]} of {fn.__name__} clashes with another parameter")
@@ -148,8 +150,11 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
             pair = next((f for f in spec.flags if "/" in f), None)
             if isinstance(default, bool) and pair is not None:
                 shown = pair.split("/")[0 if default else 1]
+            metavar = spec.metavar
+            if metavar is None and typing.get_origin(_unoptional(hint_of_field)) is list and hint is str:
+                metavar = "TEXT,..."  # a list field given comma-separated
             option = typer.Option(
-                *spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False, metavar=spec.metavar
+                *spec.flags, help=f"{spec.help or text}  [default: {shown}]", show_default=False, metavar=metavar
             )
             annotation = Annotated[hint | None, option]  # type: ignore[valid-type]
             generated.append(
@@ -172,6 +177,30 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
         return wrapper
 
     return decorate
+
+
+def _unoptional(hint: Any) -> Any:
+    """X of `X | None`; any other hint as it is."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1 else hint
+
+
+# What --help shows for an option's value, by the type typer names ("<int range>", "<list[str]>"): the range goes
+# in the help text ([x>=1]), a repeatable option says so in its help.
+METAVARS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN"}
+
+
+def readable_metavars(command: Any, ctx: Any) -> None:
+    """Gives every option of a click command (and of a group's commands, recursively) that has no metavar of its
+    own the readable one METAVARS names for its type: TEXT, INTEGER, NUMBER, PATH."""
+    for param in getattr(command, "params", []):
+        if getattr(param, "metavar", "") is None and hasattr(param, "display_type"):
+            label = param.display_type(ctx).strip("<>").removesuffix(" range")
+            if label.startswith("list[") and label.endswith("]"):
+                label = label[5:-1]
+            param.metavar = METAVARS.get(label)
+    for sub in (getattr(command, "commands", None) or {}).values():
+        readable_metavars(sub, ctx)
 
 
 def comma_list(text: str) -> list[str]:
@@ -283,40 +312,57 @@ def inference_options(
     )
 
 
-SetOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        metavar="KEY=VALUE",
-        help="set any config key by its YAML name (repeatable), e.g. --set "
-        "train.grad_accum=4; the keys are listed below  [default: none]",
-        show_default=False,
-    ),
-]
+def set_option(example: str) -> Any:
+    """The --set option of a command whose config has the key of `example` ("KEY=VALUE", shown in its help)."""
+    return Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help=f"set any config key by its YAML name (repeatable), e.g. --set {example}; a list as "
+            "comma-separated values; the keys are listed below  [default: none]",
+            show_default=False,
+        ),
+    ]
 
 
-def keys_epilog(cls: type, sections: Sequence[str] | None = None, note: str = "") -> str:
+SetOption = set_option("train.grad_accum=4")
+
+
+def shown_defaults(flags: Mapping[str, str | Flag]) -> dict[str, str]:
+    """{dotted key: what [default: ...] says} of the flags whose shown default is not the field's: the config keys
+    listing (keys_epilog) says the same as the option."""
+    return {k: spec.shown_default for k, spec in flags.items() if isinstance(spec, Flag) and spec.shown_default}
+
+
+def keys_epilog(
+    cls: type, sections: Sequence[str] | None = None, note: str = "", shown: Mapping[str, str] | None = None
+) -> str:
     """The --help section listing the config keys of `cls` by their YAML names, with help and default (the defaults
-    of `cls()`, which a section's default factory may set apart from its class's own); `sections`: only the keys
-    under these top-level names (those the command reads), `note` a last line. Click keeps the lines of a
-    paragraph that starts with a backspace as they are."""
+    of `cls()`, which a section's default factory may set apart from its class's own; `shown`: what to say instead
+    for some keys, as their options do); `sections`: only the keys under these top-level names (those the command
+    reads), `note` a last line. Click keeps the lines of a paragraph that starts with a backspace as they are."""
     from rewardsmith.config import config_keys
 
     lines = ["Config keys (YAML names, for --config FILE or --set KEY=VALUE):"]
     for key, text, default in config_keys(cls):
         if sections is None or key.split(".", 1)[0] in sections:
-            lines.append(f"  {key}: {text}  [default: {_shown(default)}]")
+            lines.append(f"  {key}: {text}  [default: {(shown or {}).get(key, _shown(default))}]")
     return "\b\n" + "\n".join([*lines, *([note] if note else [])])
 
 
+TABLE_WIDTH = 120  # the widest a results table is printed: wider ones wrap their cells
+
+
 def print_table(rows: Sequence[Mapping[str, Any]], title: str) -> None:
+    """The rows as a table on stdout, at most TABLE_WIDTH characters wide (a narrower terminal's width), its cells
+    wrapped to fit; piped or logged, TABLE_WIDTH (not an 80-column default)."""
     from rich.console import Console
     from rich.table import Table
 
     rows = list(rows)
     console = Console()
-    if not console.is_terminal:  # piped or logged: no 80-column wrapping of the results
-        console = Console(width=200)
+    console = Console(width=min(console.width, TABLE_WIDTH) if console.is_terminal else TABLE_WIDTH)
     if not rows:
         console.print(title, highlight=False)
         return

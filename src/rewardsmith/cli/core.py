@@ -28,6 +28,7 @@ from rewardsmith.cli.common import (
     inference_options,
     keys_epilog,
     print_result,
+    shown_defaults,
 )
 from rewardsmith.config import (
     DatasetConfig,
@@ -44,11 +45,12 @@ TRAIN_OPTIONS: dict[str, str | Flag] = {
     "data.train.name": Flag(
         ("--train",),
         "training dataset: " + help_of(_D, "name"),
-        shown_default="none: required unless --config gives it",
+        shown_default="none: give --train, or name the training set in --config",
     ),
     "data.train.path": "--path",
     "data.train_pairs": "--train-pairs",
     "data.eval_pairs": "--eval-pairs",
+    "data.split": "--split-by",
     "data.train.on_bad_row": "--on-bad-row",
     "model.backbone": "--backbone",
     "model.max_length": "--max-length",
@@ -68,7 +70,7 @@ TRAIN_OPTIONS: dict[str, str | Flag] = {
 }
 
 
-@app.command(epilog=keys_epilog(RunConfig))
+@app.command(epilog=keys_epilog(RunConfig, shown=shown_defaults(TRAIN_OPTIONS)))
 @config_options(RunConfig, TRAIN_OPTIONS)
 def train(
     out: OutDir,

@@ -20,6 +20,7 @@ from rewardsmith.cli.common import (
     handle_errors,
     keys_epilog,
     print_result,
+    set_option,
 )
 from rewardsmith.config import help_of
 from rewardsmith.icrm.config import EpisodeConfig, ICRMRunConfig
@@ -108,7 +109,7 @@ def eval_cmd(
     config: ConfigFile = None,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
-    set_keys: SetOption = None,
+    set_keys: set_option("eval.n_values=0,8") = None,  # type: ignore[valid-type]
 ) -> None:
     """Run an evaluation protocol: writes <out>/<protocol>/metrics.json, report.md/html and plots."""
     from rewardsmith.jobs.icrm import run_icrm_eval

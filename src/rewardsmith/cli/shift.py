@@ -12,13 +12,13 @@ from rewardsmith.cli.common import (
     OutDir,
     Overwrite,
     Quiet,
-    SetOption,
     config_options,
     flag,
     handle_errors,
     int_list,
     keys_epilog,
     print_result,
+    set_option,
 )
 from rewardsmith.config import MAX_SEED
 from rewardsmith.w2s.config import ShiftConfig
@@ -45,7 +45,7 @@ def shift(
     ] = False,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
-    set_keys: SetOption = None,
+    set_keys: set_option("teacher.train.grad_accum=4") = None,  # type: ignore[valid-type]
 ) -> None:
     """Weak teacher, students per method and ceiling; ID and per-target transfer metrics and a report."""
     with handle_errors():

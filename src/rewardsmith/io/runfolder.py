@@ -3,7 +3,8 @@
 - A manifest (manifest.json) is written first: tool version, command, the full resolved config, its hash,
   creation time, status and the files the tool wrote.
 - An exclusive lock (.rewardsmith.lock, holding the owner's PID) is held while the run writes; a second
-  process gets a one-line error naming that PID and changes nothing.
+  process gets a one-line error naming that PID and changes nothing. The lock file is removed when the command
+  ends (one left by a killed process is taken over: the kernel released its lock).
 - A non-empty folder without a manifest is refused unless `overwrite`; even then no file the tool did not
   write is ever replaced or deleted (claiming such a path is an error).
 - A folder with a manifest is resumed only when the resolved config matches (volatile keys such as progress
@@ -155,6 +156,34 @@ def _describe(key: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     return f"{key}: {short(old.get(key, '<absent>'))} -> {short(new.get(key, '<absent>'))}"
 
 
+def _lock(path: Path) -> int:
+    """A descriptor of path/LOCK, exclusively locked by this process, with nothing written yet. RunFolderError
+    naming the holder's PID when another process holds it. A lock file its holder removed as it closed (after this
+    process opened the file, before it locked it) is not the folder's lock any more: then the new one is locked."""
+    while True:
+        try:
+            fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RunFolderError(f"{path}: cannot write here ({exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderError(
+                f"{path}: in use by another rewardsmith process (PID {holder}); wait for it to "
+                "finish or choose another --out"
+            ) from None
+        try:
+            if os.stat(path / LOCK).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
 def _is_temp(name: str) -> bool:
     return name.startswith(".") and ".tmp." in name
 
@@ -253,18 +282,9 @@ class RunFolder:
             )
         try:
             path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
             raise RunFolderError(f"{path}: cannot write here ({exc.strerror or exc})") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise RunFolderError(
-                f"{path}: in use by another rewardsmith process (PID {holder}); wait for it to "
-                "finish or choose another --out"
-            ) from None
+        fd = _lock(path)
         try:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
@@ -468,7 +488,11 @@ class RunFolder:
         atomic_write_json(self.path / MANIFEST, self.manifest)
 
     def close(self) -> None:
+        """Unlocks the folder, removing the lock file (while still holding it: a process that opens the name later
+        creates a new one, and one that opened the old file first finds it gone once it holds it; see _lock)."""
         if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                (self.path / LOCK).unlink()
             with contextlib.suppress(OSError):
                 fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
                 os.close(self._lock_fd)

@@ -62,23 +62,29 @@ def finished_run(
 
 
 def dataset_lines(summaries: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """One line per dataset read: rows read, pairs used, and what was dropped, by reason."""
+    """One line per dataset read, whose figures add up: what was read (rows, or a part's pairs) = used + set aside
+    (held out, past a cap: `set_aside`) + dropped (bad rows by reason, and pairs sharing a conversation with
+    training); anything a summary leaves unexplained is said as "not used"."""
     lines = []
     for name, s in summaries.items():
         label = s.get("label", name)
-        parts = []
-        if "rows" in s:
-            parts.append(f"{s['rows']} rows read")
-        if "pairs" in s:
-            parts.append(f"{s['pairs']} pairs")
-        if "used" in s:
-            parts.append(f"{s['used']} used")
-        drops = {k: v for k, v in (s.get("dropped") or {}).items() if v}
+        read = s["rows"] if "rows" in s else s.get("pairs")
+        used = s.get("used")
+        drops = {k.replace("_", " "): int(v) for k, v in (s.get("dropped") or {}).items() if v}
         if s.get("overlap_removed"):
-            drops["shares a conversation with training"] = s["overlap_removed"]
-        text = f"read {label}: " + ", ".join(parts)
+            drops["shares a conversation with training"] = int(s["overlap_removed"])
+        aside = {k: int(v) for k, v in (s.get("set_aside") or {}).items() if v}
+        parts = [f"{read} {'rows read' if 'rows' in s else 'pairs'}"] if read is not None else []
+        if used is not None:
+            parts.append(f"{used} used")
+            parts += [f"{v} {k}" for k, v in aside.items()]
+            rest = (read or 0) - used - sum(aside.values()) - sum(drops.values())
+            if read is not None and rest > 0:
+                parts.append(f"{rest} not used")
         if drops:
-            text += " (dropped: " + ", ".join(f"{k} {v}" for k, v in drops.items()) + ")"
+            reasons = ", ".join(f"{k} {v}" for k, v in drops.items())
+            parts.append(f"{sum(drops.values())} dropped ({reasons})")
+        text = f"read {label}: " + ", ".join(parts)
         repairs = {k: v for k, v in (s.get("repaired") or {}).items() if v}
         if repairs:
             text += " (repaired: " + ", ".join(f"{k.replace('_', ' ')} in {v} pairs" for k, v in repairs.items()) + ")"

@@ -7,6 +7,7 @@ others hold a read-only view of it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -120,13 +121,21 @@ def run_train_members(
             rows += [{"member": name, **row} for row in result.rows]
             summary.append(f"member {name}: " + (result.summary[-1] if result.summary else ""))
         ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
+        # The ensemble's own accuracy on the members' held-out sets (the same for every member: a bootstrap resample
+        # changes the training pairs only), scored as `eval` scores an ensemble folder.
+        eval_sets = train_data(dataclasses.replace(cfg.data, bootstrap=None)).eval_sets
+        inference = load_inference(ensemble.out, InferenceOptions(batch_size=cfg.eval.batch_size, bf16=cfg.train.bf16))
+        results, _, _ = evaluate_sets(inference, eval_sets, cfg.eval.n_boot)
+        name = f"ensemble ({members} members, mean)"
+        rows += [{"member": name, **row} for row in eval_rows(results)]
+        accuracy = [f"{row['dataset']} {row['accuracy']}" for row in eval_rows(results)]
         run.mark_complete()
     return JobResult(
         out,
         f"rewardsmith train --members {members}{' --bootstrap' if bootstrap else ''} -> {out}",
-        {"members": models, "ensemble": str(ensemble.out)},
+        {"members": models, "ensemble": str(ensemble.out), "ensemble_eval": results},
         rows,
-        [*summary, *ensemble.summary],
+        [*summary, *ensemble.summary, f"{name}: accuracy " + ("; ".join(accuracy) or "not scored (no held-out pairs)")],
     )
 
 
@@ -171,6 +180,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
             },
             "eval": results,
             "data": data.summaries,
+            "warnings": data.warnings,
             "truncation": {"train": train_counts, "eval": eval_counts},
             "environment": environment_info(cfg.train.seed),
             "config": to_dict(cfg),
@@ -182,6 +192,7 @@ def run_train(cfg: RunConfig, out: str | Path, overwrite: bool = False) -> JobRe
         folder.mark_complete()
         summary = [
             *dataset_lines(data.summaries),
+            *data.warnings,
             truncation_line(train_counts, "training sequences"),
             truncation_line(eval_counts, "evaluation sequences"),
             written_line(folder, OUTPUTS),
@@ -236,11 +247,12 @@ def run_eval(
                 if name in sets:
                     raise ConfigError(f"evaluation set {name!r} given by --dataset and by --shift-config")
                 sets[name] = pairs
+                removed = shift["overlap_removed"].get(name, 0)
                 summaries[name] = {
                     "label": name,
-                    "pairs": len(pairs),
+                    "pairs": len(pairs) + removed,  # as split, before the pairs seen in training were dropped
                     "used": len(pairs),
-                    "overlap_removed": shift["overlap_removed"].get(name, 0),
+                    "overlap_removed": removed,
                 }
         inference = load_inference(model_dir, options)
         if inference.in_context:

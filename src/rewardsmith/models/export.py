@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError
+from rewardsmith.models.backbone import without_gguf_marker
 from rewardsmith.models.loading import EXPORT_KEY, LoadedModel, SequenceClassifierReward
 from rewardsmith.models.reward_model import RewardModel
 
@@ -71,7 +72,7 @@ def sequence_classifier_of(loaded: LoadedModel) -> Any:
 
 def write_export(loaded: LoadedModel, folder: Path) -> dict[str, Any]:
     """Writes the exported model and tokenizer into `folder` (an empty folder). Returns what was written."""
-    model = sequence_classifier_of(loaded)
+    model = without_gguf_marker(sequence_classifier_of(loaded))  # a plain fp32 model: trainers fine-tune it
     config = model.config
     setattr(
         config,

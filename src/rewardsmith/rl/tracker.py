@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rewardsmith.config import MAX_SEED, option
 from rewardsmith.data.schema import Turn
 from rewardsmith.rollouts.gold import GoldContext, ModelScorer, resolve_gold
 from rewardsmith.rollouts.policy import Policy, sample_prompt
@@ -55,17 +56,15 @@ def served_proxy(client: Any, rater: str | None = None, standard: str | None = N
     return score
 
 
-@dataclass(frozen=True)
+@dataclass
 class TrackerSettings:
-    """every: steps between points (0: only before training and at its end); samples: completions per held-out
-    prompt; max_new_tokens: their budget (the run's completion length); seed: of every sample; n_boot: bootstrap
-    replicates of the CIs."""
+    """How the gold is tracked on the held-out prompts."""
 
-    every: int = 10
-    samples: int = 4
-    max_new_tokens: int = 64
-    seed: int = 0
-    n_boot: int = 1000
+    every: int = option(10, "steps between the tracker's points (0: only before training and at its end)", min=0)
+    samples: int = option(4, "completions per held-out prompt at each point", min=1)
+    max_new_tokens: int = option(64, "their budget, in tokens (the run's completion length)", min=1)
+    seed: int = option(0, "seed of every tracker sample (with the step)", min=0, max=MAX_SEED)
+    n_boot: int = option(1000, "bootstrap replicates over prompts of the CIs", min=0)
 
 
 def _row_means(values: np.ndarray) -> np.ndarray:
@@ -111,6 +110,8 @@ class GoldTracker:
         score_with_model: ModelScorer,
         proxy: ProxyScorer,
         settings: TrackerSettings | None = None,
+        reference: Any = None,
+        open_append: Callable[[str], Any] | None = None,
     ):
         self.out = Path(out)
         self.prompts = list(prompts)
@@ -119,16 +120,19 @@ class GoldTracker:
         self.context = GoldContext(score_with_model)
         self.proxy = proxy
         self.settings = settings or TrackerSettings()
-        self.reference: Any = None
+        self.reference: Any = reference
         self.points: list[dict[str, Any]] = []
+        # How points are appended (a run folder's open_append: never through a link); default: plain files in out.
+        self.open_append = open_append or (lambda name: (self.out / name).open("a", encoding="utf-8"))
 
     def begin(self, model: Any) -> None:
-        """Keeps the reference policy (a frozen copy; a PEFT model keeps its base, read with adapters disabled).
+        """Keeps the reference policy: the one given (a resumed run's start policy, loaded again), else a frozen copy
+        of the policy as training begins (a PEFT model keeps its base, read with adapters disabled).
 
         The copy loses every forward patched onto a module instance: TRL's GRPOTrainer replaces the policy's
         forward with a closure over the original model's forward, and a deep copy would keep calling it, so the
         "reference" would answer with the trained policy's logits and every KL would read 0."""
-        if not hasattr(model, "disable_adapter"):
+        if self.reference is None and not hasattr(model, "disable_adapter"):
             self.reference = copy.deepcopy(model).eval()
             for module in self.reference.modules():
                 if "forward" in vars(module):
@@ -185,16 +189,17 @@ class GoldTracker:
         record["per_prompt"] = per_prompt  # in the order of the prompts: arms on the same prompts pair on them
         self.points.append(record)
         self.out.mkdir(parents=True, exist_ok=True)
-        with (self.out / SAMPLES_FILE).open("a", encoding="utf-8") as handle:
+        with self.open_append(SAMPLES_FILE) as handle:
             for prompt, texts in zip(self.prompts, responses, strict=True):
                 handle.write(json.dumps({"step": step, "prompt_id": prompt.id, "responses": texts}) + "\n")
-        with (self.out / POINTS_FILE).open("a", encoding="utf-8") as handle:
+        with self.open_append(POINTS_FILE) as handle:
             handle.write(json.dumps(record) + "\n")
             handle.flush()
         return record
 
     def callback(self) -> Any:
-        """A transformers TrainerCallback: a point before the first step, every `every` steps, and at the end."""
+        """A transformers TrainerCallback: a point before the first step, every `every` steps, and at the end. A run
+        resumed at step k makes the point of step k only when one is due there (k a multiple of `every`)."""
         from transformers import TrainerCallback
 
         tracker = self
@@ -202,7 +207,9 @@ class GoldTracker:
         class _Callback(TrainerCallback):
             def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
                 tracker.begin(model)
-                tracker.point(model, state.global_step)
+                every = tracker.settings.every
+                if state.global_step == 0 or (every and state.global_step % every == 0):
+                    tracker.point(model, state.global_step)
 
             def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kwargs: Any) -> None:
                 every = tracker.settings.every
