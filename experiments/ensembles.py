@@ -100,7 +100,7 @@ def train_heads(out: Path, samples: list[tuple[Any, str]]) -> None:
     from rewardsmith.data.prepare import train_data
     from rewardsmith.data.templates import encoder_for
     from rewardsmith.evaluate.scoring import score_encoded
-    from rewardsmith.inference.ensemble import reference_items
+    from rewardsmith.inference.making import reference_items
     from rewardsmith.io.atomic import atomic_write_text
     from rewardsmith.models.factory import build_reward_model
     from rewardsmith.train.trainer import train_pairs

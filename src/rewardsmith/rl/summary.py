@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.stats import mean_interval, paired_difference
+from rewardsmith.stats import paired_difference
 
 # Rules whose firing in the last third of a run counts as collapse (rl/claims.py): the responses became alike,
 # repeated themselves, or shrank towards empty.
@@ -37,7 +37,7 @@ def paired_change(
     """(a's gold change) - (b's), paired over the prompts both runs were tracked on (the same prompts, in order)."""
     change_a = per_prompt(a[-1], gold) - per_prompt(a[0], gold)
     change_b = per_prompt(b[-1], gold) - per_prompt(b[0], gold)
-    return mean_interval(change_a - change_b, n_boot, seed).to_dict()
+    return paired_difference(change_a, change_b, n_boot, seed).to_dict()
 
 
 def reward_wait_share(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
