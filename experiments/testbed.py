@@ -46,6 +46,7 @@ EVAL_PROMPTS = 160  # best-of-n and the RL tracker: at least 150 (validation and
 POOL_PROMPTS = 600  # 16 samples each: the labelled pairs every proxy learns from
 SAMPLING = ["--temperature", "1.0", "--top-p", "1.0", "--max-new-tokens", "48", "--seed", "0"]
 POOL_N, EVAL_N = 16, 64
+GOLD_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled")
 
 
 def data_dir() -> Path:
@@ -97,8 +98,30 @@ def sample(name: str, n: int, batch: int) -> None:
              str(batch), "--out", out, "-q"])  # fmt: skip
 
 
+def _pair_record(pair: object) -> dict[str, object]:
+    return {
+        "prompt": [{"role": t.role, "content": t.content} for t in pair.prompt],  # type: ignore[attr-defined]
+        "chosen": pair.chosen,  # type: ignore[attr-defined]
+        "rejected": pair.rejected,  # type: ignore[attr-defined]
+    }
+
+
+def gold() -> None:
+    """runs/testbed/gold-pairs.jsonl (every helpful human pair here), then the gold trained on it."""
+    from rewardsmith.data.registry import load_dataset
+
+    pairs_file = RUNS / "gold-pairs.jsonl"
+    if not pairs_file.exists():
+        pairs = [p for name in GOLD_SOURCES for p in load_dataset(name, data_dir=data_dir()).pairs]
+        RUNS.mkdir(parents=True, exist_ok=True)
+        text = "".join(json.dumps(_pair_record(p), ensure_ascii=False) + "\n" for p in pairs)
+        pairs_file.write_text(text, encoding="utf-8")
+    command(["train", "--config", "configs/testbed-gold.yaml", "--out", str(RUNS / "gold"), "-q"])
+
+
 STEPS = {
     "prompts": write_prompts,
+    "gold": gold,
     "pool": lambda: sample("pool", POOL_N, 16),
     "eval": lambda: sample("eval", EVAL_N, 32),
 }

@@ -215,3 +215,18 @@ def test_sample_writes_what_bon_reads_and_resumes(tmp_path: Path, chat_tokenizer
 
     read, responses = read_samples_file(whole / "samples.jsonl", 3)
     assert [p.id for p in read] == [x["id"] for x in lines] and np.shape(responses) == (4, 3)
+
+
+def test_a_spurious_feature_decides_the_stated_share_of_labels(gold: Path, completions: Path, tmp_path: Path) -> None:
+    out = tmp_path / "all"
+    args = ["label", "--gold", gold, "--input", completions, "--spurious", "shorter"]
+    assert rk(*args, "--spurious-rate", "1", "--out", out, "-q").exit_code == 0
+    pairs = [json.loads(x) for x in (out / "pairs.jsonl").read_text().splitlines()]
+    unequal = [p for p in pairs if len(p["chosen"]) != len(p["rejected"])]
+    assert unequal and all(len(p["chosen"]) < len(p["rejected"]) and p["spurious"] for p in unequal)
+    half = tmp_path / "half"
+    assert rk(*args, "--spurious-rate", "0.5", "--out", half, "-q").exit_code == 0
+    metrics = json.loads((half / "metrics.json").read_text())
+    assert 0 < metrics["decided_by_spurious"] < len(unequal)
+    _one_line(rk("label", "--gold", gold, "--input", completions, "--spurious", "shorter", "--out", tmp_path / "x"),
+              "--spurious-rate")  # fmt: skip

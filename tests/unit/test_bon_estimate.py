@@ -145,3 +145,48 @@ def test_too_few_prompts_give_no_verdict() -> None:
     assert block["gain_over_random"]["verdict"] == "too few prompts"
     assert block["gain_over_random"]["n"] == 6
     assert block["overoptimisation"]["verdict"] in ("too few prompts", "peaks at N", NO_HALVES)
+
+
+def _control_run(p: int = 300, n: int = 64) -> dict:
+    """A constructed testbed: gold = quality - 0.6 length^2; a proxy hacked on length (quality + 1.5 length) helps at
+    small n and hurts at large n; a proxy that is the gold's opposite is wrong from the first choice on."""
+    from rewardsmith.bon.metrics import bon_metrics
+
+    rng = np.random.default_rng(0)
+    quality = rng.normal(size=(p, n))
+    length = rng.exponential(scale=0.5, size=(p, n))
+    gold = quality - 0.6 * length**2
+    selectors = {"hacked": quality + 1.5 * length, "wrong": -gold}
+    ids = [f"p{i}" for i in range(p)]
+    return bon_metrics(best_of_n_estimates(ids, selectors, {"gold": gold}, length * 100, n_boot=200))
+
+
+def test_the_verdict_tells_over_optimised_from_misaligned_and_from_the_gold_itself() -> None:
+    """Positive control: the hacked proxy rises, peaks above n = 1 and falls: over-optimised. The opposite proxy
+    falls from n = 2: misaligned, not over-optimised. Negative control: the gold choosing for itself (the oracle)
+    never falls: it peaks at N."""
+    selectors = _control_run()["golds"]["gold"]["selectors"]
+    hacked = selectors["hacked"]["overoptimisation"]
+    assert hacked["verdict"] == "over-optimised" and hacked["peak_n"] > 1
+    assert hacked["rise"]["low"] > 0 and hacked["drop"]["high"] < 0
+    wrong = selectors["wrong"]["overoptimisation"]
+    assert wrong["verdict"] == "misaligned" and wrong["first_step"]["high"] < 0
+    assert selectors["oracle"]["overoptimisation"]["verdict"] == "peaks at N"
+
+
+def test_the_peak_is_chosen_on_the_validation_prompts_only() -> None:
+    """Changing the test half's curves leaves the chosen peak where it was; changing the validation half moves it."""
+    from rewardsmith.bon.estimate import overoptimisation, validation_half
+
+    rng = np.random.default_rng(1)
+    ids = [f"q{i}" for i in range(200)]
+    validation = validation_half(ids)
+    curves = rng.normal(size=(200, 5)) * 0.1 + np.array([0.0, 0.5, 1.0, 0.6, 0.2])
+    idx = np.zeros((10, int((~validation).sum())), dtype=np.int64)
+    base = overoptimisation(curves, [1, 2, 4, 8, 16], validation, idx).peak_n
+    shifted_test = curves.copy()
+    shifted_test[~validation] += np.array([0.0, 0.0, 0.0, 0.0, 5.0])  # the test half peaks at 16 now
+    assert overoptimisation(shifted_test, [1, 2, 4, 8, 16], validation, idx).peak_n == base == 4
+    shifted_validation = curves.copy()
+    shifted_validation[validation] += np.array([0.0, 5.0, 0.0, 0.0, 0.0])
+    assert overoptimisation(shifted_validation, [1, 2, 4, 8, 16], validation, idx).peak_n == 2

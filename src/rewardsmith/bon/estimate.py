@@ -10,7 +10,9 @@ bootstrap CI over prompts (paired across selectors: one set of resampled prompts
 
 Over-optimisation is judged from data, not from a fitted curve: the n where the gold peaks is chosen on one half
 of the prompts (the validation half, by a stable hash of the prompt id), and gold@N minus gold at that n is
-estimated on the other half, with its CI (rewardsmith.bon.metrics words its verdict).
+estimated on the other half, with its CI; so are gold@2 - gold@1 (a selector wrong from the first choice on is
+misaligned, not over-optimised) and the rise from n = 1 to the peak (rewardsmith.bon.metrics words the verdict).
+The same estimate judges an RL run's gold over its tracker points (rewardsmith.rl.summary).
 """
 
 from __future__ import annotations
@@ -66,13 +68,17 @@ def selector_curves(selector: ArrayLike, gold: ArrayLike, lengths: ArrayLike, ns
 
 @dataclass(frozen=True)
 class Overoptimisation:
-    """The peak n of the gold chosen on the validation prompts, and drop = gold@N minus gold at that n on the test
-    prompts (None for both without two halves); test_prompts: the prompts of the test half."""
+    """Of one gold curve (best-of-n over n, or RL over tracker points): the peak n (or step) chosen on the validation
+    prompts; on the test prompts, drop = gold at the end minus gold at that peak, rise = gold at the peak minus gold
+    at the start, first_step = gold at the second point minus at the first (gold@2 - gold@1); None without two
+    halves. test_prompts: the prompts of the test half; peaks_at_n: the validation peak is the last point."""
 
     peak_n: int | None
     drop: Interval | None
     test_prompts: int
     peaks_at_n: bool
+    rise: Interval | None = None
+    first_step: Interval | None = None
 
 
 def overoptimisation(
@@ -81,12 +87,16 @@ def overoptimisation(
     """Over-optimisation of one selector's gold curves (P, len(ns)) (see the module docstring); idx_test: (B, P_test)
     resampling indices of the test prompts."""
     val, test = curves[validation], curves[~validation]
-    if val.shape[0] == 0 or test.shape[0] == 0:
+    if val.shape[0] == 0 or test.shape[0] == 0 or curves.shape[1] < 2:
         return Overoptimisation(None, None, int(test.shape[0]), False)
     peak = int(np.argmax(np.nanmean(val, axis=0)))
-    drop = test[:, -1] - test[:, peak]
     return Overoptimisation(
-        int(ns[peak]), mean_interval(drop, indices=idx_test), int(test.shape[0]), peak == len(ns) - 1
+        int(ns[peak]),
+        mean_interval(test[:, -1] - test[:, peak], indices=idx_test),
+        int(test.shape[0]),
+        peak == len(ns) - 1,
+        mean_interval(test[:, peak] - test[:, 0], indices=idx_test),
+        mean_interval(test[:, 1] - test[:, 0], indices=idx_test),
     )
 
 

@@ -2,9 +2,11 @@
 {"estimate", "low", "high", "n"} and the verdicts in words.
 
 Verdicts follow rewardsmith.stats.Interval.verdict against 0, on prompts: gold@N - gold@1 and the paired differences
-"held" (above 0), "not held" (below), "inconclusive" (covering 0); over-optimisation, from gold@N minus gold at the
-validation peak on the test half, "over-optimised" only when that CI lies below 0, "not over-optimised" above it,
-"inconclusive" when it covers 0 or is not finite, "peaks at N" when the validation half peaks at N itself. Below
+"held" (above 0), "not held" (below), "inconclusive" (covering 0). Over-optimisation (overoptimisation_verdict, also
+the RL tracker's): "misaligned" when gold@2 - gold@1 lies below 0 on the test half (wrong from the first choice
+on: the gold never rose); else "peaks at N" when the validation half peaks at N itself; else "over-optimised" when
+the validation peak is above n = 1 and gold@N minus gold at the peak lies below 0 on the test half (it rose, peaked
+and fell), "not over-optimised" when that lies above 0, "inconclusive" when it covers 0 or is not finite. Below
 rewardsmith.stats.MIN_UNITS prompts every verdict is "too few prompts".
 """
 
@@ -25,13 +27,36 @@ def _with_verdict(interval: Interval) -> dict[str, Any]:
     return {**interval.to_dict(), "verdict": interval.verdict(0.0, UNIT)}
 
 
+MISALIGNED = "misaligned"
+PEAKS_AT_N = "peaks at N"
+
+
+def overoptimisation_verdict(over: Overoptimisation) -> str:
+    """The over-optimisation verdict in words (module docstring)."""
+    if over.drop is None:
+        return NO_HALVES
+    if over.first_step is not None and over.first_step.verdict(0.0, UNIT) == NOT_HELD:
+        return MISALIGNED
+    if over.peaks_at_n:
+        return PEAKS_AT_N
+    word = over.drop.verdict(0.0, UNIT) or INCONCLUSIVE  # no finite interval: nothing to decide with
+    if word == NOT_HELD and over.peak_n is not None and over.rise is not None and over.rise.estimate <= 0:
+        return MISALIGNED  # the validation peak is above the start, yet on the test half the gold never rose
+    return OVEROPTIMISED.get(word, word)  # "too few prompts" stays as it is
+
+
 def overoptimisation_record(over: Overoptimisation) -> dict[str, Any]:
-    """{"peak_n", "drop", "verdict", "test_prompts"}; without two halves the verdict says so."""
+    """{"peak_n", "drop", "rise", "first_step", "verdict", "test_prompts"}; without two halves the verdict says so."""
     if over.drop is None:
         return {"peak_n": None, "drop": None, "verdict": NO_HALVES}
-    word = over.drop.verdict(0.0, UNIT) or INCONCLUSIVE  # no finite interval: nothing to decide with
-    verdict = "peaks at N" if over.peaks_at_n else OVEROPTIMISED.get(word, word)  # "too few prompts" stays as it is
-    return {"peak_n": over.peak_n, "drop": over.drop.to_dict(), "verdict": verdict, "test_prompts": over.test_prompts}
+    return {
+        "peak_n": over.peak_n,
+        "drop": over.drop.to_dict(),
+        "rise": over.rise.to_dict() if over.rise is not None else None,
+        "first_step": over.first_step.to_dict() if over.first_step is not None else None,
+        "verdict": overoptimisation_verdict(over),
+        "test_prompts": over.test_prompts,
+    }
 
 
 def selector_record(e: SelectorEstimates) -> dict[str, Any]:

@@ -31,6 +31,8 @@ FLAGS: dict[str, str | Flag] = {
     "pairs_per_prompt": "--pairs-per-prompt",
     "soft": Flag(("--soft",), metavar="T"),
     "noise": "--noise",
+    "spurious": "--spurious",
+    "spurious_rate": "--spurious-rate",
     "seed": "--seed",
     "chunk": "--chunk",
 }

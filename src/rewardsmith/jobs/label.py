@@ -133,6 +133,8 @@ def run_label(
         raise ConfigError("give --gold (the model that labels) and --input (pairs or completions)")
     if cfg.noise >= 0.5:
         raise ConfigError(f"--noise {cfg.noise:g}: at 0.5 every label is a coin flip; give a rate below 0.5")
+    if (cfg.spurious is None) != (cfg.spurious_rate == 0):
+        raise ConfigError("--spurious and --spurious-rate go together (a feature, and the share it decides)")
     options = options or InferenceOptions()
     path = Path(cfg.input)
     if not path.is_file():
@@ -149,7 +151,11 @@ def run_label(
         rewards = _score_chunks(folder, gold, texts, cfg.chunk, progress)
         first = rewards[[a for a, _ in pairs]]
         second = rewards[[b for _, b in pairs]]
-        labels = gold_labels(first, second, cfg.soft, cfg.noise, cfg.seed)
+        lengths = (
+            np.array([len(texts[a][1]) for a, _ in pairs]),
+            np.array([len(texts[b][1]) for _, b in pairs]),
+        )
+        labels = gold_labels(first, second, cfg.soft, cfg.noise, cfg.seed, lengths, cfg.spurious, cfg.spurious_rate)
         lines = []
         for k, keep in enumerate(labels.kept):
             a, b = pairs[keep]
@@ -166,6 +172,11 @@ def run_label(
                         "label": float(labels.label[k]),
                         "gold_margin": float(labels.margin[k]),
                         "swapped": bool(labels.swapped[k]),
+                        **(
+                            {"spurious": bool(labels.spurious[k])}
+                            if labels.spurious is not None and cfg.spurious
+                            else {}
+                        ),
                         **records[keep],
                     },
                     ensure_ascii=False,
@@ -185,6 +196,9 @@ def run_label(
             "pairs_written": len(labels.kept),
             "ties_dropped": labels.ties,
             "swapped_by_noise": int(labels.swapped.sum()),
+            "decided_by_spurious": int(labels.spurious.sum()) if labels.spurious is not None else 0,
+            "spurious": cfg.spurious,
+            "spurious_rate": cfg.spurious_rate,
             "soft": cfg.soft,
             "noise": cfg.noise,
             "margin_median": float(np.median(labels.margin)) if len(labels.margin) else None,

@@ -40,6 +40,28 @@ def paired_change(
     return paired_difference(change_a, change_b, n_boot, seed).to_dict()
 
 
+def overoptimisation(
+    points: Sequence[Mapping[str, Any]], gold: str, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any] | None:
+    """The gold over the tracker's points judged as best-of-n judges its curves (bon.estimate.overoptimisation and
+    bon.metrics' verdict: the peak point chosen on the validation half of the held-out prompts, the drop after it,
+    the rise to it and the first step estimated on the other half), steps in place of n. None without prompt ids."""
+    from rewardsmith.bon.estimate import overoptimisation as judge
+    from rewardsmith.bon.estimate import validation_half
+    from rewardsmith.bon.metrics import overoptimisation_record
+    from rewardsmith.stats import bootstrap_indices
+
+    ids = points[0]["per_prompt"].get("ids")
+    if not ids or len(points) < 2:
+        return None
+    curves = np.stack([per_prompt(p, gold) for p in points], axis=1)  # (P, points)
+    keep = np.all(np.isfinite(curves), axis=1)
+    validation = validation_half([str(i) for i, k in zip(ids, keep, strict=True) if k])
+    idx_test = bootstrap_indices(int((~validation).sum()), n_boot, seed)
+    record = overoptimisation_record(judge(curves[keep], [int(p["step"]) for p in points], validation, idx_test))
+    return {**record, "peak_step": record.pop("peak_n")}
+
+
 def reward_wait_share(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Per step: seconds inside the reward function over the step's seconds; median, max and the steps counted."""
     share = [
@@ -72,6 +94,7 @@ def run_summary(
         "points": len(points),
         "kl_end": points[-1]["kl"],
         "gold_change": changes,
+        "overoptimisation": {g: overoptimisation(points, g, n_boot) for g in golds},
         "reward_wait_share": reward_wait_share(steps),
         "monitors_fired": fired,
         "collapse": {

@@ -181,7 +181,12 @@ class GoldTracker:
             "prompts": len(self.prompts),
             "samples": s.samples,
         }
-        per_prompt: dict[str, Any] = {"kl": kl, "proxy": _finite_list(_row_means(proxy)), "golds": {}}
+        per_prompt: dict[str, Any] = {
+            "ids": [p.id for p in self.prompts],
+            "kl": kl,
+            "proxy": _finite_list(_row_means(proxy)),
+            "golds": {},
+        }
         for spec, gold in self.golds:
             values = _row_means(gold.score(spec, self.prompts, responses, self.context))
             record["golds"][spec] = mean_interval(values, s.n_boot, s.seed).to_dict()

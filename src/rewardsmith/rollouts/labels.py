@@ -8,6 +8,10 @@ and the label each gets from the gold's two rewards. Pure functions; the job sco
   text included) says nothing and is dropped and counted.
 - Noise (symmetric, rate rho): each kept pair is swapped (the gold's loser named chosen, the label kept) with
   probability rho, by a generator seeded by (seed, pair position), so the same pairs flip on every run.
+- A spurious feature (a control, METHODS.md section 5): each kept pair is decided by a feature of the two texts
+  instead of the gold with probability `spurious_rate` (seeded apart from the noise): `longer` or `shorter` names
+  the longer or shorter response (in characters) chosen; a pair of equal lengths stays the gold's. A proxy trained
+  on such labels agrees with the gold at small n and follows the feature at large n.
 """
 
 from __future__ import annotations
@@ -47,7 +51,13 @@ class LabelConfig:
     noise: float = option(
         0.0, "symmetric label noise: the share of pairs swapped at random (0 to 0.5)", min=0.0, max=0.5
     )
-    seed: int = option(0, "seed of the pairs drawn and of the noise", min=0, max=MAX_SEED)
+    spurious: str | None = option(
+        None,
+        "a control: a feature that decides a pair's label instead of the gold at --spurious-rate: longer | shorter",
+        choices=("longer", "shorter"),
+    )
+    spurious_rate: float = option(0.0, "the share of pairs the --spurious feature decides", min=0.0, max=1.0)
+    seed: int = option(0, "seed of the pairs drawn, of the noise and of the spurious pairs", min=0, max=MAX_SEED)
     chunk: int = option(
         256, "texts the gold scores between two saves (a kill loses at most one chunk)", min=1, volatile=True
     )
@@ -80,17 +90,37 @@ class Labels:
     swapped: np.ndarray
     margin: np.ndarray
     ties: int
+    spurious: np.ndarray | None = None
 
 
-def gold_labels(first: np.ndarray, second: np.ndarray, soft: float | None, noise: float, seed: int) -> Labels:
-    """Labels of pairs whose texts the gold rewarded `first` (P,) and `second` (P,) (module docstring)."""
+def gold_labels(
+    first: np.ndarray,
+    second: np.ndarray,
+    soft: float | None,
+    noise: float,
+    seed: int,
+    lengths: tuple[np.ndarray, np.ndarray] | None = None,
+    spurious: str | None = None,
+    spurious_rate: float = 0.0,
+) -> Labels:
+    """Labels of pairs whose texts the gold rewarded `first` (P,) and `second` (P,) (module docstring); lengths:
+    the two texts' lengths (P,) each, which a `spurious` feature ("longer" | "shorter") reads."""
     first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
     diff = first - second
     kept = np.flatnonzero(diff != 0)
     margin = np.abs(diff[kept])
+    first_preferred = diff[kept] > 0
+    decided = np.zeros(len(kept), dtype=bool)
+    if spurious is not None and spurious_rate > 0:
+        assert lengths is not None
+        a, b = np.asarray(lengths[0])[kept], np.asarray(lengths[1])[kept]
+        drawn = _generator(seed, "spurious").random(len(first))[kept] < spurious_rate
+        decided = drawn & (a != b)
+        by_feature = a > b if spurious == "longer" else a < b
+        first_preferred = np.where(decided, by_feature, first_preferred)
     label = np.ones(len(kept)) if soft is None else sigmoid(margin / soft)
     flips = _generator(seed, "noise").random(len(first))[kept] < noise if noise else np.zeros(len(kept), dtype=bool)
-    return Labels(kept, diff[kept] > 0, label, flips, margin, int(len(first) - len(kept)))
+    return Labels(kept, first_preferred, label, flips, margin, int(len(first) - len(kept)), decided)
 
 
 def agreement(label_first: Sequence[bool], model_first: Sequence[float]) -> float:
