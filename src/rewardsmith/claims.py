@@ -14,6 +14,8 @@ A verdict follows from the record, never from the reader:
 - `majority`: held when more than half of the per-scope results are held, not held when at least half are not
   held, else inconclusive ("on most targets");
 - `exact`: a property of the method checked by a named test, not by these runs;
+- `outcome`: a categorical outcome of the runs (a verdict word, monitors that fired), held when it is the one
+  claimed;
 - any claim whose measure was not run gets the verdict "not run" (never "inconclusive").
 
 Declarations live in `<capability>/claims.py` (w2s, icrm, calibrate), results are built where the metrics are,
@@ -29,7 +31,7 @@ from typing import Any, Literal
 
 from rewardsmith.stats import HELD, INCONCLUSIVE, NOT_HELD, TOO_FEW, interval_verdict
 
-Kind = Literal["interval", "tolerance", "majority", "exact"]
+Kind = Literal["interval", "tolerance", "majority", "exact", "outcome"]
 Side = Literal["above", "below"]
 NOT_RUN = "not run"
 VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)  # and "too few <units>" (TOO_FEW) for an interval claim
@@ -71,6 +73,8 @@ class Claim:
             text = "held on more than half"
         elif self.kind == "exact":
             text = "exact property"
+        elif self.kind == "outcome":
+            text = "the runs' outcome"
         else:
             text = f"{'>' if self.held_when == 'above' else '<'} {self.bar:g}"
         return text + (f" ({self.bar_note})" if self.bar_note else "")
