@@ -34,6 +34,10 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
+
+from rewardsmith.testbed import claims
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "testbed"
 RESULTS = ROOT / "docs" / "results"
@@ -45,7 +49,7 @@ MAX_PROMPT_TOKENS = 160  # the policy's rendered chat prompt: longer conversatio
 EVAL_PROMPTS = 160  # best-of-n and the RL tracker: at least 150 (validation and test halves of about 80)
 POOL_PROMPTS = 600  # 16 samples each: the labelled pairs every proxy learns from
 SAMPLING = ["--temperature", "1.0", "--top-p", "1.0", "--max-new-tokens", "48", "--seed", "0"]
-POOL_N, EVAL_N = 16, 64
+POOL_N, EVAL_N = claims.POOL_N, claims.EVAL_N
 GOLD_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled")
 
 
@@ -119,19 +123,359 @@ def gold() -> None:
     command(["train", "--config", "configs/testbed-gold.yaml", "--out", str(RUNS / "gold"), "-q"])
 
 
+GOLD = str(RUNS / "gold" / "model")
+DATA = RUNS / "data"
+
+
+def label() -> None:
+    """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then the hacked labels,
+    the spurious feature the length in the direction the gold does not prefer on the validation prompts."""
+    base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
+    base += ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT), "--seed", "0", "--bf16", "-q"]
+    command([*base, "--out", str(RUNS / "labels")])
+    direction = hack_direction()
+    command([*base, "--spurious", direction, "--spurious-rate", str(claims.HACK_RATE), "--out", str(RUNS / "hacked")])
+
+
+def pool_parts() -> dict[str, list[str]]:
+    """The pool prompts' ids by part (claims.py): validation (the first VALIDATION_PROMPTS by the stable hash),
+    agreement (the last AGREEMENT_PROMPTS, never trained on), train (the rest; validation is part of it)."""
+    ids = [json.loads(x)["id"] for x in (RUNS / "prompts" / "pool.jsonl").read_text().splitlines()]
+    return {
+        "validation": ids[: claims.VALIDATION_PROMPTS],
+        "agreement": ids[-claims.AGREEMENT_PROMPTS :],
+        "train": ids[: -claims.AGREEMENT_PROMPTS],
+    }
+
+
+def labelled(name: str) -> list[dict[str, object]]:
+    return [json.loads(x) for x in (RUNS / name / "pairs.jsonl").read_text().splitlines()]
+
+
+def hack_direction() -> str:
+    """`shorter` when the gold prefers the longer response in more than half of the validation prompts' pairs, else
+    `longer` (claims.py: the hack's feature runs against the gold's own length preference)."""
+    validation = set(pool_parts()["validation"])
+    pairs = [p for p in labelled("labels") if p["prompt_id"] in validation]
+    longer = sum(len(str(p["chosen"])) > len(str(p["rejected"])) for p in pairs)
+    shorter = sum(len(str(p["chosen"])) < len(str(p["rejected"])) for p in pairs)
+    facts = {"validation_pairs": len(pairs), "gold_prefers_longer": longer, "gold_prefers_shorter": shorter}
+    DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / "hack-direction.json").write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
+    return "shorter" if longer > shorter else "longer"
+
+
+def write_data() -> None:
+    """runs/testbed/data/: train-<N>.jsonl for every proxy size (the first N of the training prompts' pairs in one
+    seeded order, so smaller sets are parts of larger ones), hacked-<N>.jsonl (the same pairs, hacked labels) and
+    agreement.jsonl (the held-out prompts' pairs, gold-oriented), reference.jsonl (the validation prompts' pairs: the
+    texts every ensemble's member scales are measured on)."""
+    import random
+
+    parts = pool_parts()
+    train, agreement = set(parts["train"]), set(parts["agreement"])
+    gold_pairs, hacked_pairs = labelled("labels"), labelled("hacked")
+    key = lambda p: (p["prompt_id"], tuple(p["responses"]))  # noqa: E731  (a pair's identity in both files)
+    hacked_by_key = {key(p): p for p in hacked_pairs}
+    pool = [p for p in gold_pairs if p["prompt_id"] in train]
+    random.Random(0).shuffle(pool)
+    DATA.mkdir(parents=True, exist_ok=True)
+
+    def write(name: str, rows: list[dict[str, object]]) -> None:
+        (DATA / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+    for n in claims.PROXY_SIZES:
+        if n > len(pool):
+            raise SystemExit(f"the pool holds {len(pool)} training pairs, fewer than N = {n}")
+        write(f"train-{n}.jsonl", pool[:n])
+    write(
+        f"hacked-{claims.HACK_N}.jsonl",
+        [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key],
+    )
+    write("agreement.jsonl", [p for p in gold_pairs if p["prompt_id"] in agreement])
+    validation = set(parts["validation"])
+    write("reference.jsonl", [p for p in gold_pairs if p["prompt_id"] in validation])  # the ensembles' scales
+
+
+def proxy_runs() -> dict[str, Path]:
+    """name -> run folder of every proxy: p<N>-s<seed>, the ensembles' extra members, and the hacked control."""
+    runs = {f"p{n}-s{s}": RUNS / "proxies" / f"p{n}-s{s}" for n in claims.PROXY_SIZES for s in claims.SEEDS}
+    small = claims.PROXY_SIZES[0]
+    runs.update({f"p{small}-s{s}": RUNS / "proxies" / f"p{small}-s{s}" for s in claims.ENSEMBLE_SEEDS})
+    runs["hacked"] = RUNS / "proxies" / "hacked"
+    return runs
+
+
+def proxies() -> None:
+    """Every proxy trained (configs/testbed-proxy.yaml), then its agreement with the gold on the held-out pairs."""
+    write_data()
+    for name, out in proxy_runs().items():
+        n, seed = (claims.HACK_N, 0) if name == "hacked" else (int(name[1:].split("-")[0]), int(name.split("-s")[1]))
+        data = DATA / (f"hacked-{n}.jsonl" if name == "hacked" else f"train-{n}.jsonl")
+        command(["train", "--config", "configs/testbed-proxy.yaml", "--path", str(data), "--seed", str(seed),
+                 "--out", str(out), "-q"])  # fmt: skip
+        command(["eval", "--model", str(out / "model"), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
+                 "--out", str(RUNS / "agreement" / name), "-q"])  # fmt: skip
+
+
+def _members(models: list[str]) -> list[str]:
+    return [arg for model in models for arg in ("-m", model)]
+
+
+def ensembles() -> None:
+    """The smallest-N members as ensembles under every rule (uwo at every candidate lambda), and the hacked proxy
+    with the first four of them (mean): the doubt control."""
+    small = claims.PROXY_SIZES[0]
+    members = [str(RUNS / "proxies" / f"p{small}-s{s}" / "model") for s in claims.ENSEMBLE_SEEDS]
+    reference = ["--reference", str(DATA / "reference.jsonl")]
+    rules = [("mean", None), ("min", None), *(("uwo", lam) for lam in claims.UWO_LAMBDAS)]
+    for rule, lam in rules:
+        name = rule if lam is None else f"uwo-{lam:g}"
+        out = RUNS / "ensembles" / name
+        if (out / "ensemble.json").exists():
+            continue
+        args = ["ensemble", *_members(members), "--rule", rule, *reference, "-o", str(out)]
+        command([*args, *(["--lambda", str(lam)] if lam is not None else []), "-q"])
+    out = RUNS / "ensembles" / "with-hacked"
+    if not (out / "ensemble.json").exists():
+        hacked = [str(RUNS / "proxies" / "hacked" / "model"), *members[:4]]
+        command(["ensemble", *_members(hacked), "--rule", "mean", *reference, "-o", str(out), "-q"])
+    # The doubt against the gold's disagreement: every ensemble on the held-out pool pairs (eval's doubt block).
+    for folder in sorted((RUNS / "ensembles").iterdir()):
+        command(["eval", "--model", str(folder), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
+                 "--out", str(RUNS / "agreement" / f"ens-{folder.name}"), "-q"])  # fmt: skip
+
+
+def selectors() -> dict[str, str]:
+    """Every best-of-n proxy: label -> model folder."""
+    out = {name: str(run / "model") for name, run in proxy_runs().items()}
+    out.update({f"ens-{p.name}": str(p) for p in sorted((RUNS / "ensembles").iterdir()) if p.is_dir()})
+    return out
+
+
+def bon() -> None:
+    """Best-of-n of the evaluation samples by every proxy, judged by the gold (the oracle: its own choice)."""
+    args = ["bon", "--samples", str(RUNS / "eval" / "samples.jsonl"), "--n", str(claims.EVAL_N), "--gold", GOLD]
+    for model in selectors().values():
+        args += ["--proxy", model]
+    command([*args, "--bf16", "--out", str(RUNS / "bon"), "-q"])
+
+
+RL_ARMS = {
+    "small": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[0]}-s0" / "model"),
+    "large": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[-1]}-s0" / "model"),
+    "hacked": lambda: str(RUNS / "proxies" / "hacked" / "model"),
+    "gold": lambda: GOLD,
+}
+
+
+def rl() -> None:
+    """GRPO against each arm's proxy (`rewardsmith rl`), the gold tracked on the first RL_HELDOUT evaluation prompts
+    by the stable hash (the evaluation prompts hash first, so they are the held-out ones)."""
+    prompts = RUNS / "prompts" / "rl.jsonl"
+    if not prompts.exists():
+        text = (RUNS / "prompts" / "eval.jsonl").read_text() + (RUNS / "prompts" / "pool.jsonl").read_text()
+        prompts.write_text(text, encoding="utf-8")
+    for arm, proxy in RL_ARMS.items():
+        gold = [] if arm == "gold" else ["--gold", GOLD]  # the gold's own arm: its proxy is the gold
+        command(["rl", "--policy", "smollm2", "--prompts", str(prompts), "--heldout", str(claims.RL_HELDOUT),
+                 "--proxy", proxy(), *gold, "--steps", str(claims.RL_STEPS), "--prompts-per-step", "2",
+                 "--generations", "8", "--max-new-tokens", "32", "--lr", str(claims.RL_LR),
+                 "--track-every", str(claims.RL_TRACK_EVERY), "--track-samples", str(claims.RL_TRACK_SAMPLES),
+                 "--track-max-new-tokens", "32", "--save-every", "5",
+                 "--out", str(RUNS / "rl" / arm), "-q"])  # fmt: skip
+
+
 STEPS = {
     "prompts": write_prompts,
     "gold": gold,
     "pool": lambda: sample("pool", POOL_N, 16),
     "eval": lambda: sample("eval", EVAL_N, 32),
+    "label": label,
+    "proxies": proxies,
+    "ensembles": ensembles,
+    "bon": bon,
+    "rl": rl,
 }
+
+
+# ------------------------------------------------------------------------------------------------- summarise
+
+
+def _bon_values(kind: str, label: str) -> np.ndarray:
+    """A bon scorer's saved values (P, N), NaN where it had none."""
+    from rewardsmith.jobs.common import slug
+
+    saved = json.loads((RUNS / "bon" / "scores" / f"{kind}-{slug(label)}.json").read_text())
+    return np.array([np.nan if v is None else v for v in saved["values"]], dtype=np.float64).reshape(saved["shape"])
+
+
+def _agreement_correct(name: str) -> np.ndarray:
+    """Per held-out pool pair: whether proxy `name` ranks the gold's chosen response above its rejected one."""
+    from rewardsmith.testbed.analysis import correct_pairs
+
+    rows = next(iter(json.loads((RUNS / "agreement" / name / "scores.json").read_text()).values()))
+    return correct_pairs(rows["chosen"], rows["rejected"])
+
+
+def summarise() -> None:
+    """docs/results/testbed.json from the run folders (every figure with its CI; the claims' results are built from
+    it by rewardsmith.testbed.claim_results)."""
+    from rewardsmith.bon.estimate import validation_half
+    from rewardsmith.evaluate.best_of_n import kl_bound
+    from rewardsmith.io.atomic import atomic_write_text
+    from rewardsmith.models.ensemble import read_ensemble
+    from rewardsmith.testbed.analysis import (
+        agreement,
+        choose_on_validation,
+        doubt_rise,
+        gold_curves,
+        scaling,
+        standardised_sd,
+    )
+    from rewardsmith.testbed.fits import fit_with_ci
+
+    bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
+    labels = {Path(p["source"]).parent.name if Path(p["source"]).name == "model" else Path(p["source"]).name: p["label"]
+              for p in bon["proxies"]}  # fmt: skip
+    ns = bon["ns"]
+    gold_label = next(iter(bon["golds"]))
+    gold = _bon_values("gold", gold_label)
+    prompt_ids = [json.loads(x)["id"] for x in (RUNS / "eval" / "samples.jsonl").read_text().splitlines()]
+    validation = validation_half(prompt_ids)
+    curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
+    sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
+    kl = [kl_bound(n) for n in ns]
+    selectors = bon["golds"][gold_label]["selectors"]
+
+    uwo = {name: curves[name] for name in curves if name.startswith("ens-uwo-")}
+    chosen_uwo = choose_on_validation(uwo, validation) if uwo else None
+    paired = {(p["a"], p["b"]): p for p in bon["golds"][gold_label]["paired"]}
+
+    def drop_diff(a: str, b: str) -> dict[str, object] | None:
+        la, lb = labels[a], labels[b]
+        record = paired.get((la, lb))
+        if record is not None:
+            return record["drop_diff"]
+        record = paired.get((lb, la))
+        if record is None or record["drop_diff"] is None:
+            return None
+        flipped = dict(record["drop_diff"])
+        flipped["estimate"], flipped["low"], flipped["high"] = (-flipped["estimate"], -flipped["high"], -flipped["low"])
+        return flipped
+
+    hacked_spec = read_ensemble(RUNS / "ensembles" / "with-hacked")
+    member_labels = [labels[Path(m).parent.name] for m in hacked_spec.members]
+    members = np.stack([_bon_values("proxy", label) for label in member_labels])
+    doubt = standardised_sd(members, hacked_spec.reference.mean, hacked_spec.reference.sd)
+    ensemble_doubt = {
+        "with-hacked": doubt_rise(_bon_values("proxy", labels["ens-with-hacked"]), doubt, ns),
+    }
+    mean_spec = read_ensemble(RUNS / "ensembles" / "mean")
+    honest = np.stack([_bon_values("proxy", labels[Path(m).parent.name]) for m in mean_spec.members])
+    ensemble_doubt["mean"] = doubt_rise(
+        _bon_values("proxy", labels["ens-mean"]),
+        standardised_sd(honest, mean_spec.reference.mean, mean_spec.reference.sd),
+        ns,
+    )
+    auroc = {}
+    for folder in sorted((RUNS / "agreement").glob("ens-*")):
+        block = next(iter(json.loads((folder / "metrics.json").read_text())["eval"].values()))
+        auroc[folder.name] = {"error_auroc": block["doubt"]["error_auroc"], "ci": block["doubt"]["error_auroc_ci"]}
+
+    rl_arms = {}
+    for arm in RL_ARMS:
+        path = RUNS / "rl" / arm / "metrics.json"
+        if not path.exists():
+            continue
+        metrics = json.loads(path.read_text())
+        points = [json.loads(x) for x in (RUNS / "rl" / arm / "points.jsonl").read_text().splitlines()]
+        record = {k: metrics[k] for k in ("kl_end", "gold_change", "overoptimisation", "monitors_fired", "collapse")}
+        record["track"] = metrics["track"]
+        golds = list(points[0]["golds"])
+        if golds and len(points) > 2:
+            g = golds[0]
+            per_prompt = np.stack([np.asarray(p["per_prompt"]["golds"][g], dtype=np.float64) for p in points], axis=1)
+            d = np.sqrt(np.maximum([p["kl"]["estimate"] for p in points], 0.0))
+            record["fit"] = fit_with_ci(d, per_prompt - per_prompt[:, :1], "rl")
+        rl_arms[arm] = record
+
+    design = {
+        k: getattr(claims, k)
+        for k in dir(claims)
+        if k.isupper() and isinstance(getattr(claims, k), int | float | tuple)
+    }
+    correct = {n: [_agreement_correct(f"p{n}-s{s}") for s in claims.SEEDS] for n in claims.PROXY_SIZES}
+    label_metrics = json.loads((RUNS / "labels" / "metrics.json").read_text())
+    hacked_metrics = json.loads((RUNS / "hacked" / "metrics.json").read_text())
+    out = {
+        "command": "python experiments/testbed.py run && python experiments/testbed.py summarise",
+        "design": design,
+        "prompts": json.loads((RUNS / "prompts" / "facts.json").read_text()),
+        "gold": {"eval": json.loads((RUNS / "gold" / "metrics.json").read_text()).get("eval")},
+        "labels": {k: label_metrics[k] for k in ("texts", "pairs_formed", "pairs_written", "ties_dropped")},
+        "hack": {
+            **json.loads((DATA / "hack-direction.json").read_text()),
+            "direction": hacked_metrics["spurious"],
+            "rate": hacked_metrics["spurious_rate"],
+            "decided_by_spurious": hacked_metrics["decided_by_spurious"],
+        },
+        "agreement": agreement(correct),
+        "agreement_hacked": float(np.mean(_agreement_correct("hacked")) * 100),
+        "bon": {
+            "prompts": bon["prompts"],
+            "validation_prompts": bon["validation_prompts"],
+            "ns": ns,
+            "kl_bound": bon["kl_bound"],
+            "selectors": {
+                name: {
+                    "gold_at_n": selectors[label]["gold_at_n"],
+                    "own_at_n": selectors[label]["own_at_n"],
+                    "gain_over_random": selectors[label]["gain_over_random"],
+                    "overoptimisation": selectors[label]["overoptimisation"],
+                }
+                for name, label in [*labels.items(), ("length", "length"), ("oracle", "oracle")]
+            },
+        },
+        "scaling": scaling(sizes, kl),
+        "ensembles": {
+            "uwo_chosen": chosen_uwo,
+            "drop_vs_mean": {
+                rule: drop_diff(rule, "ens-mean") for rule in ("ens-min", *([chosen_uwo] if chosen_uwo else []))
+            },
+            "drop_vs_member": {
+                rule: drop_diff(rule, f"p{claims.PROXY_SIZES[0]}-s0")
+                for rule in ("ens-mean", "ens-min", *([chosen_uwo] if chosen_uwo else []))
+            },
+            "doubt_at_pick": ensemble_doubt,
+            "auroc": auroc,
+        },
+        "rl": rl_arms,
+        "seconds": _seconds(),
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(RESULTS / "testbed.json", json.dumps(out, indent=1) + "\n")
+    print(f"wrote {RESULTS / 'testbed.json'}")
+
+
+def _seconds() -> list[dict[str, object]]:
+    """Each command of commands.txt with its seconds (the last run of it)."""
+    lines = LOG.read_text().splitlines() if LOG.exists() else []
+    out: dict[str, float] = {}
+    for line, after in zip(lines, [*lines[1:], ""], strict=True):
+        if line.startswith("rewardsmith ") and after.startswith("# "):
+            out[line] = float(after[2:].split()[0])
+    return [{"command": k, "seconds": v} for k, v in out.items()]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["run", *STEPS])
+    parser.add_argument("step", choices=["run", "summarise", *STEPS])
     parser.add_argument("--until", choices=list(STEPS), help="stop after this step")
     args = parser.parse_args()
+    if args.step == "summarise":
+        summarise()
+        return
     if args.step != "run":
         STEPS[args.step]()
         return

@@ -178,6 +178,7 @@ def test_rl_command_runs_resumes_after_a_kill_and_refuses_bad_input(
     tmp_path: Path, chat_tokenizer_dir: Path, trl_chat_model: Path, trl_plain_model: Path
 ) -> None:
     import os
+    import re
     import subprocess
     import sys
 
@@ -215,6 +216,17 @@ def test_rl_command_runs_resumes_after_a_kill_and_refuses_bad_input(
     first = run(killed, {"REWARDSMITH_FAULT_KILL_AFTER_SAVE": "2"})
     assert first.returncode == -9, first.stderr[-3000:]
     assert not (killed / "metrics.json").exists()
+    # The server the killed run started went with it (it would otherwise hold its model and port for good).
+    import time
+
+    server = re.search(r"serving .* on http://\S+:(\d+)", (killed / "server.log").read_text())
+    assert server is not None
+    for _ in range(100):
+        alive = subprocess.run(["pgrep", "-f", f"serve --model {trl_chat_model}"], capture_output=True, text=True)
+        if not alive.stdout.strip():
+            break
+        time.sleep(0.1)
+    assert not alive.stdout.strip(), "the killed run's server outlived it"
     second = run(killed)
     assert second.returncode == 0, second.stderr[-3000:]
     resumed = json.loads((killed / "metrics.json").read_text())

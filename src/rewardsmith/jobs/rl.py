@@ -106,6 +106,17 @@ def _split(prompts: Sequence[BonPrompt], policy: Any, cfg: RLConfig) -> tuple[li
     return kept[: cfg.heldout], kept[cfg.heldout :], len(prompts) - len(kept)
 
 
+def _die_with_parent() -> None:
+    """In the server's process before it starts: ask Linux to stop it (SIGTERM) when this command's process dies, so
+    a killed run leaves no server behind (elsewhere it is stopped on a normal exit only)."""
+    import contextlib
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+
+
 class Server:
     """`rewardsmith serve` in its own process on loopback, its output in the run folder; stopped on exit."""
 
@@ -120,7 +131,7 @@ class Server:
             args += ["--calibration", cfg.calibration]
         self.log = folder.claim(SERVER_LOG)
         handle = folder.open_append(SERVER_LOG)
-        self.proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         handle.close()
         self.url = self._wait()
 

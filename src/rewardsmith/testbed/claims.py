@@ -47,6 +47,10 @@ EVAL_PROMPTS = 160
 EVAL_N = 64
 RL_STEPS = 30
 RL_HELDOUT = 32
+RL_LR = 5e-5  # the probes' rate (rl/claims.py): 30 steps must move the policy far enough to over-optimise
+RL_TRACK_EVERY = 5
+RL_TRACK_SAMPLES = 2
+UWO_LAMBDAS = (0.5, 1.0, 2.0)  # uwo's lambda is chosen among these on the validation half of the eval prompts
 
 ORACLE_NOT_OVEROPTIMISED = Claim(
     "testbed",
