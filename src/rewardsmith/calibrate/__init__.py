@@ -29,8 +29,8 @@ _EXPORTS = {
     "RaterStats": "stats",
     "affine_sse": "stats",
     "rater_stats": "stats",
-    "rater_stats_duckdb": "stats",
     "stats_from_arrays": "stats",
+    "rater_stats_duckdb": "engines",
     "CalibrateFitConfig": "config",
     "CalibrateRunConfig": "config",
     "EvalConfig": "config",
@@ -69,6 +69,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, EvalConfig, RatingsSource
+    from rewardsmith.calibrate.engines import rater_stats_duckdb
     from rewardsmith.calibrate.estimators import (
         CALIBRATORS,
         PEBS,
@@ -86,7 +87,6 @@ if TYPE_CHECKING:
         RaterStats,
         affine_sse,
         rater_stats,
-        rater_stats_duckdb,
         stats_from_arrays,
     )
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from rewardsmith.calibrate.stats import RaterStats
+from rewardsmith.calibrate.stats import RaterStats, affine_sse
 from rewardsmith.errors import ConfigError, DataError, first_line, one_line
 from rewardsmith.registry import Registry
 
@@ -670,6 +670,29 @@ def engine_rater_stats(
     return result.stats, result.counts
 
 
+def rater_stats_duckdb(
+    path: str | Path | Sequence[str | Path],
+    *,
+    rater_col: str = "rater_id",
+    model_score_col: str = "model_score",
+    score_col: str = "score",
+    group_columns: Sequence[str] = (),
+    threads: int | None = None,
+    memory_limit: str | None = None,
+) -> tuple[RaterStats, dict[str, int]]:
+    """Sufficient statistics computed out of core by DuckDB from Parquet file(s) (a path, glob or list).
+
+    The GROUP BY is the one every SQL engine runs (SQLEngine.rater_stats). Rows whose rater id is missing or
+    whose score or model score is NULL, NaN or infinite are skipped and counted; duplicates are not looked for
+    on this path (deduplicate upstream or use the in-memory path). Returns (stats, {rows_read,
+    dropped_nonfinite}).
+    """
+    columns = {"rater_id": rater_col, "model_score": model_score_col, "score": score_col}
+    result = DuckDBEngine(threads, memory_limit).rater_stats(path, columns=columns, group_columns=group_columns)
+    dropped = sum(v for k, v in result.counts.items() if k.startswith("dropped_"))
+    return result.stats, {"rows_read": result.counts["rows_read"], "dropped_nonfinite": dropped}
+
+
 # ----------------------------------------------------------------------------------------------
 # The hash hold-out from statistics (library only: `calibrate run` evaluates in memory)
 
@@ -697,8 +720,7 @@ def holdout_from_stats(
     the held-out part: sum_i (s_i - slope_j r_i - intercept_j)^2 from the held-out sums (stats.affine_sse), so
     the errors equal those of predicting the held-out rows one by one. Raters with no fit rating get the
     population map. Needs a query with a HashSplit; MixedLM (rows) is not available here."""
-    from rewardsmith.calibrate.estimators import create_calibrator, shared_params
-    from rewardsmith.calibrate.stats import affine_sse
+    from rewardsmith.calibrate.estimators import create_calibrator, shared_params  # scikit-learn: loaded when asked
 
     if not result.heldout:
         raise ConfigError("no held-out statistics: query with split=HashSplit(fraction, seeds)")

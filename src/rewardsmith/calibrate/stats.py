@@ -1,5 +1,5 @@
-"""Per-rater sufficient statistics (n, sums of r, s, r^2, rs, s^2): numpy in memory, or an SQL engine (DuckDB
-out of core, Spark on a cluster: calibrate/engines.py).
+"""Per-rater sufficient statistics (n, sums of r, s, r^2, rs, s^2) in memory, with numpy; an SQL engine computes the
+same out of core (DuckDB) or on a cluster (Spark): calibrate/engines.py.
 
 Every affine calibrator fits from these six numbers per rater, so a table of any length reduces to a
 (J, 6) array in one pass (a GROUP BY). Sums are taken of values shifted by their global means (r0, s0):
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -237,28 +236,3 @@ def rater_stats(ratings: RatingTable | pd.DataFrame, group_columns: Sequence[str
             groups,
         )
     return stats
-
-
-def rater_stats_duckdb(
-    path: str | Path | Sequence[str | Path],
-    *,
-    rater_col: str = "rater_id",
-    model_score_col: str = "model_score",
-    score_col: str = "score",
-    group_columns: Sequence[str] = (),
-    threads: int | None = None,
-    memory_limit: str | None = None,
-) -> tuple[RaterStats, dict[str, int]]:
-    """Sufficient statistics computed out of core by DuckDB from Parquet file(s) (a path, glob or list).
-
-    The GROUP BY is the one every SQL engine runs (calibrate/engines.py). Rows whose rater id is missing or
-    whose score or model score is NULL, NaN or infinite are skipped and counted; duplicates are not looked for
-    on this path (deduplicate upstream or use the in-memory path). Returns (stats, {rows_read,
-    dropped_nonfinite}).
-    """
-    from rewardsmith.calibrate.engines import DuckDBEngine
-
-    columns = {"rater_id": rater_col, "model_score": model_score_col, "score": score_col}
-    result = DuckDBEngine(threads, memory_limit).rater_stats(path, columns=columns, group_columns=group_columns)
-    dropped = sum(v for k, v in result.counts.items() if k.startswith("dropped_"))
-    return result.stats, {"rows_read": result.counts["rows_read"], "dropped_nonfinite": dropped}

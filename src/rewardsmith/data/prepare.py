@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rewardsmith.config import DataConfig, DatasetConfig
-from rewardsmith.data.registry import PairDataset, load_configured
+from rewardsmith.data.dataset import PairDataset
+from rewardsmith.data.registry import load_configured
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.splits import first_turns, split_pairs
 from rewardsmith.errors import ConfigError

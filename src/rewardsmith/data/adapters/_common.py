@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from rewardsmith.data.registry import LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, Role, Turn, sanitise_pair
 from rewardsmith.data.sources import resolve_data_dir
 from rewardsmith.errors import DataError, one_line

@@ -43,7 +43,7 @@ from rewardsmith.data.adapters._common import (
     read_json_array,
     split_hh_pair,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, Turn, user_prompt
 from rewardsmith.errors import ConfigError, DataError
 
@@ -308,7 +308,3 @@ def load_hub(opts: LoadOptions) -> PairDataset:
     first, rows = _peek(rows)
     converter.derive_prompt_ok(first, source)
     return _collect(rows, converter, PairCollector("hub", source, opts), source)
-
-
-DATASETS.add("file", load_file)
-DATASETS.add("hub", load_hub)

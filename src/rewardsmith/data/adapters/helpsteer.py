@@ -32,7 +32,7 @@ from rewardsmith.data.adapters._common import (
     require_int,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, Role, Turn
 from rewardsmith.data.sources import resolve_data_dir
 from rewardsmith.errors import DataError
@@ -227,7 +227,3 @@ def load_helpsteer3(opts: LoadOptions) -> PairDataset:
         if out.full():
             break
     return out.dataset
-
-
-DATASETS.add("helpsteer2", load_helpsteer2)
-DATASETS.add("helpsteer3", load_helpsteer3)

@@ -10,7 +10,6 @@ has no tokens to score.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from rewardsmith.data.adapters._common import (
@@ -23,7 +22,7 @@ from rewardsmith.data.adapters._common import (
     require_text,
     split_hh_pair,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair
 
 HH_SUBSETS = ("harmless-base", "helpful-base", "helpful-rejection-sampled")
@@ -62,7 +61,3 @@ def load_hh_rlhf(opts: LoadOptions, subset: str) -> PairDataset:
         return pair
 
     return PairCollector(name, path, opts).collect(iter_jsonl(path), convert)
-
-
-for _subset in HH_SUBSETS:
-    DATASETS.add(f"hh-rlhf/{_subset}", partial(load_hh_rlhf, subset=_subset))

@@ -30,7 +30,7 @@ from rewardsmith.data.adapters._common import (
     iter_jsonl,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 CORRUPTIONS = ("final_answer", "wrong_step")
@@ -157,6 +157,3 @@ def load_math500(opts: LoadOptions) -> PairDataset:
     return PairCollector(name, path, opts).collect(
         iter_jsonl(path), lambda row_index, record: math_pairs(record, name, row_index, split)
     )
-
-
-DATASETS.add("math-500", load_math500)

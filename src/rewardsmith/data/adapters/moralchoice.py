@@ -15,7 +15,6 @@ and metadata["ground_truth"] = False. Use it for steerability and uncertainty, n
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from rewardsmith.data.adapters._common import (
@@ -26,10 +25,11 @@ from rewardsmith.data.adapters._common import (
     iter_csv,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.errors import DataError
 
+MORALCHOICE_AMBIGUITIES = ("low", "high")  # one file, and one dataset, each
 MORALCHOICE_QUESTION = "What do you do?"
 MORALCHOICE_RULES = (
     "death",
@@ -93,7 +93,3 @@ def load_moralchoice(opts: LoadOptions, ambiguity: str) -> PairDataset:
         )
 
     return PairCollector(name, path, opts).collect(iter_csv(path), convert)
-
-
-for _ambiguity in ("low", "high"):
-    DATASETS.add(f"moralchoice/{_ambiguity}", partial(load_moralchoice, ambiguity=_ambiguity))

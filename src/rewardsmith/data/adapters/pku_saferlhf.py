@@ -10,7 +10,6 @@ Pairs with a whitespace-only response are dropped ("empty_response"; one row of 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from rewardsmith.data.adapters._common import (
@@ -23,7 +22,7 @@ from rewardsmith.data.adapters._common import (
     require_int,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 PKU_SPLITS = ("test", "train")
@@ -136,7 +135,3 @@ def load_pku_saferlhf(opts: LoadOptions, preference: str) -> PairDataset:
         return pair
 
     return out.collect(iter_parquet(path, columns=[c for c in _COLUMNS if c in present]), convert)
-
-
-for _preference in PKU_LABEL_COLUMNS:
-    DATASETS.add(f"pku-saferlhf/{_preference}", partial(load_pku_saferlhf, preference=_preference))

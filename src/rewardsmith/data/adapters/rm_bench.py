@@ -24,7 +24,7 @@ from rewardsmith.data.adapters._common import (
     read_json_array,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 RMBENCH_FILES: dict[str, tuple[str, ...]] = {
@@ -135,7 +135,3 @@ def load_rm_bench(opts: LoadOptions, subset: str) -> PairDataset:
         if out.full():
             break
     return out.dataset
-
-
-for _subset in RMBENCH_FILES:
-    DATASETS.add(f"rm-bench/{_subset}", partial(load_rm_bench, subset=_subset))

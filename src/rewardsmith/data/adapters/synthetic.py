@@ -4,11 +4,9 @@ number of pairs (default DEFAULT_N). Nothing is read from disk, so these work on
 
 from __future__ import annotations
 
-from functools import partial
-
 from rewardsmith.data.adapters._common import check_split
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
-from rewardsmith.data.synthetic import DEFAULT_N, DOMAINS, SPLIT_SEEDS, make_synthetic_pairs
+from rewardsmith.data.dataset import LoadOptions, PairDataset
+from rewardsmith.data.synthetic import DEFAULT_N, SPLIT_SEEDS, make_synthetic_pairs
 from rewardsmith.errors import DataError
 
 
@@ -21,7 +19,3 @@ def load_synthetic(opts: LoadOptions, domain: str) -> PairDataset:
     n = DEFAULT_N if opts.limit is None else opts.limit
     pairs = make_synthetic_pairs(domain, n=n, seed=SPLIT_SEEDS[split])
     return PairDataset(name=name, pairs=pairs, source=f"builtin:{name}", n_rows=len(pairs))
-
-
-for _domain in DOMAINS:
-    DATASETS.add(f"synthetic/{_domain}", partial(load_synthetic, domain=_domain))

@@ -19,7 +19,7 @@ from rewardsmith.data.adapters._common import (
     iter_jsonl,
     require_text,
 )
-from rewardsmith.data.registry import DATASETS, LoadOptions, PairDataset
+from rewardsmith.data.dataset import LoadOptions, PairDataset
 from rewardsmith.data.schema import PreferencePair, user_prompt
 
 ULTRAFEEDBACK_FILES = {"train": "train_clean.jsonl", "eval": "eval_clean.jsonl"}
@@ -73,6 +73,3 @@ def load_ultrafeedback(opts: LoadOptions, keep_ties: bool = False) -> PairDatase
         )
 
     return PairCollector(name, path, opts).collect(iter_jsonl(path), convert)
-
-
-DATASETS.add("ultrafeedback", load_ultrafeedback)
