@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "serve": ["bench_serve.py"],
     "rater_stats": ["bench_rater_stats.py"],
     "bon": ["bench_bon.py"],
+    "contention": ["bench_contention.py"],
 }
 
 

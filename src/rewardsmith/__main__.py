@@ -1,5 +1,5 @@
-"""`python -m rewardsmith` runs the command line."""
+"""`python -m rewardsmith` runs the command line (with the `rewardsmith` command's thread settings)."""
 
-from rewardsmith.cli import main
+from rewardsmith.launch import main
 
 main()

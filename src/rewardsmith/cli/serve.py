@@ -7,7 +7,6 @@ rewardsmith serve --model runs/example/model --calibration maps.json --api-key-f
 from __future__ import annotations
 
 import gc
-import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,11 +43,10 @@ def serve(
     trust_remote_code: TrustRemoteCodeOpt = False,
 ) -> None:
     """Serve a reward model over HTTP with dynamic batching (OpenRLHF, vLLM, TEI and native endpoints)."""
-    # Before torch loads (a value already set is kept): OpenMP threads that spin between a forward pass's
-    # operations starve the server's own threads (HTTP, tokenizer) on a machine with few cores; with 2 torch
-    # threads the model ran about 10x slower inside the server than alone (benchmarks/bench_serve.py), and a
-    # passive wait costs the forward pass little.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP threads that spin between a forward pass's operations starve the server's own threads (HTTP,
+    # tokenizer) on a machine with few cores: the `rewardsmith` command sets OMP_WAIT_POLICY=PASSIVE before torch
+    # loads (rewardsmith/launch.py; with 2 torch threads the model ran about 10x slower inside the server than alone
+    # without it, benchmarks/bench_serve.py).
     from rewardsmith.serve.app import run_server
 
     with handle_errors():

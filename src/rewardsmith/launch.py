@@ -1,0 +1,19 @@
+"""The `rewardsmith` command's entry point: the thread settings every command runs under, set before torch (and
+its OpenMP runtime, which reads them once, when it loads) is imported, then the command line.
+
+OMP_WAIT_POLICY=PASSIVE: an OpenMP thread that finishes its share of a parallel region sleeps instead of spinning
+for the next one. On a machine with other work running, spinning threads take the cores that work needs and the
+other way round (benchmarks/bench_contention.py measures the difference); on an idle machine the two cost the
+same. A value the user set is kept.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def main() -> None:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    from rewardsmith.cli import main as cli_main
+
+    cli_main()
