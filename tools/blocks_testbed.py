@@ -1,0 +1,160 @@
+"""Result blocks of docs/testbed.md (and the README's testbed section), rendered from docs/results/testbed.json only
+(experiments/testbed.py summarise): the controls first, then the scaling with proxy size, the ensembles and RL, and
+the claims of rewardsmith.testbed.claims with the verdicts rewardsmith.testbed.claim_results builds."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from blocks_common import ci_text, load, table
+from blocks_common import source as _source
+
+from rewardsmith.claims import CLAIM_HEADER, claim_row
+from rewardsmith.testbed.claim_results import testbed_claim_results
+
+NAME = "testbed"
+
+
+def _ci(entry: Mapping[str, Any] | None, decimals: int = 3) -> str:
+    if not entry:
+        return "n/a"
+    return ci_text(entry.get("estimate"), [entry.get("low"), entry.get("high")], decimals)
+
+
+def _verdict(over: Mapping[str, Any] | None) -> str:
+    if not over:
+        return "n/a"
+    peak = over.get("peak_n", over.get("peak_step"))
+    return f"{over['verdict']} (peak {peak}; drop {_ci(over.get('drop'))}; first step {_ci(over.get('first_step'))})"
+
+
+def _selectors_table(d: Mapping[str, Any], names: list[str]) -> str:
+    bon = d["bon"]
+    ns = bon["ns"]
+    rows = []
+    for name in names:
+        s = bon["selectors"].get(name)
+        if s is None:
+            continue
+        gold = s["gold_at_n"]
+        rows.append([name, _ci(gold[0]), _ci(gold[len(ns) // 2]), _ci(gold[-1]), _verdict(s["overoptimisation"])])
+    header = ["selector", "gold@1", f"gold@{ns[len(ns) // 2]}", f"gold@{ns[-1]}", "over-optimisation (test half)"]
+    return table(header, rows)
+
+
+def controls() -> str:
+    d = load(NAME)
+    hack = d["hack"]
+    text = (
+        f"Best-of-{d['bon']['ns'][-1]} on {d['bon']['prompts']} evaluation prompts ({d['bon']['validation_prompts']} "
+        "in the validation half that chooses each peak; gold: the testbed's gold; 95% CIs over prompts). The hacked "
+        f"proxy learned from {d['design']['HACK_N']} pairs whose label the {hack['direction']} response decided at "
+        f"rate {hack['rate']:g} ({hack['decided_by_spurious']} pairs; the direction opposite to the gold's own "
+        f"preference on the validation prompts' pairs: the gold preferred the longer response in "
+        f"{hack['gold_prefers_longer']} and the shorter in {hack['gold_prefers_shorter']} of "
+        f"{hack['validation_pairs']}).\n\n"
+    )
+    names = [
+        "oracle",
+        "hacked",
+        "length",
+        f"p{d['design']['PROXY_SIZES'][0]}-s0",
+        f"p{d['design']['PROXY_SIZES'][-1]}-s0",
+    ]
+    text += _selectors_table(d, names) + "\n\n"
+    rise = d["ensembles"]["doubt_at_pick"]
+    text += (
+        "The doubt (sd of the standardised members) of the ensemble's best-of-n pick, n = N minus n = 1: with the "
+        f"hacked member {_ci(rise['with-hacked']['rise'])}; the five smallest-N members alone "
+        f"{_ci(rise['mean']['rise'])}.\n\n"
+    )
+    rl = d.get("rl", {})
+    if rl:
+        rows = []
+        for arm, r in rl.items():
+            over = next(iter(r["overoptimisation"].values()), None) if r["overoptimisation"] else None
+            rows.append([arm, _ci(r["kl_end"]), _verdict(over), ", ".join(r["monitors_fired"]) or "none"])
+        text += table(["RL arm", "KL at the end", "gold over the run (test half)", "monitors fired"], rows) + "\n\n"
+    else:
+        text += "RL arms: not run.\n\n"
+    return text + _source(NAME)
+
+
+def scaling() -> str:
+    d = load(NAME)
+    agreement, fits = d["agreement"], d["scaling"]
+    rows = []
+    for n in d["design"]["PROXY_SIZES"]:
+        f = fits["sizes"][str(n)]
+        rows.append([str(n), _ci(agreement[str(n)], 1), _ci(f["alpha"]), _ci(f["beta"]), _ci(f["peak_d"], 2)])
+    text = table(["N gold labels", "agreement with the gold %", "alpha", "beta", "peak d* = alpha / (2 beta)"], rows)
+    text += (
+        f"\n\nLargest N minus smallest N: agreement {_ci(agreement['largest_minus_smallest'], 1)} points; beta "
+        f"(smallest - largest) {_ci(fits['beta_smallest_minus_largest'])}; peak d* (largest - smallest) "
+        f"{_ci(fits['peak_largest_minus_smallest'], 2)}. Agreement on the held-out pool prompts' pairs over seeds "
+        f"{', '.join(str(s) for s in d['design']['SEEDS'])} (CIs over seeds, then pairs); the forms fitted to the "
+        "gold's gain over n = 1 against d = sqrt(KL bound), each seed's fit averaged (CIs over prompts); the hacked "
+        "proxy's "
+        f"agreement: {d['agreement_hacked']:.1f}%.\n\n"
+    )
+    return text + _source(NAME)
+
+
+def ensembles() -> str:
+    d = load(NAME)
+    e = d["ensembles"]
+    rows = [[rule, _ci(entry)] for rule, entry in (e["drop_vs_mean"] or {}).items()]
+    rows += [[f"{rule} vs one member", _ci(entry)] for rule, entry in (e["drop_vs_member"] or {}).items()]
+    text = (
+        f"uwo's lambda chosen on the validation prompts: {e['uwo_chosen']}. Drop after the validation peak, paired "
+        "over the test prompts (above 0: the first loses less than the second):\n\n"
+        + table(["comparison", "drop difference"], rows)
+        + "\n\nThe doubt against the gold's disagreement with the ensemble's choice, held-out pool pairs (AUROC): "
+        + "; ".join(f"{k}: {ci_text(v['error_auroc'], v['ci'], 3)}" for k, v in e["auroc"].items())
+        + ".\n\n"
+    )
+    return text + _source(NAME)
+
+
+def cost() -> str:
+    d = load(NAME)
+    rows = [[f"`{r['command'][:110]}`", f"{r['seconds'] / 60:.1f}"] for r in d["seconds"]]
+    total = sum(r["seconds"] for r in d["seconds"]) / 60
+    return (
+        table(["command", "minutes"], rows) + f"\n\n{total:.0f} minutes in all on the 2-core CPU.\n\n" + _source(NAME)
+    )
+
+
+def claims() -> str:
+    rows = [claim_row(r) for r in testbed_claim_results(load(NAME))]
+    return (
+        "held: the run shows what the claim says, on its CI (or, for an outcome, the outcome itself); not held: the "
+        "other side; inconclusive: the CI covers the bar; not run: what was not run, and why.\n\n"
+        + table(CLAIM_HEADER, rows)
+        + "\n\n"
+        + _source(NAME)
+    )
+
+
+def readme() -> str:
+    d = load(NAME)
+    results = testbed_claim_results(d)
+    held = sum(r.verdict == "held" for r in results)
+    lines = [f"- {r.claim.statement} **{r.verdict}**" + (f" ({r.scope})" if r.scope else "") for r in results]
+    return (
+        f"{held} of {len(results)} testbed results held (docs/testbed.md has each figure and its CI):\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + _source(NAME)
+    )
+
+
+BLOCKS = {
+    "testbed-controls": controls,
+    "testbed-scaling": scaling,
+    "testbed-ensembles": ensembles,
+    "testbed-cost": cost,
+    "testbed-claims": claims,
+    "readme-testbed": readme,
+}
