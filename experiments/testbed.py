@@ -286,6 +286,28 @@ def rl() -> None:
                  "--out", str(RUNS / "rl" / arm), "-q"])  # fmt: skip
 
 
+W2S_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled")  # the shift's source; the rest: target
+
+
+def w2s() -> None:
+    """Weak-to-strong inside the testbed (configs/testbed-w2s.yaml): the gold's labels of the pool's training prompts,
+    HH-RLHF prompts as the source and UltraFeedback / HelpSteer2 prompts as the shifted target."""
+    from rewardsmith.data.registry import load_dataset
+    from rewardsmith.rollouts.prompt import prompt_id
+
+    source_ids = {prompt_id(p.prompt) for name in W2S_SOURCES for p in load_dataset(name, data_dir=data_dir()).pairs}
+    train = set(pool_parts()["train"])
+    pairs = [p for p in labelled("labels") if p["prompt_id"] in train]
+    DATA.mkdir(parents=True, exist_ok=True)
+    for name, rows in (
+        ("w2s-source.jsonl", [p for p in pairs if p["prompt_id"] in source_ids]),
+        ("w2s-target.jsonl", [p for p in pairs if p["prompt_id"] not in source_ids]),
+    ):
+        if not (DATA / name).exists():
+            (DATA / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    command(["shift", "--config", "configs/testbed-w2s.yaml", "--out", str(RUNS / "w2s"), "--seeds", "0,1,2", "-q"])
+
+
 STEPS = {
     "prompts": write_prompts,
     "gold": gold,
@@ -296,6 +318,7 @@ STEPS = {
     "ensembles": ensembles,
     "bon": bon,
     "rl": rl,
+    "w2s": w2s,
 }
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError
 from rewardsmith.inference.base import Inference, InferenceOptions
+from rewardsmith.inference.ensemble import score_members
 from rewardsmith.inference.loading import load_inference
 
 
@@ -45,8 +46,10 @@ class ModelScores:
                 raise ConfigError(f"{source} with demonstrations {demos}: a scalar reward model takes none")
             steering = read_demos(demos).pairs
         start = time.perf_counter()
-        rewards = inference.score_texts(
-            list(texts), steering, progress=f"scoring with {source}" if self.progress else None
-        )
+        shown = f"scoring with {source}" if self.progress else None
+        if steering or inference.kind != "scalar":
+            rewards = inference.score_texts(list(texts), steering, progress=shown).rewards
+        else:  # through the member cache: an ensemble of these models scores the same texts without scoring again
+            rewards = score_members([inference], list(texts), shown)[0]
         self.seconds += time.perf_counter() - start
-        return np.asarray(rewards.rewards, dtype=np.float64)
+        return np.asarray(rewards, dtype=np.float64)
