@@ -592,3 +592,23 @@ def test_request_bodies_are_refused_in_one_line_naming_the_field() -> None:
         "use_activation: must be true or false, got 'true'",
     )
     assert _refusal(TextsRequest, {"input": "a", "activation": 1}) == (422, "activation: must be true or false, got 1")
+
+
+def test_an_encoded_batch_cut_into_parts_joins_back_to_itself() -> None:
+    from rewardsmith.inference import TextScores
+
+    batch = Encoded(
+        [_encoded(t) for t in ("a", "bb", "ccc", "dddd")],
+        items=[("p", t) for t in ("a", "bb", "ccc", "dddd")],
+        members=[[_encoded(t) for t in ("a", "bb", "ccc", "dddd")]] * 2,
+        unsplit=[1, 3],
+    )
+    parts = [batch.part(0, 1), batch.part(1, 3), batch.part(3, 4)]
+    assert [p.unsplit for p in parts] == [[], [0], [0]]
+    joined = Encoded.join(parts)
+    assert joined.lengths == batch.lengths and joined.unsplit == [1, 3] and joined.items == batch.items
+    assert [len(m) for m in joined.members] == [4, 4]
+    scores = TextScores(np.arange(4.0), confidence=np.arange(4.0) * 2, members=np.arange(8.0).reshape(2, 4))
+    part = scores.part(1, 3)
+    assert part.rewards.tolist() == [1.0, 2.0] and part.confidence.tolist() == [2.0, 4.0]
+    assert part.members.tolist() == [[1.0, 2.0], [5.0, 6.0]] and part.uncertainty is None

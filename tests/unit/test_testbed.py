@@ -62,3 +62,58 @@ def test_rl_runs_are_judged_by_the_best_of_n_verdict() -> None:
 def test_every_testbed_claim_is_declared_with_a_bar_source() -> None:
     assert len({c.key for c in CLAIMS}) == len(CLAIMS)
     assert all(c.bar_source.endswith("testbed/claims.py") for c in CLAIMS)
+
+
+def test_agreement_by_size_and_its_paired_difference() -> None:
+    from rewardsmith.testbed.analysis import agreement, correct_pairs
+
+    assert correct_pairs([1.0, 0.0, 2.0], [0.0, 1.0, 2.0]).tolist() == [1.0, 0.0, 0.5]
+    rng = np.random.default_rng(0)
+    small = [rng.random(400) < 0.6 for _ in range(3)]
+    large = [rng.random(400) < 0.8 for _ in range(3)]
+    out = agreement({250: small, 4000: large}, n_boot=300)
+    assert out["250"]["estimate"] == pytest.approx(100 * np.mean(small), abs=1e-9)
+    gap = out["largest_minus_smallest"]
+    assert gap["estimate"] == pytest.approx(100 * (np.mean(large) - np.mean(small)), abs=1e-9)
+    assert 10 < gap["low"] < gap["estimate"] < gap["high"] < 30
+
+
+def test_scaling_recovers_a_peak_that_moves_right_with_size() -> None:
+    """Per-prompt gold curves made from Gao's form: beta 0.4 (small proxies) and 0.1 (large): beta falls, the peak
+    d* = alpha / (2 beta) moves right, both with CIs on the right side of 0."""
+    from rewardsmith.evaluate.best_of_n import kl_bound
+    from rewardsmith.testbed.analysis import scaling
+    from rewardsmith.testbed.fits import predict
+
+    ns = [1, 2, 4, 8, 16, 32, 64]
+    kl = [kl_bound(n) for n in ns]
+    d = np.sqrt(kl)
+    rng = np.random.default_rng(2)
+
+    def curves(beta: float) -> list[np.ndarray]:
+        return [predict(d, 1.0, beta, "bon") + rng.normal(scale=0.3, size=(200, len(ns))) for _ in range(3)]
+
+    out = scaling({250: curves(0.4), 4000: curves(0.1)}, kl, n_boot=200)
+    assert out["sizes"]["250"]["beta"]["estimate"] == pytest.approx(0.4, abs=0.05)
+    assert out["beta_smallest_minus_largest"]["low"] > 0
+    assert out["peak_largest_minus_smallest"]["low"] > 0
+
+
+def test_the_doubt_at_the_pick_rises_when_the_ensemble_follows_its_doubt() -> None:
+    from rewardsmith.testbed.analysis import choose_on_validation, doubt_rise, standardised_sd
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(scale=0.3, size=(100, 16))
+    members = base + rng.normal(scale=0.05, size=(5, 100, 16))
+    members[0] += 3 * rng.random(size=(100, 16))  # one member that disagrees with the others, by varying amounts
+    doubt = standardised_sd(members, [0.0] * 5, [1.0] * 5)
+    assert doubt.shape == (100, 16) and np.allclose(doubt, members.std(axis=0, ddof=1))
+    rise = doubt_rise(members.mean(axis=0), doubt, [1, 2, 4, 8, 16], n_boot=200)
+    assert rise["rise"]["low"] > 0  # the mean picks where the odd member is highest: where the doubt is
+    flat = doubt_rise(-members.mean(axis=0), doubt, [1, 2, 4, 8, 16], n_boot=200)
+    assert flat["rise"]["estimate"] < rise["rise"]["estimate"]
+    validation = np.array([True] * 50 + [False] * 50)
+    curves = {"a": np.zeros((100, 3)), "b": np.zeros((100, 3))}
+    curves["b"][:50, -1] = 1.0
+    curves["a"][50:, -1] = 5.0  # better only on the test half: not chosen
+    assert choose_on_validation(curves, validation) == "b"
