@@ -320,15 +320,17 @@ def paper_comparison(result: ClaimResult) -> str:
 
 
 def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
-    """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]."""
+    """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]; a
+    "not run" result's estimate is marked as not judged ("(point; no CI)", or "(not judged)" after its interval)."""
     c = result.claim
     ours = "-"
     if result.estimate is not None:
         ours = f"{result.estimate:.{decimals}f}"
-        if result.verdict == NOT_RUN:
-            ours += " (point; no CI)"
-        elif result.ci is not None:
+        if result.ci is not None:
             ours += f" [{result.ci[0]:.{decimals}f}, {result.ci[1]:.{decimals}f}]"
+        if result.verdict == NOT_RUN:
+            # Shown, never judged: a point without its interval, or an interval of a contrast that tests nothing.
+            ours += " (point; no CI)" if result.ci is None else " (not judged)"
     verdict = f"**{result.verdict}**"
     if result.seeds is not None and result.seeds < 3 and result.verdict in (HELD, NOT_HELD, INCONCLUSIVE):
         verdict += f" ({result.seeds} seed{'s' if result.seeds != 1 else ''})"

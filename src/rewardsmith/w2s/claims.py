@@ -35,6 +35,11 @@ RERUN_SWEEP = "python experiments/w2s.py run --only shift-harmless-sweep shift-h
 RERUN_PAPER_FORM = "python experiments/w2s.py run --only shift-harmless-paper"
 # The method of configs/shift-harmless-paper.yaml: ANCHOR exactly as the paper writes it (anchor.normalise: false).
 PAPER_FORM_METHOD = "anchor-paper-raw"
+# When a method counts as its naive student at this scale: on every split its students' per-pair correctness differs
+# from their same-seed naive students' on less than this share of the pairs, so its contrast with naive can show
+# nothing but those few pairs. Written after the paper-form run's results were committed (0900d1c, 2026-12-04), to
+# name what that run measured (its row then tests nothing); it is no bar declared before a run.
+EQUAL_TO_NAIVE_SHARE = 0.01
 
 _FIG = None  # the paper gives these claims without a figure
 # The paper's figures for its Llama / Anthropic Helpful setting (it reports no CIs): the naive student's AOG on
