@@ -55,9 +55,7 @@ def claims_block(rows: list[list[str]], claims_file: str, name: str) -> str:
     from rewardsmith.claims import CLAIM_HEADER
 
     return (
-        "held: the CI lies on the claimed side of the bar declared before the run "
-        f"({claims_file}); not held: on the other side; inconclusive: it covers the bar.\n\n"
-        + table(CLAIM_HEADER, rows)
-        + "\n\n"
-        + source(name)
+        f"held: the CI lies on the claimed side of the bar declared in {claims_file} (the text says when it was "
+        "committed); not held: on the other side; inconclusive: it covers the bar; not run: these runs do not test "
+        "it.\n\n" + table(CLAIM_HEADER, rows) + "\n\n" + source(name)
     )

@@ -1,6 +1,8 @@
-"""Pre-registered claims and choices: the typed records every capability declares its paper's claims with (the
-claim in the paper's words, the measure, the paper's figure, the bar and the file the bar is written in), and the
-results built from committed metrics (estimate, CI, verdict).
+"""Declared claims and choices: the typed records every capability declares its paper's claims with (the claim in
+the paper's words, the measure, the paper's figure, the bar and the file the bar is written in), and the results
+built from committed metrics (estimate, CI, verdict). A record is meant to be committed before the results it
+judges; each capability's claims.py says, from the git history, where it was not (and docs/ says it beside the
+tables).
 
 A verdict follows from the record, never from the reader:
 
@@ -39,7 +41,7 @@ VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)  # and "too few <units>" (TOO
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim, declared before the runs that test it.
+    """One claim, declared before the results that test it where the history allows (its claims.py says when).
 
     paper: the method's paper ("ANCHOR", "ICRM", "PEBS"); key: a stable id ("w2s.a"); statement: the claim in the
     paper's words (METHODS.md's rendering of them); measure: what is estimated and in which unit; paper_figure:
@@ -280,7 +282,7 @@ def point_only(
 
 @dataclass(frozen=True)
 class Choice:
-    """A setting chosen by data, declared with its rule before the runs that apply it.
+    """A setting chosen by data, declared with its rule (before the runs that apply it where the history allows).
 
     key: a stable id; what: the setting; options: the candidates; rule: how the choice is made; split: the data the
     rule reads (a validation split or a corpus that is never reported), never a reported test split; where: the

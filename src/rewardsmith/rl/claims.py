@@ -1,17 +1,20 @@
-"""The questions `experiments/rl.py` answers, declared before its runs (rewardsmith.claims): does GRPO on a served
-proxy raise the gold, does the in-context model's posterior resist over-optimisation better than its Bradley-Terry
-baseline (the ICRM paper's motivation), and does the per-rater calibrated reward stay stable where the uncalibrated
-one collapses (the PEBS paper's pre-registered PPO probe). Results come from docs/results/rl.json
-(rl/claim_results.py); nothing here reads them.
+"""The questions `experiments/rl.py` answers, declared before its runs' results (rewardsmith.claims): does GRPO on a
+served proxy raise the gold, does the in-context model's posterior resist over-optimisation better than its
+Bradley-Terry baseline (the ICRM paper's motivation), and does the per-rater calibrated reward stay stable where the
+uncalibrated one collapses (the PEBS paper's pre-registered PPO probe). Results come from docs/results/rl.json
+(rl/claim_results.py); nothing here reads them. Committed in a7d8ba4 and 41fb6ed (the probe's learning rate and steps),
+before the first results (f35b7a5, which also reworded ICRM_RESISTS' and CALIBRATED_STABLE's measures); the ICRM arms'
+ICRM_STEPS and ICRM_LR in 2daf606, after the main run's results and before the ICRM arms'. Bars unchanged.
 
 Every arm runs the same recipe (GRPOSettings of experiments/rl.py: SmolLM2-135M-Instruct, full fine-tune, the same
 seed, prompts and budget within a probe: the calibration arms PROBE_STEPS steps each, the ICRM arms ICRM_STEPS steps at
 ICRM_LR) and is tracked on the same 16 held-out prompts
 with the same seeded samples, so arms are compared paired over those prompts.
 
-"Collapse" (the PEBS paper does not define it; defined here before the runs): an arm collapsed when the learned
+"Collapse" (the PEBS paper does not define it; defined here before the runs' results): an arm collapsed when the learned
 gold at its last point lies below its value before training with the 95% CI of the change below 0, or when the
-server's `collapse` or `repetition` monitor fired in the last third of its steps.
+server's `collapse` or `repetition` monitor fired in the last third of its steps. (rewardsmith.rl.summary, written
+after these runs, also counts the `shrinking` monitor, which the server did not have when they ran.)
 
 Why the calibration probe runs with `scale_rewards="none"` and a KL term: a PEBS map is affine in the reward with,
 for a rater whose shrunk slope is positive, a positive slope. GRPO's advantages are group-standardised

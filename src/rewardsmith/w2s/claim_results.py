@@ -1,7 +1,7 @@
 """The results of the weak-to-strong claims (rewardsmith.w2s.claims) built from shift metrics (a run's metrics.json
 or its committed copy in docs/results/): per source and per target, never averaged over targets. The metrics carry
 every contrast a claim is judged on (`claim_statistics`, rewardsmith.w2s.metrics.claim_statistics); this module
-only reads them and applies the pre-registered bars.
+only reads them and applies the bars declared there (w2s/claims.py says when each was written).
 
 Metrics written before `claim_statistics` existed hold each method's levels and its paired difference to naive but
 not the contrasts of (a), (b) and (d): those claims are "not run" there, with the point the levels give (a
