@@ -260,10 +260,12 @@ def majority_result(claim: Claim, parts: Sequence[ClaimResult], *, scope: str = 
 
 
 def exact_result(claim: Claim, test: str) -> ClaimResult:
-    """An `exact` claim: a property of the method that the named test checks (held while the test passes)."""
+    """An `exact` claim: a property of the method that the named test checks (held while the test passes); the
+    claim's bar_note says what "exact" is up to, where it is not exact to the last bit."""
     if claim.kind != "exact":
         raise ValueError(f"{claim.key} is a {claim.kind} claim, not an exact claim")
-    return ClaimResult(claim, HELD, evidence=f"exact, a property of the loss checked by {test}")
+    exact = f"exact {claim.bar_note}" if claim.bar_note else "exact"
+    return ClaimResult(claim, HELD, evidence=f"{exact}, a property of the method checked by {test}")
 
 
 def not_run(claim: Claim, why: str, *, scope: str = "") -> ClaimResult:

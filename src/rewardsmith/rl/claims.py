@@ -19,10 +19,21 @@ after these runs, also counts the `shrinking` monitor, which the server did not 
 Why the calibration probe runs with `scale_rewards="none"` and a KL term: a PEBS map is affine in the reward with,
 for a rater whose shrunk slope is positive, a positive slope. GRPO's advantages are group-standardised
 ((r - mean) / sd), so such a map leaves them unchanged, and Adam's update does not see the scale of the gradient
-either: without a KL term the calibrated and uncalibrated arms train the same policy (CALIBRATION_INVARIANT, an
-exact property checked by a test). Only where the reward's scale meets another term (the KL penalty beta, with
-unstandardised advantages) can calibration change what is learned; that is the form the probe runs in, at a
-learning rate (CALIBRATION_LR) that lets the uncalibrated arm reach KL_REACHED in the budget.
+either: without a KL term the calibrated and uncalibrated arms train the same policy (CALIBRATION_INVARIANT, exact
+up to TRL's std + 1e-4 term and Adam's epsilon, checked by a test). Only where the reward's scale meets another term
+(the KL penalty beta, with unstandardised advantages) can calibration change what is learned; that is the form the
+probe runs in, at a learning rate (CALIBRATION_LR) that lets the uncalibrated arm reach KL_REACHED in the budget.
+
+After the runs (the reading is corrected, the declarations above are left as they were): in that form the probe
+compares KL strengths, not calibration. One rater's map is one affine map a r + b of the reward for every prompt;
+with unstandardised advantages (r - group mean) the advantages scale by a, and under Adam (invariant to the
+gradient's scale, up to its epsilon and to gradient clipping) the loss a (policy term) + beta KL trains what
+(policy term) + (beta / a) KL trains: the calibrated arm is the uncalibrated arm at KL coefficient beta / a. A
+positive per-rater affine map therefore cannot change the policy under standardised advantages and only rescales
+the KL coefficient without them, so rl/claim_results.py leaves CALIBRATED_STABLE "not run" where the calibrated
+reward is one positive affine map of the uncalibrated one. The form that could test calibration: prompts each rated
+by a different rater's map (a prompt-dependent map, which no global rescaling undoes) against one global map, at
+matched effective KL coefficient (each arm's beta over the mean slope its advantages carry). It was not run.
 """
 
 from __future__ import annotations
@@ -37,6 +48,9 @@ PROBE_STEPS = 20  # GRPO steps of each calibration arm (the main run takes 30): 
 ICRM_STEPS = 10  # GRPO steps of each ICRM-probe arm: what was left of the session's compute after the others
 ICRM_LR = 5e-5  # the ICRM probe's learning rate, as the calibration probe's: 10 steps must move the policy far
 CALIBRATION_SCALE_REWARDS = "none"  # unstandardised advantages: the reward's scale reaches the update
+# What the invariance of CALIBRATION_INVARIANT is exact up to (the note was added after the runs; the claim is not
+# changed by it).
+EXACT_UP_TO = "up to TRL's std + 1e-4 term and Adam's epsilon"
 RATER_RULE = (
     "the PluriHarms rater whose PEBS shrunk slope is the median of all raters' (a typical rater), fitted by "
     "`rewardsmith calibrate --ratings pluriharms --model runs/harmless/model`; the served reward is that rater's "
@@ -86,5 +100,8 @@ CALIBRATION_INVARIANT = Claim(
     bar_source=SOURCE,
     own=True,
     kind="exact",
+    # TRL 1.16's GRPOTrainer divides by (std_rewards + 1e-4), so a*r + b gives a(r - mean) / (a std + 1e-4), not
+    # (r - mean) / (std + 1e-4); Adam divides by sqrt(v) + eps. Both move the update by far less than a step.
+    bar_note=EXACT_UP_TO,
 )
 CLAIMS = (GOLD_RISES, ICRM_RESISTS, CALIBRATED_STABLE, CALIBRATION_INVARIANT)
