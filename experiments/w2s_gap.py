@@ -151,16 +151,17 @@ def run_setting(source: str, student: str, seeds: list[int]) -> dict[str, Any]:
 def choose(settings: dict[str, Any]) -> dict[str, Any]:
     """GAP_SEARCH applied: among (setting, teacher) pairs reaching the bar over seeds 0-2, the most accurate teacher
     on validation, the first listed on a tie; none: the protocol's setting stays."""
+    # Ties on accuracy go to the setting listed first, then to its teacher listed first (-i, -j), never to a name.
     passing = [
-        (row["teacher_val_acc"], -i, name, teacher)
+        (row["teacher_val_acc"], -i, -j, name, teacher)
         for i, (name, s) in enumerate(settings.items())
-        for teacher, row in s["teachers"].items()
+        for j, (teacher, row) in enumerate(s["teachers"].items())
         if row["reaches_bar"] and len(s["seeds"]) >= len(CONFIRM_SEEDS)
     ]
     evidence = {name: {t: [r["gap"], r["gap_ci"]] for t, r in s["teachers"].items()} for name, s in settings.items()}
     if not passing:
         return GAP_SEARCH.made("none reaches the bar: the protocol's setting stays", {"gap_and_ci": evidence})
-    _, _, name, teacher = max(passing)
+    *_, name, teacher = max(passing)
     return GAP_SEARCH.made(f"{name} with teacher {teacher}", {"gap_and_ci": evidence})
 
 
