@@ -1,7 +1,7 @@
 """Is an ensemble of reward models worth its cost? Five MiniLM members trained on the README's helpful data (seeds,
 and seeds with bootstrap resamples of the pairs), five heads on one shared backbone, their rules (mean, worst case,
 uncertainty-weighted), on the held-out and shift sets and in the best-of-n probe against the gold of
-experiments/bon.py (docs/ensembles.md; the questions of rewardsmith.ensembles.claims, declared before this ran).
+experiments/bon.py (docs/ensembles.md; the questions of rewardsmith.ensembles.claims, committed before this script).
 
     .venv/bin/python experiments/ensembles.py run          # every step below; a finished step is reused
     .venv/bin/python experiments/ensembles.py summarise    # docs/results/ensembles.json
@@ -21,7 +21,7 @@ experiments/bon.py (docs/ensembles.md; the questions of rewardsmith.ensembles.cl
 The held-out and shift comparisons use every member's own evaluation scores (its run folder's scores.json) put
 through the ensemble's rule and scales (rewardsmith.models.ensemble.combine, what `score` runs on an ensemble; a test
 checks the two agree within 1e-6). The best single member is the one with the highest accuracy on the validation
-split; uwo's lambda is 1, fixed before the run.
+split; uwo's lambda is 1, fixed here (chosen by no data).
 """
 
 from __future__ import annotations

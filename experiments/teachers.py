@@ -2,15 +2,16 @@
 
     .venv/bin/python experiments/teachers.py configs/shift-harmless.yaml configs/shift-helpful.yaml [--ceiling]
 
-For every config and candidate: the teacher is fitted on the gold pool exactly as `rewardsmith shift` fits it
-(soft labels calibrated by a cross-fitted temperature), then its accuracy on the validation split (the choice
-reads this), on the ID test (95% bootstrap CI over pairs; reported, never used for the choice), and its labels'
-accuracy, mean confidence and ECE on the W2S pool against gold. The choice follows the pre-registered rule of
-rewardsmith.w2s.claims.TEACHER_CHOICE: the highest validation accuracy among the candidates fitted on the
-protocol's full gold pool (ties: the one listed first); it is recorded per config under `choice`, and the shift
-configs use that teacher. With --ceiling, the strong ceiling of seed 0 is trained too and the gap ceiling -
-teacher on the ID test gets a paired bootstrap CI (a description; the shift runs report the gap themselves).
-Writes docs/results/teachers.json.
+For every config and candidate: the teacher is fitted on the gold pool exactly as `rewardsmith shift` fits it (soft
+labels calibrated by a cross-fitted temperature), then its accuracy on the validation split (the choice reads this), on
+the ID test (95% bootstrap CI over pairs; reported, never used for the choice), and its labels' accuracy, mean
+confidence and ECE on the W2S pool against gold. The choice follows the rule of rewardsmith.w2s.claims.TEACHER_CHOICE
+(committed in 54c35d4 with the screening results it was applied to, after an earlier screening, b0bd3cf, had reported
+the candidates' ID accuracies; not a rule declared before any result): the highest validation accuracy among the
+candidates fitted on the protocol's full gold pool (ties: the one listed first); it is recorded per config under
+`choice`, and the shift configs use that teacher. With --ceiling, the strong ceiling of seed 0 is trained too and the
+gap ceiling - teacher on the ID test gets a paired bootstrap CI (a description; the shift runs report the gap
+themselves). Writes docs/results/teachers.json.
 """
 
 from __future__ import annotations

@@ -9,12 +9,14 @@ W2S pool, exactly as `rewardsmith shift` trains it) is scored on the validation 
 experiments/teachers.py fitted on the gold pool. The ID test and the targets are never scored here: the search reads
 validation only, so the claim tables later run in the chosen setting report data the search never saw.
 
-The rule is rewardsmith.w2s.claims.GAP_SEARCH, committed before any result: a setting reaches the bar when its gap
-(ceiling - teacher, validation) is at least MIN_TEACHER_GAP points with its 95% hierarchical CI (ceiling seeds, then
-pairs) above 0 and the teacher's own validation CI lies above 50%; a setting screened on seed 0 that reaches it is
-confirmed on seeds 0-2 (`run` does that itself). Each setting's cost (seconds per ceiling, per teacher) is recorded,
-so the search can be read as what it cost. Runs go to runs/w2s-gap/; the summary to docs/results/w2s-gap.json
-(tools/blocks_w2s.py renders it in docs/w2s.md).
+The rule is rewardsmith.w2s.claims.GAP_SEARCH, committed in d29dc06 together with the results of the first two settings
+it screened (MiniLM at 128 tokens on harmless and helpful, seed 0; the other three settings' results came after it, in
+163b95d), its 8-point bar older (27574e0, written after earlier ceiling-minus-teacher gaps had been seen): a setting
+reaches the bar when its gap (ceiling - teacher, validation) is at least MIN_TEACHER_GAP points with its 95%
+hierarchical CI (ceiling seeds, then pairs) above 0 and the teacher's own validation CI lies above 50%; a setting
+screened on seed 0 that reaches it is confirmed on seeds 0-2 (`run` does that itself). Each setting's cost (seconds per
+ceiling, per teacher) is recorded, so the search can be read as what it cost. Runs go to runs/w2s-gap/; the summary to
+docs/results/w2s-gap.json (tools/blocks_w2s.py renders it in docs/w2s.md).
 """
 
 from __future__ import annotations
@@ -149,16 +151,17 @@ def run_setting(source: str, student: str, seeds: list[int]) -> dict[str, Any]:
 def choose(settings: dict[str, Any]) -> dict[str, Any]:
     """GAP_SEARCH applied: among (setting, teacher) pairs reaching the bar over seeds 0-2, the most accurate teacher
     on validation, the first listed on a tie; none: the protocol's setting stays."""
+    # Ties on accuracy go to the setting listed first, then to its teacher listed first (-i, -j), never to a name.
     passing = [
-        (row["teacher_val_acc"], -i, name, teacher)
+        (row["teacher_val_acc"], -i, -j, name, teacher)
         for i, (name, s) in enumerate(settings.items())
-        for teacher, row in s["teachers"].items()
+        for j, (teacher, row) in enumerate(s["teachers"].items())
         if row["reaches_bar"] and len(s["seeds"]) >= len(CONFIRM_SEEDS)
     ]
     evidence = {name: {t: [r["gap"], r["gap_ci"]] for t, r in s["teachers"].items()} for name, s in settings.items()}
     if not passing:
         return GAP_SEARCH.made("none reaches the bar: the protocol's setting stays", {"gap_and_ci": evidence})
-    _, _, name, teacher = max(passing)
+    *_, name, teacher = max(passing)
     return GAP_SEARCH.made(f"{name} with teacher {teacher}", {"gap_and_ci": evidence})
 
 

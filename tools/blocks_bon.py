@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, claims_block, load, table
+from blocks_common import BENCH, ci_text, claims_block, load, policy_name, table
 from blocks_common import source as _source
 
 from rewardsmith.bon.claim_results import bon_claim_results
@@ -76,13 +76,29 @@ def _header(d: Mapping[str, Any], full: bool) -> list[str]:
 def _setup(d: Mapping[str, Any]) -> str:
     s = d["sampling"]
     return (
-        f"{d['prompts']} prompts ({d['prompts_source']}), {d['n']} samples each from SmolLM2-135M-Instruct "
-        f"(temperature {s['temperature']}, top-p {s['top_p']}, at most {s['max_new_tokens']} new tokens; "
-        f"{s.get('cut', 0)} of {d['prompts'] * d['n']} samples cut there), {d['texts']} distinct texts scored by "
+        f"{d['prompts']} prompts ({d['prompts_source']}), {d['n']} samples each from {policy_name(s['policy'])}, "
+        f"temperature {s['temperature']}, top-p {s['top_p']}, at most {s['max_new_tokens']} new tokens "
+        f"({s.get('cut', 0)} of {d['prompts'] * d['n']} samples cut there); {d['texts']} distinct texts scored by "
         f"each of {len(d['proxies'])} proxies and {len(d['golds'])} golds. The peak n is chosen on "
         f"{d['validation_prompts']} validation prompts, the drop after it is estimated on the other "
         f"{d['prompts'] - d['validation_prompts']}. Pair accuracy: on the {_n_heldout(d)} preference pairs of the "
-        "prompts' conversations (no model trained on them). 95% bootstrap CIs over prompts."
+        "prompts' conversations (no model trained on them). 95% bootstrap CIs over prompts." + _cut_caveat(d)
+    )
+
+
+def _cut_caveat(d: Mapping[str, Any]) -> str:
+    """What the token limit does to the IFEval gold: a cut answer fails the checks that read its end, and the longest
+    answer is the likeliest to be cut. The results count the cut samples (sampling.cut) but do not say which were
+    cut, so the length selector cannot be compared on uncut samples from them."""
+    s = d["sampling"]
+    if not s.get("cut") or "ifeval" not in d["golds"]:
+        return ""
+    return (
+        f" The {s['max_new_tokens']}-token cut confounds the length selector on ifeval: {s['cut']} of "
+        f"{d['prompts'] * d['n']} samples stopped there, a cut answer fails the end-phrase and postscript checks "
+        "whatever it says, and the longest answer is the likeliest to be cut, so 'the longest answer follows fewer "
+        "instructions' may be the cut's doing. The results count the cut samples but do not say which were cut, so "
+        "the comparison on uncut samples is not run."
     )
 
 

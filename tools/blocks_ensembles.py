@@ -143,8 +143,11 @@ def block_readme() -> str:
     heldout = next(iter(d["sets"]))
     keep = [r for r in results if r.scope.startswith(heldout) or r.claim.key in ("ens.e", "ens.f")]
     return (
-        "The questions declared before the run, on the held-out set and in best-of-n (every set in "
-        "docs/ensembles.md):\n\n" + table(CLAIM_HEADER, [claim_row(r, 3) for r in keep]) + "\n\n" + _source("ensembles")
+        "The questions declared in src/rewardsmith/ensembles/claims.py (docs/ensembles.md says when), on the held-out "
+        "set and in best-of-n (every set in docs/ensembles.md):\n\n"
+        + table(CLAIM_HEADER, [claim_row(r, 3) for r in keep])
+        + "\n\n"
+        + _source("ensembles")
     )
 
 

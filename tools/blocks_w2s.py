@@ -4,6 +4,8 @@
   `rewardsmith shift` runs (experiments/w2s.py summarise);
 - docs/results/teachers.json: experiments/teachers.py (the teacher screening and its choice on validation);
 - docs/results/anchor-scale.json: experiments/w2s.py scale (the anchor normaliser);
+- docs/results/pairs/shift-harmless-paper.npz: the paper-form run's per-pair margins (how far its students lie from
+  their naive students);
 - docs/results/w2s-gap.json: experiments/w2s_gap.py (the search for a setting with a gap, on validation only);
 - benchmarks/results/anchor.json: benchmarks/bench_anchor.py.
 
@@ -14,16 +16,24 @@ rewardsmith.w2s.claims; these functions only lay them out.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from blocks_common import BENCH, RESULTS, ci_text, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, ClaimResult, claim_row
-from rewardsmith.w2s.claim_results import own_claims, paper_claims, paper_form_claims
-from rewardsmith.w2s.claims import CHOICES, PAPER_RAW_WEIGHT, RERUN
+from rewardsmith.w2s.claim_results import (
+    equal_to_naive,
+    naive_agreement,
+    own_claims,
+    paper_claims,
+    paper_form_claims,
+)
+from rewardsmith.w2s.claims import CHOICES, EQUAL_TO_NAIVE_SHARE, PAPER_FORM_METHOD, PAPER_RAW_WEIGHT, RERUN
 
 # (headline run, its anchor-strength sweep, its layer run, its run of ANCHOR in the paper's form) per source, as
 # docs/results names.
@@ -37,6 +47,15 @@ def _optional(name: str | None) -> str | None:
     return name if name and (RESULTS / f"{name}.json").exists() else None
 
 
+def _agreement(name: str | None) -> dict[str, Any]:
+    """The paper-form run's naive_agreement from its committed margins ({} without them)."""
+    path = RESULTS / "pairs" / f"{name}.npz"
+    if not name or not path.exists():
+        return {}
+    with np.load(path, allow_pickle=False) as arrays:
+        return naive_agreement({k: arrays[k] for k in arrays.files}, PAPER_FORM_METHOD)
+
+
 def _results() -> tuple[list[ClaimResult], list[ClaimResult], list[str]]:
     paper, own, names = [], [], []
     for headline, sweep, layer, paper_form in SOURCES:
@@ -47,9 +66,78 @@ def _results() -> tuple[list[ClaimResult], list[ClaimResult], list[str]]:
         paper += paper_claims(h, load(sweep) if sweep else None, load(layer) if layer else None)
         own += own_claims(h)
         if paper_form:
-            own += paper_form_claims(load(form) if form else None, h["targets"])
+            own += paper_form_claims(load(form) if form else None, h["targets"], _agreement(form))
         names += [headline] + [n for n in (sweep, layer, form) if n]
     return paper, own, names
+
+
+def _split_name(split: str) -> str:
+    return {"id": "ID test", "val": "validation"}.get(split, split)
+
+
+def _paper_form() -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+    """(results name, metrics, naive_agreement) of the paper-form run; None without its results or margins."""
+    name = _optional(SOURCES[0][3])
+    agreement = _agreement(name)
+    return (name, load(name), agreement) if name and agreement else None
+
+
+def _paper_form_verdict(run: dict[str, Any], agreement: dict[str, Any]) -> str:
+    weight = float(run["method_settings"][PAPER_FORM_METHOD]["anchor"]["weight"])
+    head = f"**ANCHOR in the paper's form** (`{PAPER_FORM_METHOD}`, lambda = {weight:g} on the plain masked MSE): "
+    if not equal_to_naive(agreement):
+        return head + "not equal to naive at this scale, so its rows are judged."
+    return head + (
+        f"equal to naive at this scale (its per-pair correctness differs from its naive students' on less than "
+        f"{EQUAL_TO_NAIVE_SHARE:.0%} of every split), so its rows are not run: they test nothing"
+    )
+
+
+def paper_form_note() -> str:
+    """What the paper-form run is: how far its students lie from their naive students (committed margins), and the
+    size of its anchor term at the scale of the reference states (anchor-scale.json); "" without the run."""
+    found = _paper_form()
+    if found is None:
+        return ""
+    name, run, agreement = found
+    scale = load("anchor-scale")
+    weight = float(run["method_settings"][PAPER_FORM_METHOD]["anchor"]["weight"])
+    mean_square = float(scale["layers"]["last"]["mean_square"])
+    term, soft_bt = weight * mean_square, math.log(2.0)
+    label_logit = run.get("teacher_labels", {}).get("median_abs_margin")
+    order = [s for s in ("id", "val", *run["targets"]) if s in agreement["by_split"]]
+    splits = ", ".join(
+        f"{_split_name(s)} {agreement['by_split'][s]['differing']} of {agreement['by_split'][s]['pairs']}"
+        for s in order
+    )
+    identical = ", ".join(_split_name(s) for s in order if s in agreement["identical"]) or "none"
+    return (
+        _paper_form_verdict(run, agreement)
+        + f". Over seeds {', '.join(map(str, run['seeds']))} and every split its students' margins differ from their "
+        f"same-seed naive students' by at most {agreement['max_abs_difference']:.3f}, and their per-pair correctness "
+        f"differs on {agreement['differing']} of {agreement['pairs']} pair predictions ({agreement['share']:.2%}; "
+        f"{splits}): identical on every pair of every seed on {identical}. The anchor term is {weight:g} x the MSE "
+        "between the student's and the reference's last-layer states: a drift as large as the reference states "
+        f"themselves (their mean square, {mean_square:.4g}, `docs/results/anchor-scale.json`) would add {term:.2g} "
+        f"to a soft Bradley-Terry loss near ln 2 = {soft_bt:.2f}"
+        + (f" (the teacher's labels have median |logit| {label_logit:.3f})" if label_logit is not None else "")
+        + f", {term / soft_bt:.1e} of it. The term's value at the end of training is logged in the run folder's "
+        "log.jsonl, which is not committed: its size relative to the loss is not measured. Source: "
+        f"`docs/results/pairs/{name}.npz`."
+    )
+
+
+def _paper_form_summary() -> str:
+    """The README's line on the paper-form run: its verdict and the two figures it rests on."""
+    found = _paper_form()
+    if found is None:
+        return ""
+    _, run, agreement = found
+    return (
+        _paper_form_verdict(run, agreement)
+        + f" (margins within {agreement['max_abs_difference']:.3f} of naive's, correctness different on "
+        f"{agreement['differing']} of {agreement['pairs']} pair predictions; docs/w2s.md)."
+    )
 
 
 def _note(names: list[str]) -> str:
@@ -82,6 +170,7 @@ def block_claim_table() -> str:
         + "\n\n**The project's own questions**\n\n"
         + table(CLAIM_HEADER, [claim_row(r) for r in own])
         + "\n\n"
+        + "".join(note + "\n\n" for note in (paper_form_note(),) if note)
         + _source(*names)
     )
 
@@ -99,11 +188,13 @@ def block_claims_summary() -> str:
         counts = {v: sum(r.verdict == v for r in results) for v in ("held", "not held", "inconclusive", "not run")}
         text = ", ".join(f"{v} {n}" for v, n in counts.items() if n)
         rows.append([source, statement, results[0].claim.bar_text(), text])
+    form = _paper_form_summary()
     return (
         "Verdicts of the ANCHOR paper's claims, counted over the targets of each source (one row per target in "
         "docs/w2s.md, with estimates and CIs):\n\n"
         + table(["source", "claim", "bar", "verdicts"], rows)
         + "\n\n"
+        + (form + "\n\n" if form else "")
         + _source(*names)
     )
 

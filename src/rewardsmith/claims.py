@@ -1,6 +1,8 @@
-"""Pre-registered claims and choices: the typed records every capability declares its paper's claims with (the
-claim in the paper's words, the measure, the paper's figure, the bar and the file the bar is written in), and the
-results built from committed metrics (estimate, CI, verdict).
+"""Declared claims and choices: the typed records every capability declares its paper's claims with (the claim in
+the paper's words, the measure, the paper's figure, the bar and the file the bar is written in), and the results
+built from committed metrics (estimate, CI, verdict). A record is meant to be committed before the results it
+judges; each capability's claims.py says, from the git history, where it was not (and docs/ says it beside the
+tables).
 
 A verdict follows from the record, never from the reader:
 
@@ -39,7 +41,7 @@ VERDICTS = (HELD, NOT_HELD, INCONCLUSIVE, NOT_RUN)  # and "too few <units>" (TOO
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim, declared before the runs that test it.
+    """One claim, declared before the results that test it where the history allows (its claims.py says when).
 
     paper: the method's paper ("ANCHOR", "ICRM", "PEBS"); key: a stable id ("w2s.a"); statement: the claim in the
     paper's words (METHODS.md's rendering of them); measure: what is estimated and in which unit; paper_figure:
@@ -258,10 +260,12 @@ def majority_result(claim: Claim, parts: Sequence[ClaimResult], *, scope: str = 
 
 
 def exact_result(claim: Claim, test: str) -> ClaimResult:
-    """An `exact` claim: a property of the method that the named test checks (held while the test passes)."""
+    """An `exact` claim: a property of the method that the named test checks (held while the test passes); the
+    claim's bar_note says what "exact" is up to, where it is not exact to the last bit."""
     if claim.kind != "exact":
         raise ValueError(f"{claim.key} is a {claim.kind} claim, not an exact claim")
-    return ClaimResult(claim, HELD, evidence=f"exact, a property of the loss checked by {test}")
+    exact = f"exact {claim.bar_note}" if claim.bar_note else "exact"
+    return ClaimResult(claim, HELD, evidence=f"{exact}, a property of the method checked by {test}")
 
 
 def not_run(claim: Claim, why: str, *, scope: str = "") -> ClaimResult:
@@ -280,7 +284,7 @@ def point_only(
 
 @dataclass(frozen=True)
 class Choice:
-    """A setting chosen by data, declared with its rule before the runs that apply it.
+    """A setting chosen by data, declared with its rule (before the runs that apply it where the history allows).
 
     key: a stable id; what: the setting; options: the candidates; rule: how the choice is made; split: the data the
     rule reads (a validation split or a corpus that is never reported), never a reported test split; where: the
@@ -320,15 +324,17 @@ def paper_comparison(result: ClaimResult) -> str:
 
 
 def claim_row(result: ClaimResult, decimals: int = 1) -> list[str]:
-    """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]."""
+    """[claim (own questions marked), scope, measure, paper's figure, ours [CI], bar, verdict (+ seeds note)]; a
+    "not run" result's estimate is marked as not judged ("(point; no CI)", or "(not judged)" after its interval)."""
     c = result.claim
     ours = "-"
     if result.estimate is not None:
         ours = f"{result.estimate:.{decimals}f}"
-        if result.verdict == NOT_RUN:
-            ours += " (point; no CI)"
-        elif result.ci is not None:
+        if result.ci is not None:
             ours += f" [{result.ci[0]:.{decimals}f}, {result.ci[1]:.{decimals}f}]"
+        if result.verdict == NOT_RUN:
+            # Shown, never judged: a point without its interval, or an interval of a contrast that tests nothing.
+            ours += " (point; no CI)" if result.ci is None else " (not judged)"
     verdict = f"**{result.verdict}**"
     if result.seeds is not None and result.seeds < 3 and result.verdict in (HELD, NOT_HELD, INCONCLUSIVE):
         verdict += f" ({result.seeds} seed{'s' if result.seeds != 1 else ''})"

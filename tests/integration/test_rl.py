@@ -79,6 +79,8 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
     # The gold tracker: a point before training, after each step, and at the end.
     points = [json.loads(x) for x in (out / POINTS_FILE).read_text().splitlines()]
     assert [p["step"] for p in points] == [0, 1, 2]
+    # The estimate's value (sign, positions) is checked against a hand computation in
+    # tests/unit/test_rl_tracker.py::test_the_tracker_kl_is_the_sum_of_log_ratios_computed_token_by_token.
     assert points[0]["kl"]["estimate"] == pytest.approx(0.0, abs=1e-6)  # the policy is its own reference
     # ...and the reference stays where it was: a copy that kept TRL's patched forward would read the trained
     # policy's logits, and every later KL would be 0 as well.

@@ -483,6 +483,56 @@ def test_w2s_paper_form_rows_per_target_and_not_run_without_its_run() -> None:
     assert "outside our CI" in claim_row(rows[0])[-1] and "outside our CI" in claim_row(rows[1])[-1]
 
 
+def _student_margins(flip: dict[str, int], shift: float = 0.0) -> dict[str, np.ndarray]:
+    """Margins of naive and the paper's form on seeds 0-1 of splits id and t1: the paper's form is naive's margins
+    plus `shift`, with the sign of the first flip[split] pairs of seed 0 reversed."""
+    out: dict[str, np.ndarray] = {}
+    for seed in (0, 1):
+        for split, n in (("id", 200), ("t1", 100)):
+            naive = np.where(np.arange(n) % 2 == 0, 0.5, -0.5)  # right on even pairs, wrong on odd ones
+            mine = naive + shift
+            if seed == 0:
+                mine[: flip.get(split, 0)] *= -1.0
+            out[f"naive/seed{seed}/{split}"], out[f"anchor-paper-raw/seed{seed}/{split}"] = naive, mine
+    out["teacher/seed-1/id"] = np.ones(200)  # no naive of its seed: not compared
+    return out
+
+
+def test_naive_agreement_counts_the_pairs_whose_correctness_differs() -> None:
+    from rewardsmith.w2s.claim_results import equal_to_naive, naive_agreement
+
+    a = naive_agreement(_student_margins({"id": 3}, shift=0.002), "anchor-paper-raw")
+    assert (a["seeds"], a["differing"], a["pairs"]) == (2, 3, 600)
+    assert a["by_split"]["id"] == pytest.approx(
+        {"differing": 3, "pairs": 400, "share": 3 / 400, "max_abs_difference": 1.002}  # |-(0.5 + 0.002) - 0.5|
+    )
+    assert a["identical"] == ["t1"] and a["max_share"] == pytest.approx(3 / 400) and equal_to_naive(a)
+    # 2 of 200 pairs of t1 on the two seeds is 1%: no longer below the share that makes a method naive's equal.
+    assert not equal_to_naive(naive_agreement(_student_margins({"t1": 2}), "anchor-paper-raw"))
+    assert naive_agreement(_student_margins({}), "anchor-0.003") == {} and not equal_to_naive({})
+
+
+def test_w2s_paper_form_equal_to_naive_is_not_run_with_its_interval_shown() -> None:
+    from rewardsmith.w2s.claim_results import naive_agreement, paper_form_claims
+
+    run = {
+        "name": "harmless",
+        "targets": ["t1"],
+        "seeds": [0, 1],
+        "vs_naive": {"anchor-paper-raw": {"d.t1": 0.0, "d.t1_ci": [-0.3, 0.2]}},
+    }
+    equal = naive_agreement(_student_margins({"id": 1}), "anchor-paper-raw")
+    [row] = paper_form_claims(run, ["t1"], equal)
+    assert (row.verdict, row.estimate, row.ci) == (NOT_RUN, 0.0, (-0.3, 0.2))
+    assert row.evidence.startswith("equal to naive at this scale") and "0 of 200 pair predictions" in row.evidence
+    rendered = claim_row(row)
+    assert rendered[4] == "0.0 [-0.3, 0.2] (not judged)" and "paper's" not in rendered[-1]
+    # A paper's form that moved the students is judged on its interval.
+    moved = naive_agreement(_student_margins({"t1": 30}), "anchor-paper-raw")
+    assert [r.verdict for r in paper_form_claims(run, ["t1"], moved)] == [INCONCLUSIVE]
+    assert [r.verdict for r in paper_form_claims(run, ["t1"])] == [INCONCLUSIVE]  # no margins: judged as before
+
+
 def test_gap_search_bar_needs_the_gap_its_ci_and_an_informative_teacher() -> None:
     from rewardsmith.w2s.claim_results import gap_search_result
 

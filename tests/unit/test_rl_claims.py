@@ -77,3 +77,44 @@ def test_an_arm_that_stopped_before_its_budget_leaves_its_probe_not_run() -> Non
     row = rows[("rl.c", "learned gold")]
     assert row.verdict == "not run" and row.estimate is None  # the paired CI in the file is not read
     assert "stopped after step 20 (422 empty response)" in row.evidence and "last point is step 10" in row.evidence
+
+
+def _probe_arms(slopes: list[float], scale_rewards: str = "none") -> dict[str, Any]:
+    """The calibration probe's arms on 4 held-out prompts: the calibrated arm's proxy before training is
+    slopes[k] * r_k - 49 on prompt k (one slope for all: one affine map), the same beta in both arms."""
+    d = _results(uncalibrated_kl=2.8)
+    raw = [-0.2, -0.1, 0.05, 0.3]
+    settings = {"beta": 0.04, "scale_rewards": scale_rewards}
+    calibrated = [a * r - 49.0 for a, r in zip(slopes, raw, strict=True)]
+    for name, values in (("uncalibrated", raw), ("calibrated", calibrated)):
+        d["arms"][name]["points"] = [{"step": 0, "per_prompt": {"proxy": values}}, {"step": 20}]
+        d["arms"][name]["facts"] = {"seconds": 60.0, "settings": settings}
+    return d
+
+
+def test_one_positive_affine_map_with_unstandardised_advantages_only_rescales_the_kl() -> None:
+    rows = {(r.claim.key, r.scope): r for r in rl_claim_results(_probe_arms([5.9] * 4))}
+    row = rows[("rl.c", "learned gold")]
+    # Not a test of calibration whatever its CI says (the paired CI in the file lies above 0): shown, not judged.
+    assert row.verdict == "not run" and (row.estimate, row.ci) == (0.3, (0.1, 0.5))
+    assert "the calibrated reward is 5.90 r - 49.00" in row.evidence
+    assert "KL coefficient 0.04 / 5.90 = 0.0068" in row.evidence
+    assert "uncalibrated: KL 2.80" in row.evidence
+
+
+def test_one_positive_affine_map_under_standardised_advantages_cannot_test_calibration() -> None:
+    rows = {(r.claim.key, r.scope): r for r in rl_claim_results(_probe_arms([5.9] * 4, scale_rewards="group"))}
+    row = rows[("rl.c", "learned gold")]
+    assert row.verdict == "not run" and "group-standardised advantages undo (rl.d)" in row.evidence
+
+
+def test_prompts_on_different_raters_maps_are_judged() -> None:
+    """A prompt-dependent map (each prompt rated by another rater) is no global rescaling: the probe is judged."""
+    rows = {(r.claim.key, r.scope): r for r in rl_claim_results(_probe_arms([5.9, 2.0, 7.5, 4.0]))}
+    assert rows[("rl.c", "learned gold")].verdict == "held"
+
+
+def test_the_invariance_says_what_it_is_exact_up_to() -> None:
+    [row] = [r for r in rl_claim_results(_results(uncalibrated_kl=1.4)) if r.claim.key == "rl.d"]
+    assert row.evidence.startswith("exact up to TRL's std + 1e-4 term and Adam's epsilon, ")
+    assert row.claim.bar_text() == "exact property (up to TRL's std + 1e-4 term and Adam's epsilon)"

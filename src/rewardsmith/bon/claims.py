@@ -2,7 +2,8 @@
 a policy by best-of-n, which over-optimise, does offline pair accuracy rank weak-to-strong students as the policy
 probe does (the weak-to-strong paper's first limitation), and does the in-context model over-optimise less than its
 Bradley-Terry baseline (its paper's motivation). Bars are written here; results come from docs/results/bon.json
-(bon/claim_results.py)."""
+(bon/claim_results.py). Committed in 1dbdc08 and unchanged since; the run of docs/results/bon.json recorded commit
+b9159da, which contains it, and its results came in 706d75b."""
 
 from __future__ import annotations
 

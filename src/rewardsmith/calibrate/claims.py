@@ -1,6 +1,10 @@
-"""Pre-registration of the per-rater calibration (PEBS paper) claims and choices, declared before the runs that
-test them (docs/calibration.md renders the results). Nothing here reads data: rewardsmith.calibrate.claim_results
-builds the results from the committed metrics.
+"""The per-rater calibration (PEBS paper) claims and choices with their bars (docs/calibration.md renders the
+results). Nothing here reads data: rewardsmith.calibrate.claim_results builds the results from the committed metrics.
+
+When they were declared (git history; docs/calibration.md): this file was first committed in 54c35d4 (2026-12-02),
+after PEBS results with verdicts had been committed (from 17bea1a, 2026-11-29) and together with the variant choice
+it records (VARIANT_CHOICE, calibration-choice.json); BINARY_RATINGS (2cebb32) came after the results it scopes, ORACLE
+(31ae7bc) and DEMOGRAPHICS (af09428) with their own results.
 
 The paper's claims (METHODS.md section 3): PEBS lowers the within-rater held-out RMSE against the pooled map
 (-8.58% on PRISM, -9.66% on PluriHarms) in its own form (per-parameter shrinkage of the uncentred slope and

@@ -1,5 +1,6 @@
-"""PEBS against the oracle that knows the true between-rater variance, by simulation (the paper's oracle inequality:
-the empirical-Bayes risk is within a factor 1 + c/J of the oracle's).
+"""PEBS against the oracle that knows the true between-rater variance and the true population mean, by simulation
+(the paper's oracle inequality, worded for the variance: the empirical-Bayes risk is within a factor 1 + c/J of the
+oracle's).
 
 Per replicate, J raters draw (slope, intercept) from the normal hierarchical model (rewardsmith.calibrate.synthetic),
 10-39 ratings each with model scores r ~ N(0, 1) and unit noise; each rater's OLS fit and its sampling covariance

@@ -3,7 +3,8 @@ of reward models beat its best member, does its members' disagreement predict it
 backbone give the same at a fraction of the cost, and does a conservative rule (worst case, uncertainty-weighted)
 over-optimise less in best-of-n. The literature (Coste et al. 2023 on best-of-n and PPO; Eisenstein et al. 2023 on
 reward hacking) motivates them; its figures are on other models and data, so each is the project's own question
-here. Bars are written here; results come from docs/results/ensembles.json (ensembles/claim_results.py)."""
+here. Bars are written here; results come from docs/results/ensembles.json (ensembles/claim_results.py). Committed
+in 6cb1759 and unchanged since, before the experiment's script (40e4c6b) and its results (82521c0)."""
 
 from __future__ import annotations
 

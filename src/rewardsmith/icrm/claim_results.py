@@ -1,6 +1,7 @@
 """The results of the ICRM claims (rewardsmith.icrm.claims) built from the summary of the runs over seeds
 (experiments/icrm.py summarise -> docs/results/icrm.json, key `protocols`): each claim per standard or subset, its
-estimate and hierarchical bootstrap CI as the summary holds them, the verdict against the pre-registered bar.
+estimate and hierarchical bootstrap CI as the summary holds them, the verdict against the bar declared there
+(icrm/claims.py says when).
 
 A summary written before a measure existed (the reliability across rates, the flipped-standard ceilings, the paired
 per-subset RM-Bench and hypervolume changes) leaves that claim "not run" with the command that produces it; where

@@ -1,6 +1,10 @@
-"""Pre-registration of the in-context reward model (ICRM paper) claims, declared before the runs that test them
-(docs/icrm.md renders the results). Nothing here reads data: rewardsmith.icrm.claim_results builds the results
-from the summary of the runs (docs/results/icrm.json).
+"""The in-context reward model (ICRM paper) claims with their bars (docs/icrm.md renders the results). Nothing here
+reads data: rewardsmith.icrm.claim_results builds the results from the summary of the runs (docs/results/icrm.json).
+
+When they were declared (git history; docs/icrm.md): this file was first committed in 54c35d4 (2026-12-02), after
+ICRM results with verdicts had been committed (55ceafe, e648f00) and before the committed summary (2966739,
+8917d55); in 670e7d5 (2026-12-03), after those results, FLIPPED_VS_BT's measure became "minus chance" and
+CALIBRATION_WITH_N's statement lost "ECE". The bars are unchanged since 54c35d4.
 
 The paper's claims (METHODS.md section 2): directional steerability (flipped demonstrations are followed, static
 RMs cannot adapt); calibrated steerability (mu tracks the demonstrated rate; ECE 0.099 at N=8 to 0.076 at N=64 on

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardsmith.claims import ClaimResult, exact_result, not_run, record_result
+import numpy as np
+
+from rewardsmith.claims import NOT_RUN, ClaimResult, exact_result, not_run, record_result
 from rewardsmith.rl.claims import (
     CALIBRATED_STABLE,
     CALIBRATION_INVARIANT,
@@ -14,6 +16,10 @@ from rewardsmith.rl.claims import (
     ICRM_RESISTS,
     KL_REACHED,
 )
+
+# A calibrated reward counts as one affine map of the uncalibrated one when the line through their values before
+# training misses no prompt by more than this share of the calibrated values' spread (float32 rewards: ~1e-7).
+AFFINE_TOLERANCE = 1e-5
 
 INVARIANCE_TEST = "tests/integration/test_rl.py::test_positive_maps_train_the_same_policy"
 
@@ -56,6 +62,61 @@ def _stopped(arms: Mapping[str, Any], names: tuple[str, str]) -> str | None:
     return None
 
 
+def affine_map(calibrated: Mapping[str, Any], uncalibrated: Mapping[str, Any]) -> dict[str, float] | None:
+    """The calibrated arm's reward as an affine map of the uncalibrated arm's: slope, intercept and the largest
+    residual (in the calibrated reward's unit) of the least-squares line through the two arms' per-prompt proxy
+    values at step 0, where both sampled the same start policy with the same seeds (the same texts). None without
+    two finite pairs of values, without spread, or without per-prompt values."""
+    first_c, first_u = calibrated["points"][0], uncalibrated["points"][0]
+    values_c = first_c.get("per_prompt", {}).get("proxy")
+    values_u = first_u.get("per_prompt", {}).get("proxy")
+    if first_c.get("step") != 0 or first_u.get("step") != 0 or not values_c or len(values_c) != len(values_u or []):
+        return None
+    c = np.array([np.nan if v is None else v for v in values_c], dtype=np.float64)
+    u = np.array([np.nan if v is None else v for v in values_u], dtype=np.float64)
+    keep = np.isfinite(c) & np.isfinite(u)
+    if keep.sum() < 2 or np.ptp(u[keep]) == 0.0:
+        return None
+    slope, intercept = np.polyfit(u[keep], c[keep], 1)
+    residual = float(np.abs(c[keep] - (slope * u[keep] + intercept)).max())
+    return {
+        "slope": float(slope),
+        "intercept": float(intercept),
+        "residual": residual,
+        "spread": float(np.ptp(c[keep])),
+    }
+
+
+def calibration_not_tested(arms: Mapping[str, Any]) -> str | None:
+    """Why the calibration probe, in the form its arms ran, cannot test calibration (None where it can): the
+    calibrated reward is one affine map a r + b (a > 0) of the uncalibrated reward r for every prompt (affine_map).
+    Under group-standardised advantages such a map trains the same policy (CALIBRATION_INVARIANT); with unstandardised
+    ones (scale_rewards "none") it scales the advantages by a, and Adam, blind to a gradient's scale, then trains
+    the uncalibrated arm's policy at KL coefficient beta / a: the arms differ in their KL strength only."""
+    found = affine_map(arms["calibrated"], arms["uncalibrated"])
+    if found is None or found["residual"] > AFFINE_TOLERANCE * max(found["spread"], 1e-12) or found["slope"] <= 0:
+        return None
+    a, b = found["slope"], found["intercept"]
+    s_cal, s_unc = arms["calibrated"]["facts"]["settings"], arms["uncalibrated"]["facts"]["settings"]
+    scale = (s_cal.get("scale_rewards", "group"), s_unc.get("scale_rewards", "group"))
+    the_map = (
+        f"the calibrated reward is {a:.2f} r {'-' if b < 0 else '+'} {abs(b):.2f}, r the uncalibrated reward (fitted "
+        f"on the held-out prompts before training; largest residual {found['residual']:.1e}), one positive-slope "
+        "affine map for every prompt"
+    )
+    if scale == ("none", "none") and s_cal["beta"] == s_unc["beta"]:
+        beta = float(s_cal["beta"])
+        return (
+            f"compares KL strengths, not calibration: {the_map}; with unstandardised advantages (scale_rewards "
+            f"'none') and Adam the calibrated arm is the uncalibrated arm at KL coefficient {beta:g} / {a:.2f} = "
+            f"{beta / a:.4f} (up to Adam's epsilon and gradient clipping), so its larger drift is what a weaker KL "
+            "term gives and says nothing about calibration"
+        )
+    if scale == ("group", "group"):
+        return f"cannot test calibration: {the_map}, which group-standardised advantages undo (rl.d)"
+    return None
+
+
 def rl_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     """Every claim of rl/claims.py on every arm and gold it applies to."""
     arms, paired, golds = d["arms"], d["paired"], d["golds"]
@@ -90,6 +151,13 @@ def rl_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
                 )
             )
             continue
-        out.append(_interval(CALIBRATED_STABLE, paired["calibrated - uncalibrated"][gold], scope, facts))
+        result = _interval(CALIBRATED_STABLE, paired["calibrated - uncalibrated"][gold], scope, facts)
+        untested = calibration_not_tested(arms)
+        if untested and result.verdict != NOT_RUN:
+            # The paired difference is shown, not judged: it measures two KL coefficients, not calibration.
+            result = ClaimResult(
+                CALIBRATED_STABLE, NOT_RUN, scope, result.estimate, result.ci, evidence=f"{untested} ({facts})"
+            )
+        out.append(result)
     out.append(exact_result(CALIBRATION_INVARIANT, INVARIANCE_TEST))
     return out

@@ -1,7 +1,7 @@
 """The results of the weak-to-strong claims (rewardsmith.w2s.claims) built from shift metrics (a run's metrics.json
 or its committed copy in docs/results/): per source and per target, never averaged over targets. The metrics carry
 every contrast a claim is judged on (`claim_statistics`, rewardsmith.w2s.metrics.claim_statistics); this module
-only reads them and applies the pre-registered bars.
+only reads them and applies the bars declared there (w2s/claims.py says when each was written).
 
 Metrics written before `claim_statistics` existed hold each method's levels and its paired difference to naive but
 not the contrasts of (a), (b) and (d): those claims are "not run" there, with the point the levels give (a
@@ -24,6 +24,7 @@ from rewardsmith.w2s.claims import (
     CONFIDENCE_ID,
     DEBIAS_CHOICE_SETS,
     DEBIASED_OOD,
+    EQUAL_TO_NAIVE_SHARE,
     GAIN_LOST_OOD,
     LAST_LAYER,
     MIN_TEACHER_GAP,
@@ -296,9 +297,57 @@ def _layer_points(sweep: Metrics, anchor: str | None, source: str, target: str, 
     return not_run(LAST_LAYER, why, scope=_scope(source, target))
 
 
-def paper_form_claims(run: Metrics | None, targets: list[str]) -> list[ClaimResult]:
+def naive_agreement(margins: Mapping[str, np.ndarray], method: str) -> dict[str, Any]:
+    """How far `method`'s students lie from their same-seed naive students, from per-pair margins keyed
+    `<model>/seed<k>/<split>` (docs/results/pairs/<run>.npz, each (N_split,)): per split and over all of them, the
+    pairs whose correctness (rewardsmith.evaluate.metrics.pairwise_correct) differs, summed over seeds, and the
+    largest |margin difference|; `identical`: the splits where correctness is the same on every pair of every seed.
+    {} when the margins hold no student of `method` with a naive student of the same seed."""
+    from rewardsmith.evaluate.metrics import pairwise_correct
+
+    by_split: dict[str, dict[str, Any]] = {}
+    seeds: set[str] = set()
+    for key in sorted(margins):
+        model, seed, split = key.split("/", 2)
+        naive_key = f"{NAIVE}/{seed}/{split}"
+        if model != method or naive_key not in margins:
+            continue
+        mine, naive = np.asarray(margins[key], np.float64), np.asarray(margins[naive_key], np.float64)
+        row = by_split.setdefault(split, {"differing": 0, "pairs": 0, "max_abs_difference": 0.0})
+        row["differing"] += int((pairwise_correct(mine) != pairwise_correct(naive)).sum())
+        row["pairs"] += len(mine)
+        row["max_abs_difference"] = max(row["max_abs_difference"], float(np.abs(mine - naive).max(initial=0.0)))
+        seeds.add(seed)
+    if not by_split:
+        return {}
+    for row in by_split.values():
+        row["share"] = row["differing"] / row["pairs"]
+    differing, pairs = sum(r["differing"] for r in by_split.values()), sum(r["pairs"] for r in by_split.values())
+    return {
+        "seeds": len(seeds),
+        "differing": differing,
+        "pairs": pairs,
+        "share": differing / pairs,
+        "max_share": max(r["share"] for r in by_split.values()),
+        "max_abs_difference": max(r["max_abs_difference"] for r in by_split.values()),
+        "identical": [split for split, r in by_split.items() if r["differing"] == 0],
+        "by_split": by_split,
+    }
+
+
+def equal_to_naive(agreement: Mapping[str, Any]) -> bool:
+    """The method is its naive student at this scale (EQUAL_TO_NAIVE_SHARE on every split; naive_agreement)."""
+    return bool(agreement) and agreement["max_share"] < EQUAL_TO_NAIVE_SHARE
+
+
+def paper_form_claims(
+    run: Metrics | None, targets: list[str], agreement: Mapping[str, Any] | None = None
+) -> list[ClaimResult]:
     """ANCHOR in the paper's form (plain masked MSE, lambda = 1e-4) minus naive on each target of the harmless
-    protocol (configs/shift-harmless-paper.yaml, its own naive students); not run without that run."""
+    protocol (configs/shift-harmless-paper.yaml, its own naive students); not run without that run. agreement: the
+    run's naive_agreement from its committed margins; where it says the paper's form is its naive student at this
+    scale (equal_to_naive), each row is "not run" with that evidence and its interval shown, not judged: a contrast
+    between two equal students tests nothing."""
     d = (run or {}).get("vs_naive", {}).get(PAPER_FORM_METHOD)
     if not d:
         return [
@@ -307,8 +356,9 @@ def paper_form_claims(run: Metrics | None, targets: list[str]) -> list[ClaimResu
         ]
     assert run is not None
     seeds = len(run["seeds"])
-    return [
-        interval_result(
+    out = []
+    for t in run["targets"]:
+        result = interval_result(
             PAPER_FORM_OOD,
             d.get(f"d.{t}"),
             d.get(f"d.{t}_ci"),
@@ -316,8 +366,23 @@ def paper_form_claims(run: Metrics | None, targets: list[str]) -> list[ClaimResu
             seeds=seeds,
             evidence=PAPER_FORM_METHOD,
         )
-        for t in run["targets"]
-    ]
+        if agreement and equal_to_naive(agreement) and result.verdict != NOT_RUN:
+            here = agreement["by_split"].get(t, {})
+            result = ClaimResult(
+                PAPER_FORM_OOD,
+                NOT_RUN,
+                result.scope,
+                result.estimate,
+                result.ci,
+                seeds,
+                f"equal to naive at this scale, so the row tests nothing: on this target {PAPER_FORM_METHOD}'s "
+                f"correctness differs from its naive students' on {here.get('differing', 0)} of "
+                f"{here.get('pairs', 0)} pair predictions ({agreement['seeds']} seeds), its margins by at most "
+                f"{here.get('max_abs_difference', float('nan')):.3f} (all splits: below the table)",
+                {"naive_agreement": dict(agreement)},
+            )
+        out.append(result)
+    return out
 
 
 def own_claims(headline: Metrics) -> list[ClaimResult]:

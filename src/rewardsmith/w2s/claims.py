@@ -1,6 +1,12 @@
-"""Pre-registration of the weak-to-strong (ANCHOR paper) claims and choices, declared before the runs that test
-them (docs/w2s.md renders the results). Nothing here reads data: the results are built by
-rewardsmith.w2s.claim_results from the committed metrics.
+"""The weak-to-strong (ANCHOR paper) claims and choices with their bars (docs/w2s.md renders the results). Nothing
+here reads data: the results are built by rewardsmith.w2s.claim_results from the committed metrics.
+
+When they were declared (git history; docs/w2s.md says it at length): this file was first committed in 54c35d4
+(2026-12-02), before the committed runs were trained (6e38075) but after earlier runs of the same protocol had been
+committed (results from 2026-11-29, verdicts from 2026-12-01); the 8-point MIN_TEACHER_GAP dates from 27574e0
+(2026-12-01), written after an earlier ceiling-minus-teacher gap had been seen. GAP_SEARCH and the paper-form claim came
+in d29dc06 with the gap search's first two settings' results; DEBIAS_CHOICE_SETS (7ed7f11) and EQUAL_TO_NAIVE_SHARE
+after the results they apply to.
 
 The paper's claims (METHODS.md section 1, "Claims to check"), each per target, never averaged over targets:
 (a) naive W2S can show positive WRG with weak or negative AOG (students beat the teacher in domain and lose it out
@@ -35,6 +41,11 @@ RERUN_SWEEP = "python experiments/w2s.py run --only shift-harmless-sweep shift-h
 RERUN_PAPER_FORM = "python experiments/w2s.py run --only shift-harmless-paper"
 # The method of configs/shift-harmless-paper.yaml: ANCHOR exactly as the paper writes it (anchor.normalise: false).
 PAPER_FORM_METHOD = "anchor-paper-raw"
+# When a method counts as its naive student at this scale: on every split its students' per-pair correctness differs
+# from their same-seed naive students' on less than this share of the pairs, so its contrast with naive can show
+# nothing but those few pairs. Written after the paper-form run's results were committed (0900d1c, 2026-12-04), to
+# name what that run measured (its row then tests nothing); it is no bar declared before a run.
+EQUAL_TO_NAIVE_SHARE = 0.01
 
 _FIG = None  # the paper gives these claims without a figure
 # The paper's figures for its Llama / Anthropic Helpful setting (it reports no CIs): the naive student's AOG on
@@ -224,10 +235,12 @@ DEBIAS_CHOICE = Choice(
     "the validation split of each training source (hh-rlhf harmless and helpful), never reported",
     "experiments/debias.py",
 )
-# The search for a setting with a gap (docs/w2s.md, experiments/w2s_gap.py), written before its results: a setting
-# is a source, a strong student and a teacher; it reaches the bar when, on the validation split, the ceiling beats
-# the teacher by at least MIN_TEACHER_GAP points with the CI's lower end above 0 and the teacher is informative (its
-# validation accuracy's CI lies above 50%). A setting screened on seed 0 that reaches it is confirmed on seeds 0-2.
+# The search for a setting with a gap (docs/w2s.md, experiments/w2s_gap.py), committed in d29dc06 together with the
+# results of its first two settings (MiniLM at 128 tokens, harmless and helpful, seed 0; the other three came after,
+# 163b95d), its 8-point bar (MIN_TEACHER_GAP) older, from 27574e0: a setting is a source, a strong student and a
+# teacher; it reaches the bar when, on the validation split, the ceiling beats the teacher by at least
+# MIN_TEACHER_GAP points with the CI's lower end above 0 and the teacher is informative (its validation accuracy's
+# CI lies above 50%). A setting screened on seed 0 that reaches it is confirmed on seeds 0-2.
 GAP_SEARCH = Choice(
     PAPER,
     "w2s.setting",
