@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.cli.common import (
-    BatchSize,
     Flag,
-    InferenceBf16,
-    MaxLengthOpt,
     OutDir,
     Overwrite,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
     config_options,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
 from rewardsmith.cli.sample import SAMPLE_FLAGS
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -47,14 +45,11 @@ FLAGS: dict[str, str | Flag] = {
 
 @app.command("bon")
 @config_options(BonConfig, FLAGS)
+@inference_flags
 def bon(
     out: OutDir,
     overrides: dict[str, Any],
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -71,7 +66,7 @@ def bon(
             run_bon(
                 cfg,
                 out,
-                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options=options,
                 progress=not quiet,
                 overwrite=overwrite,
             )

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from rewardsmith.cli.common import (
-    BatchSize,
     Flag,
-    InferenceBf16,
-    MaxLengthOpt,
     OutDir,
     Overwrite,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
     config_options,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
 from rewardsmith.rollouts.labels import LabelConfig
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -38,14 +36,11 @@ FLAGS: dict[str, str | Flag] = {
 
 @app.command("label")
 @config_options(LabelConfig, FLAGS)
+@inference_flags
 def label(
     out: OutDir,
     overrides: dict[str, Any],
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -59,5 +54,4 @@ def label(
     with handle_errors():
         cfg = LabelConfig()
         apply_overrides(cfg, overrides)
-        options = inference_options(template, max_length, trust_remote_code, batch_size, bf16)
         print_result(run_label(cfg, out, options, progress=not quiet, overwrite=overwrite))
