@@ -13,22 +13,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import rk
 from rewardsmith.data.schema import Turn
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.models.loading import load_reward_model
 
 pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TOL = 1e-5
 KINDS = ["trl_chat_model", "trl_plain_model", "openrlhf_model", "lora_adapter"]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
 
 
 def conversations() -> list[tuple[tuple[Turn, ...], str]]:

@@ -17,39 +17,23 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_bench_fixtures import RB1_ROWS, write_parquet, write_rm_bench_chat
 
+from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.bench.compare import compare_units
 from rewardsmith.bench.measures import units_from_dict
-from rewardsmith.cli import app
 from rewardsmith.io.runfolder import file_sha256
 from rewardsmith.jobs.bench import KILL_AFTER_MODEL_ENV
 from rewardsmith.stats import MIN_UNITS
 
 pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RM_PROMPTS = 4
 HH_PAIRS = 8
 NOT_RUN = {"reward-bench-2", "ppe-human-preference", "ppe-correctness"}
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
-
-
-def assert_one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # ---------------------------------------------------------------------------------------------------- fixtures
@@ -353,7 +337,7 @@ def test_one_line_errors(
     tmp_path: Path, models: tuple[Path, Path], releases: tuple[Path, set[tuple[str, str]]]
 ) -> None:
     data = releases[0]
-    assert_one_line_error(
+    one_line_error(
         bench(tmp_path / "r1", data, models[0], extra=("--suite", "nope")),
         "unknown benchmark suite 'nope'",
         "rewardbench2",
@@ -362,22 +346,20 @@ def test_one_line_errors(
     not_a_model = tmp_path / "notes"
     not_a_model.mkdir()
     (not_a_model / "readme.txt").write_text("not weights")
-    assert_one_line_error(
+    one_line_error(
         bench(tmp_path / "r2", data, not_a_model),
         str(not_a_model),
         "not a reward model rewardsmith can read",
         "readme.txt",
     )
     # The second model is checked before the first is scored.
-    assert_one_line_error(
-        bench(tmp_path / "r3", data, models[0], tmp_path / "missing" / "model"), "model folder not found"
-    )
-    assert_one_line_error(
+    one_line_error(bench(tmp_path / "r3", data, models[0], tmp_path / "missing" / "model"), "model folder not found")
+    one_line_error(
         bench(tmp_path / "r4", data, models[0], extra=("--suite", "ppe")),
         "no benchmark data for the suites asked for",
         "PPE-Human-Preference-V1",
     )
-    assert_one_line_error(bench(tmp_path / "r5", data, models[0], models[0]), "given twice")
+    one_line_error(bench(tmp_path / "r5", data, models[0], models[0]), "given twice")
     assert not any((tmp_path / f"r{i}").exists() for i in range(1, 6))  # nothing written for a refused run
 
 

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.cli import app
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 COMMANDS = [
     [],
     ["train"],
@@ -35,19 +34,6 @@ COMMANDS = [
     ["serve"],
     ["ensemble"],
 ]
-
-
-def rk(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
-
-
-def one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    lines = [x for x in result.stderr.strip().splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def option_blocks(help_text: str) -> dict[str, str]:
@@ -325,25 +311,7 @@ def _yaml(folder: Path, text: str) -> Path:
 def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:
     """An HH transcript in `prompt` scores the same through `score` and through `eval --dataset file`."""
     run = tmp_path / "run"
-    assert (
-        rk(
-            "train",
-            "--train",
-            "synthetic/source",
-            "--backbone",
-            "tiny-bert",
-            "--max-steps",
-            "2",
-            "--train-pairs",
-            "32",
-            "--eval-pairs",
-            "16",
-            "--quiet",
-            "--out",
-            str(run),
-        ).exit_code
-        == 0
-    )
+    assert rk("train", "--train", "synthetic/source", *TINY, "--out", run).exit_code == 0
     rows = [
         {
             "prompt": f"\n\nHuman: question {i}?\n\nAssistant: first reply\n\nHuman: and then?\n\nAssistant:",
@@ -430,25 +398,7 @@ def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path)
     )
     assert result.exit_code == 0, result.output
     run = tmp_path / "run"
-    assert (
-        rk(
-            "train",
-            "--train",
-            "synthetic/source",
-            "--backbone",
-            "tiny-bert",
-            "--max-steps",
-            "2",
-            "--train-pairs",
-            "32",
-            "--eval-pairs",
-            "16",
-            "--quiet",
-            "--out",
-            str(run),
-        ).exit_code
-        == 0
-    )
+    assert rk("train", "--train", "synthetic/source", *TINY, "--out", run).exit_code == 0
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
