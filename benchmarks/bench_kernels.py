@@ -31,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 VARIANTS = ("bf16-core", "fp32-core", "foreach", "fused")
 SHAPES = {"minilm (32 texts, 12 heads x 32)": (32, 12, 32), "smollm2-135m (16 texts, 9 heads x 64)": (16, 9, 64)}
@@ -149,7 +151,7 @@ def table(out: dict[str, Any]) -> str:
         s = a["speedup_of_fp32_core"]
         lines.append(
             f"| {a['shape']} | {a['length']} | {a['mode']} | {a['bf16_core_ms']:.1f} | "
-            f"{a['fp32_core_ms']:.1f} | {s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f}) |"
+            f"{a['fp32_core_ms']:.1f} | {with_range(s)} |"
         )
     w = out["adamw_minilm"]
     s = w["speedup_of_fused"]

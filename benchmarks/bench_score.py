@@ -31,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
 BATCH = 64
 
@@ -169,8 +171,7 @@ def table(out: dict[str, Any]) -> str:
         f = r["fraction_of_bare"]
         lines.append(
             f"| {r['max_length']} | {r['precision']} | {r['median_pairs_per_s']['score']:.1f} | "
-            f"{r['median_pairs_per_s']['bare']:.1f} | {100 * f['median']:.0f}% ({100 * f['min']:.0f}-"
-            f"{100 * f['max']:.0f}%) | {r['median_load_seconds']:.1f} |"
+            f"{r['median_pairs_per_s']['bare']:.1f} | {with_range(f, percent=True)} | {r['median_load_seconds']:.1f} |"
         )
     return "\n".join(lines)
 

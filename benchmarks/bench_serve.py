@@ -57,6 +57,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "serve.json"
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -508,12 +510,6 @@ def summarise(threads: int, args: argparse.Namespace, runs: dict[str, list[dict[
     }
 
 
-def _range(s: dict[str, Any], percent: bool = False) -> str:
-    if percent:
-        return f"{100 * s['median']:.0f}% ({100 * s['min']:.0f}-{100 * s['max']:.0f}%)"
-    return f"{s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f})"
-
-
 def table(out: dict[str, Any]) -> str:
     """The results as markdown (stored in the JSON as `table`; tools/build_docs.py puts it in the docs)."""
     parts = []
@@ -530,8 +526,8 @@ def table(out: dict[str, Any]) -> str:
         for lv in block["levels"]:
             lines.append(
                 f"| {lv['concurrency']} | {lv['batched_texts_per_s']:.1f} | {lv['bare_texts_per_s']:.1f} | "
-                f"{_range(lv['batched_over_bare'], percent=True)} | "
-                f"{lv['one_per_forward_texts_per_s']:.1f} | {_range(lv['batched_over_one_per_forward'])} | "
+                f"{with_range(lv['batched_over_bare'], percent=True)} | "
+                f"{lv['one_per_forward_texts_per_s']:.1f} | {with_range(lv['batched_over_one_per_forward'])} | "
                 f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f} | "
                 f"{lv['batched_texts_per_round']:.1f} | {lv['failed']} |"
             )
@@ -545,7 +541,7 @@ def table(out: dict[str, Any]) -> str:
                 f"single-sample clients: their p99 {m['small_p99_ms_with_large']:.0f} ms while it was scored "
                 f"({m['small_answered_during_large']:.0f} small requests answered meanwhile; the large one took "
                 f"{m['large_seconds']:.1f} s) against {m['small_p99_ms_alone']:.0f} ms without it: "
-                f"{_range(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
+                f"{with_range(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
             )
         )
         lines += [

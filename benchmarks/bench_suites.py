@@ -42,6 +42,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "suites.json"
 BATCH = 64
 MAX_LENGTH = 256
@@ -268,15 +270,10 @@ def table(out: dict[str, Any]) -> str:
         core = r.get("fraction_of_bare_fp32_core")
         lines.append(
             f"| {r['precision']} | {r['median_texts_per_s']['bench']:.1f} | "
-            f"{r['median_texts_per_s']['bare']:.1f} | {percent_range(r['fraction_of_bare'])} | "
-            f"{percent_range(core) if core else 'same kernels'} | {r['median_load_seconds']['bench']:.1f} |"
+            f"{r['median_texts_per_s']['bare']:.1f} | {with_range(r['fraction_of_bare'], percent=True)} | "
+            f"{with_range(core, percent=True) if core else 'same kernels'} | {r['median_load_seconds']['bench']:.1f} |"
         )
     return "\n".join(lines)
-
-
-def percent_range(f: dict[str, Any]) -> str:
-    """ "97% (93-101%)": the median paired ratio and its range over rounds."""
-    return f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)"
 
 
 def main() -> None:

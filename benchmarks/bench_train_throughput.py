@@ -43,6 +43,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "train_throughput.json"
 # rewardsmith variant -> (train.batches, train.forward_groups, train.compile)
 VARIANTS = {
@@ -326,9 +328,9 @@ def table(out: dict[str, Any]) -> str:
             r[k] for k in ("ratio_vs_trl_pairs_per_s", "fraction_of_bare_tokens_per_s", "second_over_first_training")
         )
         lines.append(
-            f"{r['precision']}: rewardsmith / TRL {a['median']:.2f}x ({a['min']:.2f}-{a['max']:.2f}); "
+            f"{r['precision']}: rewardsmith / TRL {with_range(a)}; "
             f"of the bare limit {100 * b['median']:.0f}% ({100 * b['min']:.0f}-{100 * b['max']:.0f}); "
-            f"second / first training {c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})"
+            f"second / first training {with_range(c, unit='')}"
         )
     return "\n".join(lines)
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from blocks_common import BENCH, ci_text, load, source, table
 
+from rewardsmith.evaluate.formatting import with_range
+
 NAME = "bench"
 # Secondary measures the card shows beside each suite's primary ones: RM-Bench's difficulty split and style gap.
 SHOWN_SECONDARY = {("rm-bench", "overall", metric) for metric in ("easy", "normal", "hard", "hard - easy")}
@@ -193,10 +195,6 @@ def block_bench_card() -> str:
     )
 
 
-def _percent(f: dict[str, Any]) -> str:
-    return f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)"
-
-
 def block_bench_speed() -> str:
     """The scoring phase of `rewardsmith bench` against the bare forward (benchmarks/results/suites.json)."""
     b = json.loads((BENCH / "suites.json").read_text(encoding="utf-8"))
@@ -210,8 +208,8 @@ def block_bench_speed() -> str:
                 r["precision"],
                 f"{speed['bench']:.1f}",
                 f"{speed['bare']:.1f}",
-                _percent(r["fraction_of_bare"]),
-                _percent(core) if core else "same kernels",
+                with_range(r["fraction_of_bare"], percent=True),
+                with_range(core, percent=True) if core else "same kernels",
                 f"{r['median_load_seconds']['bench']:.1f}",
                 f"{r['max_abs_diff_to_bench']:.1e}",
             ]
