@@ -6,7 +6,7 @@ of benchmarks/results/suites.json)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from blocks_common import BENCH, ci_text, load, source, table
@@ -48,6 +48,33 @@ def _suites(metrics: dict[str, Any]) -> list[str]:
     return names
 
 
+def _measures(metrics: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(suite, its layout, {model: its records}, measure) for every measure of every suite run, in order."""
+    models = metrics["models"]
+    for suite in _suites(metrics):
+        layout = next(r["suites"][suite] for r in metrics["results"].values() if suite in r["suites"])
+        per_model = {name: _records(metrics, name, suite) for name in models}
+        for head in layout["measures"]:
+            yield suite, layout, per_model, head
+
+
+def _differences(metrics: dict[str, Any]) -> dict[str, dict[tuple[str, str, str], dict[str, Any]]]:
+    """{later model: {(suite, subset, metric): its paired comparison with the first model}}."""
+    base = metrics["models"][0]
+    return {
+        name: {(r["suite"], r["subset"], r["metric"]): r for r in metrics["comparisons"].get(f"{name} vs {base}", [])}
+        for name in metrics["models"][1:]
+    }
+
+
+def _difference_cells(comparison: dict[str, Any], decimals: int) -> list[str]:
+    """A comparison's difference [95% CI] and verdict ("n/a" for a measure not compared)."""
+    return [
+        ci_text(comparison.get("difference"), comparison.get("difference_ci"), decimals),
+        comparison.get("verdict") or "n/a",
+    ]
+
+
 def block_bench() -> str:
     """Per suite and subset: each model's score [95% CI] (marked where the model was trained on that set), the
     length rule, each model's length-controlled accuracy where the metric is pairwise, and each later model minus
@@ -55,36 +82,29 @@ def block_bench() -> str:
     m = load(NAME)
     models = m["models"]
     base, others = models[0], models[1:]
-    diffs = {
-        name: {(r["suite"], r["subset"], r["metric"]): r for r in m["comparisons"].get(f"{name} vs {base}", [])}
-        for name in others
-    }
+    diffs = _differences(m)
     rows = []
     marked = False
-    for suite in _suites(m):
-        layout = next(r["suites"][suite] for r in m["results"].values() if suite in r["suites"])
-        per_model = {name: _records(m, name, suite) for name in models}
-        for head in layout["measures"]:
-            if not head["primary"] and (suite, head["subset"], head["metric"]) not in SHOWN_SECONDARY:
-                continue
-            key = (head["subset"], head["metric"])
-            dec = _decimals(head)
-            row = [layout["title"], head["subset"], head["metric"], f"{head['n']:,}"]
-            for name in models:
-                record = per_model[name].get(key)
-                cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
-                if record and _trained(m, name, suite, head["subset"]):
-                    cell += " †"
-                    marked = True
-                row.append(cell)
-            row.append(ci_text(head.get("length_rule"), None, dec))
-            for name in models:
-                record = per_model[name].get(key) or {}
-                row.append(ci_text(record.get("length_controlled"), record.get("length_controlled_ci"), 1))
-            for name in others:
-                d = diffs[name].get((suite, *key), {})
-                row += [ci_text(d.get("difference"), d.get("difference_ci"), dec), d.get("verdict") or "n/a"]
-            rows.append(row)
+    for suite, layout, per_model, head in _measures(m):
+        if not head["primary"] and (suite, head["subset"], head["metric"]) not in SHOWN_SECONDARY:
+            continue
+        key = (head["subset"], head["metric"])
+        dec = _decimals(head)
+        row = [layout["title"], head["subset"], head["metric"], f"{head['n']:,}"]
+        for name in models:
+            record = per_model[name].get(key)
+            cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
+            if record and _trained(m, name, suite, head["subset"]):
+                cell += " †"
+                marked = True
+            row.append(cell)
+        row.append(ci_text(head.get("length_rule"), None, dec))
+        for name in models:
+            record = per_model[name].get(key) or {}
+            row.append(ci_text(record.get("length_controlled"), record.get("length_controlled_ci"), 1))
+        for name in others:
+            row += _difference_cells(diffs[name].get((suite, *key), {}), dec)
+        rows.append(row)
     header = [
         "suite",
         "subset",
@@ -132,37 +152,30 @@ def block_bench_card() -> str:
     m = load(NAME)
     models = m["models"]
     base, others = models[0], models[1:]
-    diffs = {
-        name: {(r["suite"], r["subset"], r["metric"]): r for r in m["comparisons"].get(f"{name} vs {base}", [])}
-        for name in others
-    }
+    diffs = _differences(m)
     rows: list[list[str]] = []
     marked: list[str] = []
-    for suite in _suites(m):
-        layout = next(r["suites"][suite] for r in m["results"].values() if suite in r["suites"])
-        per_model = {name: _records(m, name, suite) for name in models}
-        for head in layout["measures"]:
-            wanted = (head["level"] == "overall" and head["primary"]) or (
-                suite,
-                head["subset"],
-                head["metric"],
-            ) in CARD_EXTRA
-            if not wanted:
-                continue
-            key, dec = (head["subset"], head["metric"]), _decimals(head)
-            row = [layout["title"], f"{head['subset']}: {head['metric']}", f"{head['n']:,}"]
-            for name in models:
-                record = per_model[name].get(key)
-                cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
-                if record and _trained_in_suite(m, name, suite):
-                    cell += " †"
-                    marked.append(f"{name} on {', '.join(_training_subsets(m, name, suite))}")
-                row.append(cell)
-            row.append(ci_text(head.get("length_rule"), None, dec))
-            for name in others:
-                d = diffs[name].get((suite, *key), {})
-                row += [ci_text(d.get("difference"), d.get("difference_ci"), dec), d.get("verdict") or "n/a"]
-            rows.append(row)
+    for suite, layout, per_model, head in _measures(m):
+        wanted = (head["level"] == "overall" and head["primary"]) or (
+            suite,
+            head["subset"],
+            head["metric"],
+        ) in CARD_EXTRA
+        if not wanted:
+            continue
+        key, dec = (head["subset"], head["metric"]), _decimals(head)
+        row = [layout["title"], f"{head['subset']}: {head['metric']}", f"{head['n']:,}"]
+        for name in models:
+            record = per_model[name].get(key)
+            cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
+            if record and _trained_in_suite(m, name, suite):
+                cell += " †"
+                marked.append(f"{name} on {', '.join(_training_subsets(m, name, suite))}")
+            row.append(cell)
+        row.append(ci_text(head.get("length_rule"), None, dec))
+        for name in others:
+            row += _difference_cells(diffs[name].get((suite, *key), {}), dec)
+        rows.append(row)
     header = [
         "suite",
         "measure",
