@@ -67,12 +67,16 @@ def _differences(metrics: dict[str, Any]) -> dict[str, dict[tuple[str, str, str]
     }
 
 
-def _difference_cells(comparison: dict[str, Any], decimals: int) -> list[str]:
-    """A comparison's difference [95% CI] and verdict ("n/a" for a measure not compared)."""
-    return [
-        ci_text(comparison.get("difference"), comparison.get("difference_ci"), decimals),
-        comparison.get("verdict") or "n/a",
-    ]
+def _difference_cells(
+    diffs: dict[str, dict[tuple[str, str, str], dict[str, Any]]], key: tuple[str, str, str], decimals: int
+) -> list[str]:
+    """Each later model's difference from the first on measure `key` (suite, subset, metric), [95% CI], and its
+    verdict ("n/a" for a measure not compared)."""
+    cells: list[str] = []
+    for comparisons in diffs.values():
+        found = comparisons.get(key, {})
+        cells += [ci_text(found.get("difference"), found.get("difference_ci"), decimals), found.get("verdict") or "n/a"]
+    return cells
 
 
 def block_bench() -> str:
@@ -102,8 +106,7 @@ def block_bench() -> str:
         for name in models:
             record = per_model[name].get(key) or {}
             row.append(ci_text(record.get("length_controlled"), record.get("length_controlled_ci"), 1))
-        for name in others:
-            row += _difference_cells(diffs[name].get((suite, *key), {}), dec)
+        row += _difference_cells(diffs, (suite, *key), dec)
         rows.append(row)
     header = [
         "suite",
@@ -173,8 +176,7 @@ def block_bench_card() -> str:
                 marked.append(f"{name} on {', '.join(_training_subsets(m, name, suite))}")
             row.append(cell)
         row.append(ci_text(head.get("length_rule"), None, dec))
-        for name in others:
-            row += _difference_cells(diffs[name].get((suite, *key), {}), dec)
+        row += _difference_cells(diffs, (suite, *key), dec)
         rows.append(row)
     header = [
         "suite",
