@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,7 +12,7 @@ from rewardsmith.cli.common import (
     OutDir,
     Overwrite,
     Quiet,
-    config_options,
+    config_command,
     handle_errors,
     inference_flags,
     print_result,
@@ -44,11 +44,11 @@ FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("bon")
-@config_options(BonConfig, FLAGS)
+@config_command(BonConfig, FLAGS)
 @inference_flags
 def bon(
     out: OutDir,
-    overrides: dict[str, Any],
+    cfg: BonConfig,
     options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -56,12 +56,9 @@ def bon(
     """Does a reward model help a policy? Best-of-n of the policy's samples chosen by each proxy, judged by a gold the
     proxies never saw: gold@n and proxy@n against the KL bound with 95% CIs over prompts, the length selector and the
     oracle beside them, over-optimisation verdicts, rank correlations and paired differences between proxies."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.bon import run_bon
 
     with handle_errors():
-        cfg = BonConfig()
-        apply_overrides(cfg, overrides)
         print_result(
             run_bon(
                 cfg,

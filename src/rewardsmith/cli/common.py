@@ -179,6 +179,35 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
     return decorate
 
 
+def config_command(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """config_options for a command that reads no config file: it receives `cfg`, a default `owner()` with the
+    options applied (config.apply_overrides, inside handle_errors()), instead of `overrides`."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(fn, eval_str=True)
+        if "cfg" not in signature.parameters:
+            raise ValueError(f"{fn.__name__} takes no `cfg` parameter for its {owner.__name__}")
+        params = [
+            p.replace(name="overrides", annotation=dict[str, Any]) if p.name == "cfg" else p
+            for p in signature.parameters.values()
+        ]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, overrides: dict[str, Any], **kwargs: Any) -> Any:
+            from rewardsmith.config import apply_overrides
+
+            with handle_errors():
+                cfg = owner()
+                apply_overrides(cfg, overrides)
+            return fn(*args, cfg=cfg, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return config_options(owner, flags)(wrapper)
+
+    return decorate
+
+
 def _unoptional(hint: Any) -> Any:
     """X of `X | None`; any other hint as it is."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]

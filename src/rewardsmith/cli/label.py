@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -11,7 +11,7 @@ from rewardsmith.cli.common import (
     OutDir,
     Overwrite,
     Quiet,
-    config_options,
+    config_command,
     handle_errors,
     inference_flags,
     print_result,
@@ -35,11 +35,11 @@ FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("label")
-@config_options(LabelConfig, FLAGS)
+@config_command(LabelConfig, FLAGS)
 @inference_flags
 def label(
     out: OutDir,
-    overrides: dict[str, Any],
+    cfg: LabelConfig,
     options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
@@ -48,10 +48,7 @@ def label(
     completions (a `sample` / `bon --samples` file) in, OUT/pairs.jsonl (which `train` reads) out: chosen = the
     gold's preferred response, label 1 (hard) or sigmoid(margin / T) (--soft T), optional symmetric noise; ties
     dropped and counted."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.label import run_label
 
     with handle_errors():
-        cfg = LabelConfig()
-        apply_overrides(cfg, overrides)
         print_result(run_label(cfg, out, options, progress=not quiet, overwrite=overwrite))
