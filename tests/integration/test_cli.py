@@ -403,38 +403,14 @@ def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path)
     inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
     assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).exit_code == 0
-    result = rk(
-        "score",
-        "--model",
-        str(run / "model"),
-        "--input",
-        str(inp),
-        "--output",
-        str(cal),
-        "--calibration",
-        str(maps),
-        "--rater",
-        "b",
-    )
+    calibrated = ["score", "--model", run / "model", "--input", inp, "--output", cal, "--calibration", maps]
+    result = rk(*calibrated, "--rater", "b")
     assert result.exit_code == 0, result.output
     r, c = json.loads(raw.read_text()), json.loads(cal.read_text())
     assert c["p_chosen"] == pytest.approx(r["p_chosen"])
     slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
     assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
-    result = rk(
-        "score",
-        "--model",
-        str(run / "model"),
-        "--input",
-        str(inp),
-        "--output",
-        str(cal),
-        "--calibration",
-        str(maps),
-        "--rater",
-        "nobody",
-        "--overwrite",
-    )
+    result = rk(*calibrated, "--rater", "nobody", "--overwrite")
     assert result.exit_code == 0 and "population map" in result.stdout
 
 
