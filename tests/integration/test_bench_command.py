@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_bench_fixtures import RB1_ROWS, write_parquet, write_rm_bench_chat
+from test_bench_fixtures import RB1_ROWS, rb1_row, write_reward_bench, write_rm_bench_chat
 
 from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.bench.compare import compare_units
@@ -43,41 +43,11 @@ def write_releases(root: Path) -> set[tuple[str, str]]:
     """RewardBench (its fixture rows, one more row sharing both texts with RM-Bench and one repeating a text of
     another row), RM-Bench chat and HH-RLHF harmless (the local suite). Returns every distinct (prompt, response)."""
     write_rm_bench_chat(root, prompts=RM_PROMPTS)
-    rb1 = [
-        {
-            "prompt": f"prompt {i}",
-            "chosen": c,
-            "chosen_model": "m-a",
-            "rejected": r,
-            "rejected_model": "m-b",
-            "subset": s,
-            "id": i,
-        }
-        for s, i, c, r in RB1_ROWS
-    ]
-    rb1.append(
-        {
-            "prompt": "chat prompt 0",
-            "chosen": "c00",
-            "chosen_model": "m-a",
-            "rejected": "r00",
-            "rejected_model": "m-b",
-            "subset": "alpacaeval-hard",
-            "id": 100,
-        }
-    )  # both texts also in RM-Bench
-    rb1.append(
-        {
-            "prompt": "prompt 1",
-            "chosen": "a1 chosen, long and right",
-            "chosen_model": "m-a",
-            "rejected": "another wrong answer",
-            "rejected_model": "m-b",
-            "subset": "mt-bench-hard",
-            "id": 101,
-        }
-    )  # its chosen text is row 1's
-    write_parquet(root / "reward-bench" / "data" / "filtered-00000-of-00001.parquet", rb1)
+    extra = [
+        rb1_row("alpacaeval-hard", 100, "c00", "r00", prompt="chat prompt 0"),  # both texts also in RM-Bench
+        rb1_row("mt-bench-hard", 101, "a1 chosen, long and right", "another wrong answer", prompt="prompt 1"),
+    ]  # the second's chosen text is row 1's
+    rb1 = write_reward_bench(root, more=extra)
     hh = root / "hh-rlhf" / "harmless-base"
     hh.mkdir(parents=True)
     with gzip.open(hh / "test.jsonl.gz", "wt", encoding="utf-8") as fh:

@@ -131,6 +131,12 @@ train(Path(sys.argv[1]), report_to="tensorboard")
 """
 
 
+def _tensorboard_run() -> str:
+    """_TENSORBOARD_RUN importing from this folder and from tests/ (helpers.py)."""
+    here = Path(__file__).resolve().parent
+    return _TENSORBOARD_RUN.format(tests=str(here), helpers=str(here.parent))
+
+
 @pytest.mark.slow
 def test_a_killed_run_resumes_the_same_tensorboard_run(tmp_path: Path) -> None:
     """SIGKILL right after step 7 (checkpoint at 6), then the same training again: TensorBoard shows every step
@@ -138,7 +144,7 @@ def test_a_killed_run_resumes_the_same_tensorboard_run(tmp_path: Path) -> None:
     step 7 of the killed attempt, hidden by purge_step."""
     pytest.importorskip("tensorboard")
     run = tmp_path / "run"
-    script = _TENSORBOARD_RUN.format(tests=str(Path(__file__).parent), helpers=str(Path(__file__).parents[1]))
+    script = _tensorboard_run()
     env = {**os.environ, "OMP_NUM_THREADS": "1", KILL_AFTER_STEP_ENV: "7"}
     killed = subprocess.run([sys.executable, "-c", script, str(run)], env=env, capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr[-2000:]
@@ -208,7 +214,7 @@ def test_under_two_processes_only_the_main_process_logs(tmp_path: Path) -> None:
     runs it): one event file, the steps of log.jsonl once each."""
     pytest.importorskip("tensorboard")
     script = tmp_path / "launch_tracked.py"
-    script.write_text(_TENSORBOARD_RUN.format(tests=str(Path(__file__).parent)))
+    script.write_text(_tensorboard_run())
     accelerate = Path(sys.executable).with_name("accelerate")
     cmd = [
         str(accelerate),
