@@ -23,6 +23,8 @@ BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 # `rewardsmith train` options of a run of seconds: tiny-bert, 2 steps on 32 pairs, 16 held out.
 TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
+# `rewardsmith calibrate` options of a run of seconds: one seed, 20 bootstrap replicates, no fit sizes, two methods.
+QUICK_CALIBRATE = ["--seeds", "1", "--bootstrap", "20", "--fit-sizes", "", "--methods", "pooled,pebs"]
 
 
 def rk(*args: str | Path) -> Any:

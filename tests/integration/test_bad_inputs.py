@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from helpers import ENV, TINY, one_line_error, rk
+from helpers import ENV, QUICK_CALIBRATE, TINY, one_line_error, rk
 from rewardsmith.cli import app
 
 
@@ -1060,14 +1060,7 @@ def test_read_only_output_is_one_line(command: str, tmp_path: Path, trained: Pat
             ratings,
             "--out",
             locked / "run",
-            "--seeds",
-            "1",
-            "--bootstrap",
-            "20",
-            "--fit-sizes",
-            "",
-            "--methods",
-            "pooled,pebs",
+            *QUICK_CALIBRATE,
         ],
         "score": ["score", "--model", trained / "model", "--input", inp, "--output", locked / "o.jsonl"],
     }[command]
