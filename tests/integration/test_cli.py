@@ -17,6 +17,8 @@ import pytest
 from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.cli import app
 
+# A tiny-bert run on 48 training pairs with 40 held out (its steps given apart).
+HELD_OUT_40 = ["--backbone", "tiny-bert", "--train-pairs", "48", "--eval-pairs", "40", "--quiet"]
 COMMANDS = [
     [],
     ["train"],
@@ -182,22 +184,7 @@ def test_bad_config_key(tmp_path: Path) -> None:
 
 def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--train",
-        "synthetic/source",
-        "--backbone",
-        "tiny-bert",
-        "--max-steps",
-        "3",
-        "--train-pairs",
-        "48",
-        "--eval-pairs",
-        "40",
-        "--quiet",
-        "--out",
-        str(run),
-    )
+    result = rk("train", "--train", "synthetic/source", *HELD_OUT_40, "--max-steps", "3", "--out", run)
     assert result.exit_code == 0, result.output
     for name in (
         "manifest.json",
@@ -275,22 +262,8 @@ def test_validation_split_and_per_pair_scores(tmp_path: Path) -> None:
         "train_fraction 0.9 + data.val_fraction 0.2 exceed 1",
     )
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--config",
-        str(_yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")),
-        "--backbone",
-        "tiny-bert",
-        "--max-steps",
-        "2",
-        "--train-pairs",
-        "48",
-        "--eval-pairs",
-        "40",
-        "--quiet",
-        "--out",
-        str(run),
-    )
+    config = _yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")
+    result = rk("train", "--config", config, *HELD_OUT_40, "--max-steps", "2", "--out", run)
     assert result.exit_code == 0, result.output
     metrics, scores = (json.loads((run / name).read_text()) for name in ("metrics.json", "scores.json"))
     for name in ("synthetic/source (held-out)", "synthetic/source (validation)"):
