@@ -55,7 +55,7 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
 
 from rewardsmith.evaluate.formatting import with_range
 
@@ -510,6 +510,19 @@ def summarise(threads: int, args: argparse.Namespace, runs: dict[str, list[dict[
     }
 
 
+SERVE_HEADER = [
+    "clients",
+    "server texts/s",
+    "bare batched forward texts/s",
+    "server / bare",
+    "one-per-forward server texts/s",
+    "server / one-per-forward",
+    "server p50 / p99 ms",
+    "texts per round",
+    "failed",
+]
+
+
 def table(out: dict[str, Any]) -> str:
     """The results as markdown (stored in the JSON as `table`; tools/build_docs.py puts it in the docs)."""
     parts = []
@@ -519,18 +532,22 @@ def table(out: dict[str, Any]) -> str:
             f"{block['max_batch_tokens']} tokens; median of {out['settings']['rounds']} rounds, range in "
             "brackets):",
             "",
-            "| clients | server texts/s | bare batched forward texts/s | server / bare | one-per-forward server "
-            "texts/s | server / one-per-forward | server p50 / p99 ms | texts per round | failed |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for lv in block["levels"]:
-            lines.append(
-                f"| {lv['concurrency']} | {lv['batched_texts_per_s']:.1f} | {lv['bare_texts_per_s']:.1f} | "
-                f"{with_range(lv['batched_over_bare'], percent=True)} | "
-                f"{lv['one_per_forward_texts_per_s']:.1f} | {with_range(lv['batched_over_one_per_forward'])} | "
-                f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f} | "
-                f"{lv['batched_texts_per_round']:.1f} | {lv['failed']} |"
-            )
+        rows = [
+            [
+                lv["concurrency"],
+                f"{lv['batched_texts_per_s']:.1f}",
+                f"{lv['bare_texts_per_s']:.1f}",
+                with_range(lv["batched_over_bare"], percent=True),
+                f"{lv['one_per_forward_texts_per_s']:.1f}",
+                with_range(lv["batched_over_one_per_forward"]),
+                f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f}",
+                f"{lv['batched_texts_per_round']:.1f}",
+                lv["failed"],
+            ]
+            for lv in block["levels"]
+        ]
+        lines += markdown_table(SERVE_HEADER, "r" * len(SERVE_HEADER), rows)
         m = block["mixed"]
         load = block["load_average_at_start"]
         mixed = (

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
 
 from rewardsmith.evaluate.formatting import with_range
 
@@ -309,19 +309,21 @@ def drive(args: argparse.Namespace) -> None:
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = [
-        "| precision | tool | pairs/s | / TRL | tokens/s | padding | pairs kept |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    header = ["precision", "tool", "pairs/s", "/ TRL", "tokens/s", "padding", "pairs kept"]
+    rows = [
+        [
+            r["precision"],
+            t,
+            f"{m['pairs_per_s']:.2f}",
+            f"{ratio['median']:.2f}x" if (ratio := r["variants_vs_trl_pairs_per_s"].get(t)) else "",
+            f"{m['tokens_per_s']:.0f}",
+            f"{100 * m['padding_fraction']:.0f}%",
+            f"{r['pairs_kept'][t]} of {r['pairs_kept']['of']}",
+        ]
+        for r in out["results"]
+        for t, m in r["median"].items()
     ]
-    for r in out["results"]:
-        for t, m in r["median"].items():
-            ratio = r["variants_vs_trl_pairs_per_s"].get(t)
-            shown = f"{ratio['median']:.2f}x" if ratio else ""
-            lines.append(
-                f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | "
-                f"{shown} | {m['tokens_per_s']:.0f} | "
-                f"{100 * m['padding_fraction']:.0f}% | {r['pairs_kept'][t]} of {r['pairs_kept']['of']} |"
-            )
+    lines = markdown_table(header, "llrrrrr", rows)
     lines.append("")
     for r in out["results"]:
         a, b, c = (

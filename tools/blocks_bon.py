@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, claims_block, load, table
+from blocks_common import BENCH, ci_text, claim_results_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.bon.claim_results import bon_claim_results
@@ -140,8 +140,7 @@ def block_paired() -> str:
 
 
 def block_claims() -> str:
-    rows = [claim_row(r, 3) for r in bon_claim_results(load("bon"))]
-    return claims_block(rows, "src/rewardsmith/bon/claims.py", "bon")
+    return claim_results_block(bon_claim_results, "bon")
 
 
 def block_steps() -> str:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import ci_text, claims_block, load, table
+from blocks_common import ci_text, claim_results_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, claim_row
@@ -188,8 +188,7 @@ def block_probes() -> str:
 
 
 def block_claims() -> str:
-    rows = [claim_row(r, 3) for r in rl_claim_results(load("rl"))]
-    return claims_block(rows, "src/rewardsmith/rl/claims.py", "rl")
+    return claim_results_block(rl_claim_results, "rl")
 
 
 def block_readme() -> str:
