@@ -5,14 +5,13 @@ from __future__ import annotations
 import typer
 
 from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_command, handle_errors, print_result
+from rewardsmith.cli.sample import POLICY_FLAGS
 from rewardsmith.rl.config import RLConfig
 
 app = typer.Typer()
 
 FLAGS: dict[str, str | Flag] = {
-    "policy": "--policy",
-    "prompts": "--prompts",
-    "prompts_limit": "--prompts-limit",
+    **POLICY_FLAGS,
     "heldout": "--heldout",
     "max_prompt_tokens": "--max-prompt-tokens",
     "proxy": Flag(("--proxy",), metavar="MODEL"),

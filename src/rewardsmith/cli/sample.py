@@ -9,11 +9,11 @@ from rewardsmith.rollouts.sampling import SampleConfig
 
 app = typer.Typer()
 
+# The policy and the prompts it answers: the same keys in the configs of `sample`, `bon` and `rl`.
+POLICY_FLAGS: dict[str, str | Flag] = {"policy": "--policy", "prompts": "--prompts", "prompts_limit": "--prompts-limit"}
 # The sampling flags, shared with `bon` (cli/bon.py adds its own).
 SAMPLE_FLAGS: dict[str, str | Flag] = {
-    "policy": "--policy",
-    "prompts": "--prompts",
-    "prompts_limit": "--prompts-limit",
+    **POLICY_FLAGS,
     "n": "--n",
     "temperature": "--temperature",
     "top_p": "--top-p",
