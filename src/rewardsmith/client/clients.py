@@ -1,17 +1,19 @@
-"""The synchronous and asyncio clients and GRPO reward functions: one core (_ClientCore: the settings and the
-Calls each method makes), the twins only sending, waiting and gathering (rewardsmith.client.requests decides)."""
+"""The synchronous and asyncio clients and GRPO reward functions: one core (_ClientCore: the settings, and each
+method once, as the plan of the Calls it sends and what their results become), the twins only sending, waiting
+and gathering (rewardsmith.client.requests decides what an answer means)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
 import httpx
 
@@ -36,6 +38,8 @@ from rewardsmith.client.requests import (
 )
 
 T = TypeVar("T")
+P = ParamSpec("P")
+M = TypeVar("M", bound=Callable[..., Any])
 
 
 class _ClientCore:
@@ -139,9 +143,90 @@ class _ClientCore:
     def health_calls(self) -> list[Call]:
         return [Call("/health", None, read_object, url, retry=False) for url in self.urls]
 
+    # The methods both twins have, without their I/O: each twin sends a plan's calls and finishes their results
+    # (_blocking, _awaiting), under the plan's name less "_plan", with its parameters and docstring.
+
+    def post_plan(self, path: str, body: dict[str, Any], url: str | None = None) -> _Plan[Any]:
+        """POSTs `body` to `path` (on `url`, else the next server in turn, each retry on the next one); the JSON
+        reply."""
+        return _Plan([Call(path, body, read_any, url)], _only)
+
+    def score_plan(
+        self,
+        items: Sequence[dict[str, Any]],
+        rater: str | None = None,
+        standard: str | None = None,
+        demonstrations: Sequence[dict[str, Any]] | None = None,
+    ) -> _Plan[list[dict[str, float]]]:
+        """/v1/score results of {prompt, response} or {prompt, chosen, rejected} items, in order."""
+        return _Plan(self.score_calls(items, rater, standard, demonstrations), _joined)
+
+    def rewards_plan(
+        self,
+        prompts: Sequence[Any],
+        responses: Sequence[Any],
+        rater: str | None = None,
+        standard: str | None = None,
+        sd_penalty: float = 0.0,
+    ) -> _Plan[list[float]]:
+        """The reward of each (prompt, response); with sd_penalty, less sd_penalty times its uncertainty (an
+        ensemble's reward_sd)."""
+        check_penalty(sd_penalty)
+        calls = self.score_calls(response_items(prompts, responses), rater, standard, None)
+        return _Plan(calls, lambda results: penalised(_joined(results), sd_penalty))
+
+    def get_reward_plan(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> _Plan[list[float]]:
+        """OpenRLHF's endpoint: rewards of full prompt + response strings."""
+        return _Plan(self.get_reward_calls(queries, prompts), _joined)
+
+
+@dataclass(frozen=True)
+class _Plan(Generic[T]):
+    """A client method without its I/O: the calls it sends, and what their results (in call order) become."""
+
+    calls: list[Call]
+    finish: Callable[[list[Any]], T]
+
 
 def _joined(parts: Sequence[list[T]]) -> list[T]:
     return [x for part in parts for x in part]
+
+
+def _only(results: list[T]) -> T:
+    return results[0]
+
+
+def _as_method(method: M, plan: Callable[..., Any]) -> M:
+    """`method` named, documented and (for help() and inspect) with the parameters of the client method `plan`
+    describes: score_plan -> score."""
+    method.__name__ = method.__qualname__ = plan.__name__.removesuffix("_plan")
+    method.__doc__ = plan.__doc__
+    signature = inspect.signature(plan).replace(return_annotation=inspect.Signature.empty)
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
+def _blocking(plan: Callable[Concatenate[_ClientCore, P], _Plan[T]]) -> Callable[Concatenate[RewardClient, P], T]:
+    """RewardClient's method of `plan`: its calls sent (concurrently when there are several), their results
+    finished."""
+
+    def method(self: RewardClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        planned = plan(self, *args, **kwargs)
+        return planned.finish(self._gather(planned.calls))
+
+    return _as_method(method, plan)
+
+
+def _awaiting(
+    plan: Callable[Concatenate[_ClientCore, P], _Plan[T]],
+) -> Callable[Concatenate[AsyncRewardClient, P], Coroutine[Any, Any, T]]:
+    """AsyncRewardClient's method of `plan`, as _blocking's, awaited."""
+
+    async def method(self: AsyncRewardClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        planned = plan(self, *args, **kwargs)
+        return planned.finish(await self._gather(planned.calls))
+
+    return _as_method(method, plan)
 
 
 class RewardClient(_ClientCore):
@@ -175,41 +260,14 @@ class RewardClient(_ClientCore):
         """Each call's result, in order (concurrently when there are several)."""
         return [self._exchange(calls[0])] if len(calls) == 1 else list(self._pool.map(self._exchange, calls))
 
-    def post(self, path: str, body: dict[str, Any], url: str | None = None) -> Any:
-        """POSTs `body` to `path` (on `url`, else the next server in turn, each retry on the next one); the JSON
-        reply."""
-        return self._exchange(Call(path, body, read_any, url))
+    post = _blocking(_ClientCore.post_plan)
+    score = _blocking(_ClientCore.score_plan)
+    rewards = _blocking(_ClientCore.rewards_plan)
+    get_reward = _blocking(_ClientCore.get_reward_plan)
 
     def get(self, path: str, url: str) -> Any:
         """GETs `path` from one server, once; the JSON reply."""
         return self._exchange(Call(path, None, read_any, url, retry=False))
-
-    def score(
-        self,
-        items: Sequence[dict[str, Any]],
-        rater: str | None = None,
-        standard: str | None = None,
-        demonstrations: Sequence[dict[str, Any]] | None = None,
-    ) -> list[dict[str, float]]:
-        """/v1/score results of {prompt, response} or {prompt, chosen, rejected} items, in order."""
-        return _joined(self._gather(self.score_calls(items, rater, standard, demonstrations)))
-
-    def rewards(
-        self,
-        prompts: Sequence[Any],
-        responses: Sequence[Any],
-        rater: str | None = None,
-        standard: str | None = None,
-        sd_penalty: float = 0.0,
-    ) -> list[float]:
-        """The reward of each (prompt, response); with sd_penalty, less sd_penalty times its uncertainty (an
-        ensemble's reward_sd)."""
-        check_penalty(sd_penalty)
-        return penalised(self.score(response_items(prompts, responses), rater, standard), sd_penalty)
-
-    def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
-        """OpenRLHF's endpoint: rewards of full prompt + response strings."""
-        return _joined(self._gather(self.get_reward_calls(queries, prompts)))
 
     def register_standard(self, demonstrations: Sequence[dict[str, Any]], standard_id: str | None = None) -> str:
         """Registers demonstrations on every server (standards live per server); returns the standard id."""
@@ -261,35 +319,10 @@ class AsyncRewardClient(_ClientCore):
     async def _gather(self, calls: list[Call]) -> list[Any]:
         return list(await asyncio.gather(*(self._exchange(call) for call in calls)))
 
-    async def post(self, path: str, body: dict[str, Any], url: str | None = None) -> Any:
-        """As RewardClient.post, awaiting."""
-        return await self._exchange(Call(path, body, read_any, url))
-
-    async def score(
-        self,
-        items: Sequence[dict[str, Any]],
-        rater: str | None = None,
-        standard: str | None = None,
-        demonstrations: Sequence[dict[str, Any]] | None = None,
-    ) -> list[dict[str, float]]:
-        """As RewardClient.score."""
-        return _joined(await self._gather(self.score_calls(items, rater, standard, demonstrations)))
-
-    async def rewards(
-        self,
-        prompts: Sequence[Any],
-        responses: Sequence[Any],
-        rater: str | None = None,
-        standard: str | None = None,
-        sd_penalty: float = 0.0,
-    ) -> list[float]:
-        """As RewardClient.rewards."""
-        check_penalty(sd_penalty)
-        return penalised(await self.score(response_items(prompts, responses), rater, standard), sd_penalty)
-
-    async def get_reward(self, queries: Sequence[str], prompts: Sequence[str] | None = None) -> list[float]:
-        """As RewardClient.get_reward."""
-        return _joined(await self._gather(self.get_reward_calls(queries, prompts)))
+    post = _awaiting(_ClientCore.post_plan)
+    score = _awaiting(_ClientCore.score_plan)
+    rewards = _awaiting(_ClientCore.rewards_plan)
+    get_reward = _awaiting(_ClientCore.get_reward_plan)
 
     async def aclose(self) -> None:
         if self._http is not None:
