@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,13 @@ def spread(values: list[float]) -> dict[str, Any]:
         "max": round(max(values), 3),
         "per_round": [round(v, 3) for v in values],
     }
+
+
+def markdown_table(header: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> list[str]:
+    """The lines of a Markdown table: the header, the alignment row (`align`: one letter a column, l or r), then one
+    line a row of cells (each shown as str() shows it)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+    return lines + ["| " + " | ".join(map(str, row)) + " |" for row in rows]
 
 
 def write_results(path: Path, out: dict[str, Any], table: str) -> None:

@@ -27,6 +27,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import rotated, run_worker, spread, write_results
 
+from rewardsmith.evaluate.formatting import with_range
+
 RESULTS = Path(__file__).resolve().parent / "results" / "bon.json"
 TEMPERATURE, TOP_P = 0.7, 0.9
 
@@ -178,7 +180,7 @@ def main() -> None:
 
     def ratio(name: str) -> str:
         r = out[f"{name}_ratio"]
-        return f"{r['median']:.2f} ({r['min']:.2f}-{r['max']:.2f})"
+        return with_range(r, unit="")
 
     table = (
         "| what | rewardsmith bon | reference | ratio (median, range) |\n|---|---:|---:|---|\n"

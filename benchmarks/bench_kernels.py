@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
+
+from rewardsmith.evaluate.formatting import with_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "kernels.json"
 VARIANTS = ("bf16-core", "fp32-core", "foreach", "fused")
@@ -141,16 +143,19 @@ def drive(rounds: int) -> None:
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = [
-        "| attention shape | tokens | pass | bf16 core ms | fp32 core ms | fp32 core speed-up (range) |",
-        "|---|---:|---|---:|---:|---:|",
+    header = ["attention shape", "tokens", "pass", "bf16 core ms", "fp32 core ms", "fp32 core speed-up (range)"]
+    rows = [
+        [
+            a["shape"],
+            a["length"],
+            a["mode"],
+            f"{a['bf16_core_ms']:.1f}",
+            f"{a['fp32_core_ms']:.1f}",
+            with_range(a["speedup_of_fp32_core"]),
+        ]
+        for a in out["attention"]
     ]
-    for a in out["attention"]:
-        s = a["speedup_of_fp32_core"]
-        lines.append(
-            f"| {a['shape']} | {a['length']} | {a['mode']} | {a['bf16_core_ms']:.1f} | "
-            f"{a['fp32_core_ms']:.1f} | {s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f}) |"
-        )
+    lines = markdown_table(header, "lrlrrr", rows)
     w = out["adamw_minilm"]
     s = w["speedup_of_fused"]
     lines += [

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
+
+from rewardsmith.evaluate.formatting import with_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "score.json"
 BATCH = 64
@@ -161,18 +163,19 @@ def drive(args: argparse.Namespace) -> None:
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = [
-        "| tokens | precision | score pairs/s | bare forward pairs/s | score / bare | model load s |",
-        "|---:|---|---:|---:|---:|---:|",
+    header = ["tokens", "precision", "score pairs/s", "bare forward pairs/s", "score / bare", "model load s"]
+    rows = [
+        [
+            r["max_length"],
+            r["precision"],
+            f"{r['median_pairs_per_s']['score']:.1f}",
+            f"{r['median_pairs_per_s']['bare']:.1f}",
+            with_range(r["fraction_of_bare"], percent=True),
+            f"{r['median_load_seconds']:.1f}",
+        ]
+        for r in out["results"]
     ]
-    for r in out["results"]:
-        f = r["fraction_of_bare"]
-        lines.append(
-            f"| {r['max_length']} | {r['precision']} | {r['median_pairs_per_s']['score']:.1f} | "
-            f"{r['median_pairs_per_s']['bare']:.1f} | {100 * f['median']:.0f}% ({100 * f['min']:.0f}-"
-            f"{100 * f['max']:.0f}%) | {r['median_load_seconds']:.1f} |"
-        )
-    return "\n".join(lines)
+    return "\n".join(markdown_table(header, "rlrrrr", rows))
 
 
 def main() -> None:

@@ -55,7 +55,9 @@ import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
+
+from rewardsmith.evaluate.formatting import with_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "serve.json"
 ROOT = Path(__file__).resolve().parents[1]
@@ -508,10 +510,17 @@ def summarise(threads: int, args: argparse.Namespace, runs: dict[str, list[dict[
     }
 
 
-def _range(s: dict[str, Any], percent: bool = False) -> str:
-    if percent:
-        return f"{100 * s['median']:.0f}% ({100 * s['min']:.0f}-{100 * s['max']:.0f}%)"
-    return f"{s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f})"
+SERVE_HEADER = [
+    "clients",
+    "server texts/s",
+    "bare batched forward texts/s",
+    "server / bare",
+    "one-per-forward server texts/s",
+    "server / one-per-forward",
+    "server p50 / p99 ms",
+    "texts per round",
+    "failed",
+]
 
 
 def table(out: dict[str, Any]) -> str:
@@ -523,18 +532,22 @@ def table(out: dict[str, Any]) -> str:
             f"{block['max_batch_tokens']} tokens; median of {out['settings']['rounds']} rounds, range in "
             "brackets):",
             "",
-            "| clients | server texts/s | bare batched forward texts/s | server / bare | one-per-forward server "
-            "texts/s | server / one-per-forward | server p50 / p99 ms | texts per round | failed |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
-        for lv in block["levels"]:
-            lines.append(
-                f"| {lv['concurrency']} | {lv['batched_texts_per_s']:.1f} | {lv['bare_texts_per_s']:.1f} | "
-                f"{_range(lv['batched_over_bare'], percent=True)} | "
-                f"{lv['one_per_forward_texts_per_s']:.1f} | {_range(lv['batched_over_one_per_forward'])} | "
-                f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f} | "
-                f"{lv['batched_texts_per_round']:.1f} | {lv['failed']} |"
-            )
+        rows = [
+            [
+                lv["concurrency"],
+                f"{lv['batched_texts_per_s']:.1f}",
+                f"{lv['bare_texts_per_s']:.1f}",
+                with_range(lv["batched_over_bare"], percent=True),
+                f"{lv['one_per_forward_texts_per_s']:.1f}",
+                with_range(lv["batched_over_one_per_forward"]),
+                f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f}",
+                f"{lv['batched_texts_per_round']:.1f}",
+                lv["failed"],
+            ]
+            for lv in block["levels"]
+        ]
+        lines += markdown_table(SERVE_HEADER, "r" * len(SERVE_HEADER), rows)
         m = block["mixed"]
         load = block["load_average_at_start"]
         mixed = (
@@ -545,7 +558,7 @@ def table(out: dict[str, Any]) -> str:
                 f"single-sample clients: their p99 {m['small_p99_ms_with_large']:.0f} ms while it was scored "
                 f"({m['small_answered_during_large']:.0f} small requests answered meanwhile; the large one took "
                 f"{m['large_seconds']:.1f} s) against {m['small_p99_ms_alone']:.0f} ms without it: "
-                f"{_range(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
+                f"{with_range(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
             )
         )
         lines += [

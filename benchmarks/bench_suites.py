@@ -40,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
+
+from rewardsmith.evaluate.formatting import with_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "suites.json"
 BATCH = 64
@@ -260,23 +262,27 @@ def table(out: dict[str, Any]) -> str:
         f"{', '.join(out['suites'])}, {out['limit_per_subset']} rows per subset; 1-minute load "
         f"{out['loadavg_1m_during']['min']:.1f}-{out['loadavg_1m_during']['max']:.1f} while measuring:",
         "",
-        "| precision | bench texts/s | bare forward texts/s | bench / bare | bench / bare with the fp32 attention "
-        "core | model load s (bench) |",
-        "|---|---:|---:|---:|---:|---:|",
     ]
-    for r in out["results"]:
-        core = r.get("fraction_of_bare_fp32_core")
-        lines.append(
-            f"| {r['precision']} | {r['median_texts_per_s']['bench']:.1f} | "
-            f"{r['median_texts_per_s']['bare']:.1f} | {percent_range(r['fraction_of_bare'])} | "
-            f"{percent_range(core) if core else 'same kernels'} | {r['median_load_seconds']['bench']:.1f} |"
-        )
-    return "\n".join(lines)
-
-
-def percent_range(f: dict[str, Any]) -> str:
-    """ "97% (93-101%)": the median paired ratio and its range over rounds."""
-    return f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)"
+    header = [
+        "precision",
+        "bench texts/s",
+        "bare forward texts/s",
+        "bench / bare",
+        "bench / bare with the fp32 attention core",
+        "model load s (bench)",
+    ]
+    rows = [
+        [
+            r["precision"],
+            f"{r['median_texts_per_s']['bench']:.1f}",
+            f"{r['median_texts_per_s']['bare']:.1f}",
+            with_range(r["fraction_of_bare"], percent=True),
+            with_range(core, percent=True) if (core := r.get("fraction_of_bare_fp32_core")) else "same kernels",
+            f"{r['median_load_seconds']['bench']:.1f}",
+        ]
+        for r in out["results"]
+    ]
+    return "\n".join(lines + markdown_table(header, "lrrrrr", rows))
 
 
 def main() -> None:

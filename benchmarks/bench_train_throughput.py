@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import rotated, run_worker, spread, write_results
+from _common import markdown_table, rotated, run_worker, spread, write_results
+
+from rewardsmith.evaluate.formatting import with_range
 
 RESULTS = Path(__file__).resolve().parent / "results" / "train_throughput.json"
 # rewardsmith variant -> (train.batches, train.forward_groups, train.compile)
@@ -307,28 +309,30 @@ def drive(args: argparse.Namespace) -> None:
 
 
 def table(out: dict[str, Any]) -> str:
-    lines = [
-        "| precision | tool | pairs/s | / TRL | tokens/s | padding | pairs kept |",
-        "|---|---|---:|---:|---:|---:|---:|",
+    header = ["precision", "tool", "pairs/s", "/ TRL", "tokens/s", "padding", "pairs kept"]
+    rows = [
+        [
+            r["precision"],
+            t,
+            f"{m['pairs_per_s']:.2f}",
+            f"{ratio['median']:.2f}x" if (ratio := r["variants_vs_trl_pairs_per_s"].get(t)) else "",
+            f"{m['tokens_per_s']:.0f}",
+            f"{100 * m['padding_fraction']:.0f}%",
+            f"{r['pairs_kept'][t]} of {r['pairs_kept']['of']}",
+        ]
+        for r in out["results"]
+        for t, m in r["median"].items()
     ]
-    for r in out["results"]:
-        for t, m in r["median"].items():
-            ratio = r["variants_vs_trl_pairs_per_s"].get(t)
-            shown = f"{ratio['median']:.2f}x" if ratio else ""
-            lines.append(
-                f"| {r['precision']} | {t} | {m['pairs_per_s']:.2f} | "
-                f"{shown} | {m['tokens_per_s']:.0f} | "
-                f"{100 * m['padding_fraction']:.0f}% | {r['pairs_kept'][t]} of {r['pairs_kept']['of']} |"
-            )
+    lines = markdown_table(header, "llrrrrr", rows)
     lines.append("")
     for r in out["results"]:
         a, b, c = (
             r[k] for k in ("ratio_vs_trl_pairs_per_s", "fraction_of_bare_tokens_per_s", "second_over_first_training")
         )
         lines.append(
-            f"{r['precision']}: rewardsmith / TRL {a['median']:.2f}x ({a['min']:.2f}-{a['max']:.2f}); "
+            f"{r['precision']}: rewardsmith / TRL {with_range(a)}; "
             f"of the bare limit {100 * b['median']:.0f}% ({100 * b['min']:.0f}-{100 * b['max']:.0f}); "
-            f"second / first training {c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})"
+            f"second / first training {with_range(c, unit='')}"
         )
     return "\n".join(lines)
 

@@ -171,23 +171,29 @@ def _tiny_seq_cls(kind: str, tokenizer, seed: int):
     return AutoModelForSequenceClassification.from_config(config)
 
 
-def _train_with_trl(model, tokenizer, rows: list[dict], out: Path) -> Path:
+def trl_reward_trainer(model, tokenizer, rows: list[dict], out: Path, max_steps: int = 3, max_length: int = 256):
+    """TRL's RewardTrainer of `model` on preference rows, on the CPU: batches of 4, lr 1e-3, `max_steps` steps,
+    nothing saved or logged on the way (its output folder out/trainer)."""
     from datasets import Dataset
     from trl import RewardConfig, RewardTrainer
 
     args = RewardConfig(
         output_dir=str(out / "trainer"),
-        max_steps=3,
+        max_steps=max_steps,
         per_device_train_batch_size=4,
         report_to="none",
         use_cpu=True,
         save_strategy="no",
         learning_rate=1e-3,
-        max_length=256,
+        max_length=max_length,
         disable_tqdm=True,
         logging_strategy="no",
     )
-    trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    return RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+
+
+def _train_with_trl(model, tokenizer, rows: list[dict], out: Path) -> Path:
+    trainer = trl_reward_trainer(model, tokenizer, rows, out)
     trainer.train()
     trainer.save_model(str(out / "model"))
     return out / "model"

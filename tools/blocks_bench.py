@@ -6,10 +6,12 @@ of benchmarks/results/suites.json)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from blocks_common import BENCH, ci_text, load, source, table
+
+from rewardsmith.evaluate.formatting import with_range
 
 NAME = "bench"
 # Secondary measures the card shows beside each suite's primary ones: RM-Bench's difficulty split and style gap.
@@ -46,6 +48,37 @@ def _suites(metrics: dict[str, Any]) -> list[str]:
     return names
 
 
+def _measures(metrics: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any]]]:
+    """(suite, its layout, {model: its records}, measure) for every measure of every suite run, in order."""
+    models = metrics["models"]
+    for suite in _suites(metrics):
+        layout = next(r["suites"][suite] for r in metrics["results"].values() if suite in r["suites"])
+        per_model = {name: _records(metrics, name, suite) for name in models}
+        for head in layout["measures"]:
+            yield suite, layout, per_model, head
+
+
+def _differences(metrics: dict[str, Any]) -> dict[str, dict[tuple[str, str, str], dict[str, Any]]]:
+    """{later model: {(suite, subset, metric): its paired comparison with the first model}}."""
+    base = metrics["models"][0]
+    return {
+        name: {(r["suite"], r["subset"], r["metric"]): r for r in metrics["comparisons"].get(f"{name} vs {base}", [])}
+        for name in metrics["models"][1:]
+    }
+
+
+def _difference_cells(
+    diffs: dict[str, dict[tuple[str, str, str], dict[str, Any]]], key: tuple[str, str, str], decimals: int
+) -> list[str]:
+    """Each later model's difference from the first on measure `key` (suite, subset, metric), [95% CI], and its
+    verdict ("n/a" for a measure not compared)."""
+    cells: list[str] = []
+    for comparisons in diffs.values():
+        found = comparisons.get(key, {})
+        cells += [ci_text(found.get("difference"), found.get("difference_ci"), decimals), found.get("verdict") or "n/a"]
+    return cells
+
+
 def block_bench() -> str:
     """Per suite and subset: each model's score [95% CI] (marked where the model was trained on that set), the
     length rule, each model's length-controlled accuracy where the metric is pairwise, and each later model minus
@@ -53,36 +86,28 @@ def block_bench() -> str:
     m = load(NAME)
     models = m["models"]
     base, others = models[0], models[1:]
-    diffs = {
-        name: {(r["suite"], r["subset"], r["metric"]): r for r in m["comparisons"].get(f"{name} vs {base}", [])}
-        for name in others
-    }
+    diffs = _differences(m)
     rows = []
     marked = False
-    for suite in _suites(m):
-        layout = next(r["suites"][suite] for r in m["results"].values() if suite in r["suites"])
-        per_model = {name: _records(m, name, suite) for name in models}
-        for head in layout["measures"]:
-            if not head["primary"] and (suite, head["subset"], head["metric"]) not in SHOWN_SECONDARY:
-                continue
-            key = (head["subset"], head["metric"])
-            dec = _decimals(head)
-            row = [layout["title"], head["subset"], head["metric"], f"{head['n']:,}"]
-            for name in models:
-                record = per_model[name].get(key)
-                cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
-                if record and _trained(m, name, suite, head["subset"]):
-                    cell += " †"
-                    marked = True
-                row.append(cell)
-            row.append(ci_text(head.get("length_rule"), None, dec))
-            for name in models:
-                record = per_model[name].get(key) or {}
-                row.append(ci_text(record.get("length_controlled"), record.get("length_controlled_ci"), 1))
-            for name in others:
-                d = diffs[name].get((suite, *key), {})
-                row += [ci_text(d.get("difference"), d.get("difference_ci"), dec), d.get("verdict") or "n/a"]
-            rows.append(row)
+    for suite, layout, per_model, head in _measures(m):
+        if not head["primary"] and (suite, head["subset"], head["metric"]) not in SHOWN_SECONDARY:
+            continue
+        key = (head["subset"], head["metric"])
+        dec = _decimals(head)
+        row = [layout["title"], head["subset"], head["metric"], f"{head['n']:,}"]
+        for name in models:
+            record = per_model[name].get(key)
+            cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
+            if record and _trained(m, name, suite, head["subset"]):
+                cell += " †"
+                marked = True
+            row.append(cell)
+        row.append(ci_text(head.get("length_rule"), None, dec))
+        for name in models:
+            record = per_model[name].get(key) or {}
+            row.append(ci_text(record.get("length_controlled"), record.get("length_controlled_ci"), 1))
+        row += _difference_cells(diffs, (suite, *key), dec)
+        rows.append(row)
     header = [
         "suite",
         "subset",
@@ -130,37 +155,29 @@ def block_bench_card() -> str:
     m = load(NAME)
     models = m["models"]
     base, others = models[0], models[1:]
-    diffs = {
-        name: {(r["suite"], r["subset"], r["metric"]): r for r in m["comparisons"].get(f"{name} vs {base}", [])}
-        for name in others
-    }
+    diffs = _differences(m)
     rows: list[list[str]] = []
     marked: list[str] = []
-    for suite in _suites(m):
-        layout = next(r["suites"][suite] for r in m["results"].values() if suite in r["suites"])
-        per_model = {name: _records(m, name, suite) for name in models}
-        for head in layout["measures"]:
-            wanted = (head["level"] == "overall" and head["primary"]) or (
-                suite,
-                head["subset"],
-                head["metric"],
-            ) in CARD_EXTRA
-            if not wanted:
-                continue
-            key, dec = (head["subset"], head["metric"]), _decimals(head)
-            row = [layout["title"], f"{head['subset']}: {head['metric']}", f"{head['n']:,}"]
-            for name in models:
-                record = per_model[name].get(key)
-                cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
-                if record and _trained_in_suite(m, name, suite):
-                    cell += " †"
-                    marked.append(f"{name} on {', '.join(_training_subsets(m, name, suite))}")
-                row.append(cell)
-            row.append(ci_text(head.get("length_rule"), None, dec))
-            for name in others:
-                d = diffs[name].get((suite, *key), {})
-                row += [ci_text(d.get("difference"), d.get("difference_ci"), dec), d.get("verdict") or "n/a"]
-            rows.append(row)
+    for suite, layout, per_model, head in _measures(m):
+        wanted = (head["level"] == "overall" and head["primary"]) or (
+            suite,
+            head["subset"],
+            head["metric"],
+        ) in CARD_EXTRA
+        if not wanted:
+            continue
+        key, dec = (head["subset"], head["metric"]), _decimals(head)
+        row = [layout["title"], f"{head['subset']}: {head['metric']}", f"{head['n']:,}"]
+        for name in models:
+            record = per_model[name].get(key)
+            cell = ci_text(record.get("score"), record.get("score_ci"), dec) if record else "not run"
+            if record and _trained_in_suite(m, name, suite):
+                cell += " †"
+                marked.append(f"{name} on {', '.join(_training_subsets(m, name, suite))}")
+            row.append(cell)
+        row.append(ci_text(head.get("length_rule"), None, dec))
+        row += _difference_cells(diffs, (suite, *key), dec)
+        rows.append(row)
     header = [
         "suite",
         "measure",
@@ -193,10 +210,6 @@ def block_bench_card() -> str:
     )
 
 
-def _percent(f: dict[str, Any]) -> str:
-    return f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)"
-
-
 def block_bench_speed() -> str:
     """The scoring phase of `rewardsmith bench` against the bare forward (benchmarks/results/suites.json)."""
     b = json.loads((BENCH / "suites.json").read_text(encoding="utf-8"))
@@ -210,8 +223,8 @@ def block_bench_speed() -> str:
                 r["precision"],
                 f"{speed['bench']:.1f}",
                 f"{speed['bare']:.1f}",
-                _percent(r["fraction_of_bare"]),
-                _percent(core) if core else "same kernels",
+                with_range(r["fraction_of_bare"], percent=True),
+                with_range(core, percent=True) if core else "same kernels",
                 f"{r['median_load_seconds']['bench']:.1f}",
                 f"{r['max_abs_diff_to_bench']:.1e}",
             ]

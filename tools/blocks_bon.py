@@ -13,12 +13,13 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, claims_block, load, policy_name, table
+from blocks_common import BENCH, ci_text, claim_results_block, load, policy_name, table
 from blocks_common import source as _source
 
 from rewardsmith.bon.claim_results import bon_claim_results
 from rewardsmith.bon.estimate import LENGTH, ORACLE
 from rewardsmith.claims import CLAIM_HEADER, claim_row
+from rewardsmith.evaluate.formatting import with_range
 
 NAMES = {LENGTH: "length selector (longest)", ORACLE: "oracle (gold picks)"}
 
@@ -155,8 +156,7 @@ def block_paired() -> str:
 
 
 def block_claims() -> str:
-    rows = [claim_row(r, 3) for r in bon_claim_results(load("bon"))]
-    return claims_block(rows, "src/rewardsmith/bon/claims.py", "bon")
+    return claim_results_block(bon_claim_results, "bon")
 
 
 def block_steps() -> str:
@@ -186,13 +186,13 @@ def block_speed() -> str:
             "sampling, new tokens/s",
             f"{rate('sampling:bon', 'tokens_per_s'):.1f}",
             f"bare generate: {rate('sampling:bare', 'tokens_per_s'):.1f}",
-            f"{s['median']:.2f} ({s['min']:.2f}-{s['max']:.2f})",
+            with_range(s, unit=""),
         ],
         [
             "scoring, texts/s",
             f"{rate('scoring:bon', 'texts_per_s'):.1f}",
             f"rewardsmith score: {rate('scoring:score', 'texts_per_s'):.1f}",
-            f"{c['median']:.2f} ({c['min']:.2f}-{c['max']:.2f})",
+            with_range(c, unit=""),
         ],
     ]
     settings = d["settings"]

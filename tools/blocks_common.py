@@ -5,6 +5,7 @@ table and the source line naming the files and their commands (every tools/block
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,12 @@ def claims_block(rows: list[list[str]], claims_file: str, name: str) -> str:
         "committed); not held: on the other side; inconclusive: it covers the bar; not run: these runs do not test "
         "it.\n\n" + table(CLAIM_HEADER, rows) + "\n\n" + source(name)
     )
+
+
+def claim_results_block(claim_results: Callable[[dict[str, Any]], list[Any]], name: str) -> str:
+    """claims_block of the verdicts claim_results reads from docs/results/<name>.json, the claims declared in
+    src/rewardsmith/<name>/claims.py (values with 3 decimals)."""
+    from rewardsmith.claims import claim_row
+
+    rows = [claim_row(r, 3) for r in claim_results(load(name))]
+    return claims_block(rows, f"src/rewardsmith/{name}/claims.py", name)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, claims_block, load, table
+from blocks_common import BENCH, ci_text, claim_results_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, claim_row
@@ -57,8 +57,7 @@ def block_sets() -> str:
 
 
 def block_claims() -> str:
-    rows = [claim_row(r, 3) for r in ensemble_claim_results(load("ensembles"))]
-    return claims_block(rows, "src/rewardsmith/ensembles/claims.py", "ensembles")
+    return claim_results_block(ensemble_claim_results, "ensembles")
 
 
 def _bon_rows(d: Mapping[str, Any], gold: str) -> list[list[str]]:

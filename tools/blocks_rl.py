@@ -5,11 +5,12 @@ rewardsmith.rl.claim_results builds; these functions only lay them out."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import SMOLLM2, ci_text, claims_block, load, table
+from blocks_common import SMOLLM2, ci_text, claim_results_block, load, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, claim_row
@@ -34,6 +35,20 @@ def _ci(entry: Mapping[str, Any] | None, decimals: int = 3) -> str:
 
 def _not_run(d: Mapping[str, Any], arm: str) -> str | None:
     return None if arm in d["arms"] else f"Not run: the `{arm}` arm (`python experiments/rl.py run --arm {arm}`)."
+
+
+def _of_the_main_arm(render: Callable[[Mapping[str, Any], Mapping[str, Any]], str]) -> Callable[[], str]:
+    """A block of the main arm: render(the results, the main arm), or a not-run note while that arm has not run."""
+
+    @functools.wraps(render)
+    def block() -> str:
+        d = load("rl")
+        missing = _not_run(d, MAIN)
+        if missing:
+            return missing + "\n\n" + _source("rl")
+        return render(d, d["arms"][MAIN])
+
+    return block
 
 
 def _settings(arm: Mapping[str, Any]) -> str:
@@ -68,12 +83,8 @@ def _points_table(d: Mapping[str, Any], arms: list[str]) -> str:
     return table(header, rows)
 
 
-def block_points() -> str:
-    d = load("rl")
-    missing = _not_run(d, MAIN)
-    if missing:
-        return missing + "\n\n" + _source("rl")
-    arm = d["arms"][MAIN]
+@_of_the_main_arm
+def block_points(d: Mapping[str, Any], arm: Mapping[str, Any]) -> str:
     f = arm["facts"]
     return (
         f"{SMOLLM2} rewarded by `{f['proxy']}` served on loopback: {_settings(arm)}. Each point samples "
@@ -131,12 +142,8 @@ def _fast_step_text(arm: Mapping[str, Any]) -> str:
     )
 
 
-def block_monitors() -> str:
-    d = load("rl")
-    missing = _not_run(d, MAIN)
-    if missing:
-        return missing + "\n\n" + _source("rl")
-    arm = d["arms"][MAIN]
+@_of_the_main_arm
+def block_monitors(d: Mapping[str, Any], arm: Mapping[str, Any]) -> str:
     steps = arm["steps"]
     keep = steps if len(steps) <= 10 else [*steps[:: max(1, len(steps) // 10)], steps[-1]]
     rows = [
@@ -206,8 +213,7 @@ def block_probes() -> str:
 
 
 def block_claims() -> str:
-    rows = [claim_row(r, 3) for r in rl_claim_results(load("rl"))]
-    return claims_block(rows, "src/rewardsmith/rl/claims.py", "rl")
+    return claim_results_block(rl_claim_results, "rl")
 
 
 def block_readme() -> str:

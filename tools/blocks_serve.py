@@ -13,6 +13,8 @@ from typing import Any
 
 from blocks_common import BENCH, table
 
+from rewardsmith.evaluate.formatting import with_range
+
 BARE_BAR = 0.9  # server texts/s over the bare batched forward's, at BAR_CLIENTS clients
 ONE_PER_FORWARD_BAR = 2.0  # server texts/s over the one-request-one-forward server's
 BAR_CLIENTS = 32
@@ -22,13 +24,6 @@ DISTURBED = 1.25  # server / bare above this in a round: the bare run was slowed
 
 def _load() -> dict[str, Any]:
     return json.loads((BENCH / "serve.json").read_text(encoding="utf-8"))
-
-
-def _ratio(s: dict[str, Any], percent: bool = False) -> str:
-    """A per-round ratio: median (min-max)."""
-    if percent:
-        return f"{100 * s['median']:.0f}% ({100 * s['min']:.0f}-{100 * s['max']:.0f}%)"
-    return f"{s['median']:.2f}x ({s['min']:.2f}-{s['max']:.2f})"
 
 
 def _threads(block: dict[str, Any]) -> str:
@@ -63,26 +58,26 @@ def verdicts(result: dict[str, Any]) -> list[str]:
     if level is not None:
         lines.append(
             f"{BAR_CLIENTS} clients, {_threads(block)}: server / bare batched forward "
-            f"{_ratio(level['batched_over_bare'], percent=True)}, bar >= {100 * BARE_BAR:.0f}%: "
+            f"{with_range(level['batched_over_bare'], percent=True)}, bar >= {100 * BARE_BAR:.0f}%: "
             f"{_held(level['batched_over_bare'], BARE_BAR)}{_disturbed(level['batched_over_bare'])}"
         )
         ceiling = level.get("bare_over_bare_one")
         lines.append(
             f"{BAR_CLIENTS} clients, {_threads(block)}: server / one-request-one-forward server "
-            f"{_ratio(level['batched_over_one_per_forward'])}, bar >= {ONE_PER_FORWARD_BAR:g}x: "
+            f"{with_range(level['batched_over_one_per_forward'])}, bar >= {ONE_PER_FORWARD_BAR:g}x: "
             f"{_held(level['batched_over_one_per_forward'], ONE_PER_FORWARD_BAR)}"
             + (
                 ""
                 if ceiling is None
                 else f" (the bare forward itself, {BAR_CLIENTS} texts per call over one at a time: "
-                f"{_ratio(ceiling)}: what batching buys the forward pass itself on this machine)"
+                f"{with_range(ceiling)}: what batching buys the forward pass itself on this machine)"
             )
         )
     mixed = block.get("mixed")
     if mixed:
         lines.append(
             f"small requests' p99 with / without the large request, {_threads(block)}: "
-            f"{_ratio(mixed['p99_with_over_without'])}, bar <= {P99_BAR:g}x: "
+            f"{with_range(mixed['p99_with_over_without'])}, bar <= {P99_BAR:g}x: "
             f"{_held(mixed['p99_with_over_without'], P99_BAR, above=False)}"
         )
     return lines
@@ -94,10 +89,10 @@ def _levels_table(block: dict[str, Any]) -> str:
             str(lv["concurrency"]),
             f"{lv['batched_texts_per_s']:.1f}",
             f"{lv['bare_texts_per_s']:.1f}",
-            "-" if lv.get("bare_over_bare_one") is None else _ratio(lv["bare_over_bare_one"]),
-            _ratio(lv["batched_over_bare"], percent=True),
+            "-" if lv.get("bare_over_bare_one") is None else with_range(lv["bare_over_bare_one"]),
+            with_range(lv["batched_over_bare"], percent=True),
             f"{lv['one_per_forward_texts_per_s']:.1f}",
-            _ratio(lv["batched_over_one_per_forward"]),
+            with_range(lv["batched_over_one_per_forward"]),
             f"{lv['batched_p50_ms']:.0f} / {lv['batched_p99_ms']:.0f}",
             f"{lv['one_per_forward_p50_ms']:.0f} / {lv['one_per_forward_p99_ms']:.0f}",
             f"{lv['batched_texts_per_round']:.1f}",
@@ -132,7 +127,7 @@ def _mixed_text(result: dict[str, Any], block: dict[str, Any]) -> str:
         f"Mixed run ({s['mixed']}): the small requests' p99 was {m['small_p99_ms_with_large']:.0f} ms while the "
         f"large one was scored ({m['small_answered_during_large']:.0f} small requests answered meanwhile; the "
         f"large one took {m['large_seconds']:.1f} s), {m['small_p99_ms_alone']:.0f} ms without it: "
-        f"{_ratio(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
+        f"{with_range(m['p99_with_over_without'])}. Failed requests: {m['failed']}."
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from blocks_common import BENCH, RESULTS
 from blocks_common import table as _table
 
+from rewardsmith.evaluate.formatting import with_range
 from rewardsmith.stats import interval_verdict
 
 
@@ -30,7 +31,7 @@ def block_speed() -> str:
                     r["precision"],
                     f"{r['median_pairs_per_s']['score']:.1f}",
                     f"{r['median_pairs_per_s']['bare']:.1f}",
-                    f"{100 * f['median']:.0f}% ({100 * f['min']:.0f}-{100 * f['max']:.0f}%)",
+                    with_range(f, percent=True),
                     f"{r['median_load_seconds']:.1f}",
                 ]
             )
@@ -97,9 +98,9 @@ def _training(t: dict[str, Any]) -> str:
                 r["precision"],
                 f"{med['rewardsmith']['pairs_per_s']:.2f}",
                 f"{med['trl']['pairs_per_s']:.2f}",
-                f"{vs['median']:.2f}x ({vs['min']:.2f}-{vs['max']:.2f}): {verdict} ({held} of {len(rounds)} rounds)",
+                f"{with_range(vs)}: {verdict} ({held} of {len(rounds)} rounds)",
                 f"{med['rewardsmith']['tokens_per_s']:.0f} / {med['bare']['tokens_per_s']:.0f}",
-                f"{100 * bare['median']:.0f}% ({100 * bare['min']:.0f}-{100 * bare['max']:.0f}%)",
+                with_range(bare, percent=True),
                 f"{100 * med['rewardsmith']['padding_fraction']:.0f}% / {100 * med['trl']['padding_fraction']:.0f}%",
                 f"{again['median']:.2f}",
                 f"{r['pairs_kept']['rewardsmith']} / {r['pairs_kept']['trl']} of {r['pairs_kept']['of']}",
@@ -139,7 +140,7 @@ def _training(t: dict[str, Any]) -> str:
                     r["precision"],
                     what,
                     f"{m['pairs_per_s']:.2f}",
-                    f"{vs['median']:.2f}x ({vs['min']:.2f}-{vs['max']:.2f})",
+                    with_range(vs),
                     f"{100 * m['padding_fraction']:.0f}%",
                     warm,
                     f"{r['process_seconds'][name]:.0f}",

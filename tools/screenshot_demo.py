@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# How Chromium is started, here and in the test of the page: no sandbox (a container), nothing from the network.
 FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -27,6 +28,11 @@ FLAGS = [
 REPORTS = ("train", "shift", "steer", "calibrate")
 
 
+def chromium_path() -> str | None:
+    """The Chromium executable on PATH (Debian's `chromium`, or `chromium-browser`); None without one."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("demo", type=Path, help="a finished demo run folder (holds index.html)")
@@ -34,7 +40,7 @@ def main() -> None:
     parser.add_argument("--reports", type=Path, default=None, help="also write <report>.png of each report here")
     parser.add_argument("--width", type=int, default=1280)
     args = parser.parse_args()
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = chromium_path()
     if chromium is None:
         sys.exit("error: Chromium is not installed (Debian package `chromium`)")
     index = args.demo / "index.html"

@@ -10,30 +10,15 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
-import random
+import sys
 from pathlib import Path
 
 import torch
 from safetensors.torch import save_file
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for helpers.py when run as a script
+from helpers import easy_pairs
 from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, TrainConfig
-from rewardsmith.data.schema import PreferencePair, user_prompt
-
-GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
-BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
-
-
-def pairs(n: int) -> list[PreferencePair]:
-    rng = random.Random(0)
-    return [
-        PreferencePair(
-            user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
-            " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
-            " ".join(rng.choices(BAD, k=rng.randint(2, 8))),
-            pair_id=str(i),
-        )
-        for i in range(n)
-    ]
 
 
 def record_threads_at_exit(out: Path) -> None:
@@ -75,11 +60,11 @@ def main() -> None:
         )
         model, tok = build_reward_model(model_cfg, seed=0)
         initial = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        trainer = train_pairs(model, tok, pairs(64), cfg, model_cfg, args.out / "run")
+        trainer = train_pairs(model, tok, easy_pairs(64), cfg, model_cfg, args.out / "run")
         state = trainer.model.state_dict()
         from rewardsmith.evaluate.scoring import score_pairs
 
-        held_out = pairs(96)[64:]
+        held_out = easy_pairs(96)[64:]
         chosen, rejected = score_pairs(trainer.model, tok, held_out, 32, 8)
         before = score_pairs(build_reward_model(model_cfg, seed=0)[0], tok, held_out, 32, 8)
         outputs = {"now": torch.tensor(chosen - rejected), "before": torch.tensor(before[0] - before[1])}

@@ -13,22 +13,16 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import QUICK_CALIBRATE, rk
 from rewardsmith.data.schema import Turn
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.models.loading import load_reward_model
 
 pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TOL = 1e-5
 KINDS = ["trl_chat_model", "trl_plain_model", "openrlhf_model", "lora_adapter"]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
 
 
 def conversations() -> list[tuple[tuple[Turn, ...], str]]:
@@ -176,6 +170,12 @@ def test_unsupported_folders_get_one_line_naming_what_was_found(
 # Every command takes them
 
 
+def train_on(pairs: Path, run: Path, backbone: str | Path, *options: str) -> None:
+    """`rewardsmith train` of `backbone` on a pairs file, quietly, into `run`, with `options`; checked to succeed."""
+    result = rk("train", "--train", "file", "--path", pairs, "--backbone", backbone, *options, "--out", run, "-q")
+    assert result.exit_code == 0, result.output
+
+
 def _pairs_file(tmp_path: Path) -> Path:
     from conftest import conversation_rows
 
@@ -302,25 +302,7 @@ def test_a_chat_trained_rewardsmith_model_scores_what_verl_and_openrlhf_send_as_
     ex = tmp_path / "examples"
     assert rk("examples", "--out", ex).exit_code == 0
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--train",
-        "file",
-        "--path",
-        ex / "pairs.jsonl",
-        "--backbone",
-        chat_backbone,
-        "--template",
-        "chat",
-        "--max-length",
-        "128",
-        "--max-steps",
-        "3",
-        "--out",
-        run,
-        "-q",
-    )
-    assert result.exit_code == 0, result.output
+    train_on(ex / "pairs.jsonl", run, chat_backbone, "--template", "chat", "--max-length", "128", "--max-steps", "3")
     meta = json.loads((run / "model" / "rewardsmith.json").read_text())
     assert meta["template"] == "chat"
     pairs = _pairs(ex / "pairs.jsonl")
@@ -374,27 +356,8 @@ def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path:
 
     pairs = _pairs_file(tmp_path)
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--train",
-        "file",
-        "--path",
-        pairs,
-        "--backbone",
-        chat_backbone,
-        "--template",
-        template,
-        "--max-length",
-        "96",
-        "--max-steps",
-        "2",
-        "--lora-r",
-        "4" if template == "hh" else "0",
-        "--out",
-        run,
-        "-q",
-    )
-    assert result.exit_code == 0, result.output
+    lora = ["--lora-r", "4" if template == "hh" else "0"]
+    train_on(pairs, run, chat_backbone, "--template", template, "--max-length", "96", "--max-steps", "2", *lora)
     out = tmp_path / "hf"
     exported = rk("export", "--model", run / "model", "--out", out)
     assert exported.exit_code == 0, exported.output
@@ -432,23 +395,7 @@ def test_export_round_trip_gives_the_same_rewards(chat_backbone: Path, tmp_path:
 def test_export_refuses_what_the_format_cannot_hold_in_one_line(tmp_path: Path, openrlhf_model: Path) -> None:
     pairs = _pairs_file(tmp_path)
     run = tmp_path / "enc"
-    assert (
-        rk(
-            "train",
-            "--train",
-            "file",
-            "--path",
-            pairs,
-            "--backbone",
-            "tiny-bert",
-            "--max-steps",
-            "1",
-            "--out",
-            run,
-            "-q",
-        ).exit_code
-        == 0
-    )
+    train_on(pairs, run, "tiny-bert", "--max-steps", "1")
     for model, needle in ((run / "model", "mean pooling"), (openrlhf_model, "OpenRLHF")):
         result = rk("export", "--model", model, "--out", tmp_path / "x")
         assert result.exit_code == 2 and needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -493,14 +440,7 @@ def test_calibrate_model_scores_the_rated_items_itself(
         folder,
         "--out",
         tmp_path / "cal",
-        "--seeds",
-        "1",
-        "--bootstrap",
-        "20",
-        "--fit-sizes",
-        "",
-        "--methods",
-        "pooled,pebs",
+        *QUICK_CALIBRATE,
     )
     assert run.exit_code == 0, run.output
     notes = json.loads((tmp_path / "cal" / "metrics.json").read_text())["ratings"]["notes"]

@@ -16,14 +16,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from helpers import ENV, QUICK_CALIBRATE, TINY, one_line_error, rk
 from rewardsmith.cli import app
-
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
 
 
 def snapshot(root: Path, skip: Path | None = None) -> dict[str, str]:
@@ -33,15 +27,6 @@ def snapshot(root: Path, skip: Path | None = None) -> dict[str, str]:
         if path.is_file() and not (skip is not None and skip in path.parents):
             out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-def assert_one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.fixture(scope="module")
@@ -1050,7 +1035,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(
     args, needles, run_folder = CASES[name](work, trained, icrm_model)
     before = snapshot(work, skip=run_folder)
     result = rk(*args)
-    assert_one_line_error(result, *needles)
+    one_line_error(result, *needles)
     assert snapshot(work, skip=run_folder) == before
 
 
@@ -1075,20 +1060,13 @@ def test_read_only_output_is_one_line(command: str, tmp_path: Path, trained: Pat
             ratings,
             "--out",
             locked / "run",
-            "--seeds",
-            "1",
-            "--bootstrap",
-            "20",
-            "--fit-sizes",
-            "",
-            "--methods",
-            "pooled,pebs",
+            *QUICK_CALIBRATE,
         ],
         "score": ["score", "--model", trained / "model", "--input", inp, "--output", locked / "o.jsonl"],
     }[command]
     with read_only(locked):
         result = rk(*args)
-    assert_one_line_error(result, str(locked))
+    one_line_error(result, str(locked))
     assert list(locked.iterdir()) == []
 
 
@@ -1098,11 +1076,11 @@ def test_a_foreign_folder_survives_overwrite_byte_for_byte(tmp_path: Path) -> No
     write(out / "notes.txt", "my notes")
     before = snapshot(out)
     refused = rk("train", "--train", "synthetic/source", *TINY, "--out", out)
-    assert_one_line_error(refused, "not empty")
+    one_line_error(refused, "not empty")
     assert snapshot(out) == before
     # --overwrite writes beside their files, but a path they own is never replaced: refused, nothing lost.
     clash = rk("train", "--train", "synthetic/source", *TINY, "--out", out, "--overwrite")
-    assert_one_line_error(clash, "model", "not written by rewardsmith")
+    one_line_error(clash, "model", "not written by rewardsmith")
     after = snapshot(out)
     assert {k: v for k, v in after.items() if k in before} == before
 
@@ -1112,7 +1090,7 @@ def test_rerun_with_another_seed_is_refused_and_the_finished_model_kept(tmp_path
     shutil.copytree(trained, run)
     before = snapshot(run)
     result = rk("train", "--train", "synthetic/source", *TINY, "--out", run, "--seed", "3")
-    assert_one_line_error(result, "train.seed: 0 -> 3")
+    one_line_error(result, "train.seed: 0 -> 3")
     assert snapshot(run) == before
 
 
@@ -1145,13 +1123,13 @@ def test_a_kill_between_an_output_and_its_record_leaves_a_file_the_rerun_may_rep
         assert out.is_file() and json.loads(out.read_text())["format"] == "rewardsmith.calibration/1"
     if out.exists():
         assert written_by_tool(out)
-        assert_one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out), "maps.json", "--overwrite")
+        one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out), "maps.json", "--overwrite")
     again = subprocess.run([*args, "--overwrite"], env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert written_by_tool(out)
     # The record never vouches for other bytes: an edited output is someone's, even after the kill.
     out.write_text(out.read_text() + " ")
-    assert_one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out, "--overwrite"), "changed since")
+    one_line_error(rk("calibrate", "fit", "--ratings", ratings, "--out", out, "--overwrite"), "changed since")
 
 
 def test_a_hub_id_while_offline_asks_no_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1166,9 +1144,9 @@ def test_a_hub_id_while_offline_asks_no_one(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: looked_up.append(str(host)) or real(host, *a, **k))
     inp = jsonl(tmp_path / "in.jsonl", GOOD_ROWS[:2])
     scored = rk("score", "--model", "someone/not-a-model", "--input", inp, "--out", tmp_path / "o.jsonl")
-    assert_one_line_error(scored, "someone/not-a-model", "HF_HUB_OFFLINE")
+    one_line_error(scored, "someone/not-a-model", "HF_HUB_OFFLINE")
     trained = rk("train", "--train", "synthetic/source", "--backbone", "someone/not-a-model", "--out", tmp_path / "r")
-    assert_one_line_error(trained, "someone/not-a-model", "HF_HUB_OFFLINE")
+    one_line_error(trained, "someone/not-a-model", "HF_HUB_OFFLINE")
     assert looked_up == []
 
 
@@ -1192,6 +1170,6 @@ def test_a_hub_id_without_a_network_is_one_line_without_retry_lines(
         ["train", "--train", "synthetic/source", "--backbone", "someone/not-a-model", "--out", str(tmp_path / "r")],
         env=env,
     )
-    assert_one_line_error(result, "someone/not-a-model")
+    one_line_error(result, "someone/not-a-model")
     assert "Retry" not in result.stderr + result.stdout
     assert "asking the Hugging Face Hub" in result.stdout  # the wait is announced, not silent

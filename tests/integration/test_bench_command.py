@@ -17,39 +17,23 @@ from typing import Any
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-from test_bench_fixtures import RB1_ROWS, write_parquet, write_rm_bench_chat
+from test_bench_fixtures import RB1_ROWS, rb1_row, write_reward_bench, write_rm_bench_chat
 
+from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.bench.compare import compare_units
 from rewardsmith.bench.measures import units_from_dict
-from rewardsmith.cli import app
 from rewardsmith.io.runfolder import file_sha256
 from rewardsmith.jobs.bench import KILL_AFTER_MODEL_ENV
 from rewardsmith.stats import MIN_UNITS
 
 pytestmark = pytest.mark.slow  # trains models and runs whole commands: `make test`, not test-fast
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RM_PROMPTS = 4
 HH_PAIRS = 8
 NOT_RUN = {"reward-bench-2", "ppe-human-preference", "ppe-correctness"}
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
-
-
-def assert_one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr + result.stdout
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 # ---------------------------------------------------------------------------------------------------- fixtures
@@ -59,41 +43,11 @@ def write_releases(root: Path) -> set[tuple[str, str]]:
     """RewardBench (its fixture rows, one more row sharing both texts with RM-Bench and one repeating a text of
     another row), RM-Bench chat and HH-RLHF harmless (the local suite). Returns every distinct (prompt, response)."""
     write_rm_bench_chat(root, prompts=RM_PROMPTS)
-    rb1 = [
-        {
-            "prompt": f"prompt {i}",
-            "chosen": c,
-            "chosen_model": "m-a",
-            "rejected": r,
-            "rejected_model": "m-b",
-            "subset": s,
-            "id": i,
-        }
-        for s, i, c, r in RB1_ROWS
-    ]
-    rb1.append(
-        {
-            "prompt": "chat prompt 0",
-            "chosen": "c00",
-            "chosen_model": "m-a",
-            "rejected": "r00",
-            "rejected_model": "m-b",
-            "subset": "alpacaeval-hard",
-            "id": 100,
-        }
-    )  # both texts also in RM-Bench
-    rb1.append(
-        {
-            "prompt": "prompt 1",
-            "chosen": "a1 chosen, long and right",
-            "chosen_model": "m-a",
-            "rejected": "another wrong answer",
-            "rejected_model": "m-b",
-            "subset": "mt-bench-hard",
-            "id": 101,
-        }
-    )  # its chosen text is row 1's
-    write_parquet(root / "reward-bench" / "data" / "filtered-00000-of-00001.parquet", rb1)
+    extra = [
+        rb1_row("alpacaeval-hard", 100, "c00", "r00", prompt="chat prompt 0"),  # both texts also in RM-Bench
+        rb1_row("mt-bench-hard", 101, "a1 chosen, long and right", "another wrong answer", prompt="prompt 1"),
+    ]  # the second's chosen text is row 1's
+    rb1 = write_reward_bench(root, more=extra)
     hh = root / "hh-rlhf" / "harmless-base"
     hh.mkdir(parents=True)
     with gzip.open(hh / "test.jsonl.gz", "wt", encoding="utf-8") as fh:
@@ -353,7 +307,7 @@ def test_one_line_errors(
     tmp_path: Path, models: tuple[Path, Path], releases: tuple[Path, set[tuple[str, str]]]
 ) -> None:
     data = releases[0]
-    assert_one_line_error(
+    one_line_error(
         bench(tmp_path / "r1", data, models[0], extra=("--suite", "nope")),
         "unknown benchmark suite 'nope'",
         "rewardbench2",
@@ -362,22 +316,20 @@ def test_one_line_errors(
     not_a_model = tmp_path / "notes"
     not_a_model.mkdir()
     (not_a_model / "readme.txt").write_text("not weights")
-    assert_one_line_error(
+    one_line_error(
         bench(tmp_path / "r2", data, not_a_model),
         str(not_a_model),
         "not a reward model rewardsmith can read",
         "readme.txt",
     )
     # The second model is checked before the first is scored.
-    assert_one_line_error(
-        bench(tmp_path / "r3", data, models[0], tmp_path / "missing" / "model"), "model folder not found"
-    )
-    assert_one_line_error(
+    one_line_error(bench(tmp_path / "r3", data, models[0], tmp_path / "missing" / "model"), "model folder not found")
+    one_line_error(
         bench(tmp_path / "r4", data, models[0], extra=("--suite", "ppe")),
         "no benchmark data for the suites asked for",
         "PPE-Human-Preference-V1",
     )
-    assert_one_line_error(bench(tmp_path / "r5", data, models[0], models[0]), "given twice")
+    one_line_error(bench(tmp_path / "r5", data, models[0], models[0]), "given twice")
     assert not any((tmp_path / f"r{i}").exists() for i in range(1, 6))  # nothing written for a refused run
 
 

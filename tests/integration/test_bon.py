@@ -5,24 +5,16 @@ real SIGKILL during sampling and during scoring, completions made elsewhere, and
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from helpers import one_line_error, rk, run_cli, tiny_reward_model
 from rewardsmith.cli import app
 
 pytestmark = pytest.mark.slow  # samples with a policy and runs whole commands
-
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
 
 
 @pytest.fixture(scope="module")
@@ -66,16 +58,6 @@ def _args(policy: Path, prompts: Path, proxy: Path, gold: Path, out: Path, *extr
     ]  # fmt: skip
 
 
-def _run(args: list[str | Path], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rewardsmith.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **ENV, **(env or {})},
-        timeout=600,
-    )
-
-
 def _metrics(out: Path) -> dict:
     metrics = json.loads((out / "metrics.json").read_text())
     for volatile in ("seconds", "environment"):
@@ -107,13 +89,13 @@ def test_bon_runs_end_to_end_and_resumes_after_kills_to_the_same_metrics(
     # Killed after 3 of 6 prompts were sampled, then after the first scorer was saved: each rerun ends as one run.
     killed = tmp_path / "killed"
     args = _args(policy, prompts_file, trl_chat_model, trl_plain_model, killed)
-    first = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "3"})
+    first = run_cli(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "3"})
     assert first.returncode == -9, first.stderr[-2000:]
     assert len((killed / "samples.jsonl").read_text().splitlines()) == 3
-    second = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_SCORER": "1"})
+    second = run_cli(args, {"REWARDSMITH_FAULT_KILL_AFTER_SCORER": "1"})
     assert second.returncode == -9, second.stderr[-2000:]
     assert len(list((killed / "scores").iterdir())) == 1
-    third = _run(args)
+    third = run_cli(args)
     assert third.returncode == 0, third.stderr[-2000:]
     assert (killed / "samples.jsonl").read_text() == (whole / "samples.jsonl").read_text()
     assert _metrics(killed) == _metrics(whole)
@@ -155,46 +137,38 @@ def test_samples_are_the_same_whatever_the_batch(policy: Path) -> None:
     assert [c.text for c in again] == [c.text for c in together[:4]]  # sample k does not depend on n
 
 
-def _one_line(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-
-
 def test_bad_input_is_one_line_and_exit_2(
     policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
 ) -> None:
     empty = tmp_path / "no-weights"
     empty.mkdir()
     (empty / "config.json").write_text((policy / "config.json").read_text())
-    _one_line(rk(*_args(empty, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "a")), "no weights")
-    _one_line(
+    one_line_error(rk(*_args(empty, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "a")), "no weights")
+    one_line_error(
         rk(*_args(policy, prompts_file, trl_chat_model, trl_chat_model, tmp_path / "b")), "its own gold", "--gold"
     )
-    _one_line(rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "c"), "--n", "1"), "n")
+    one_line_error(rk(*_args(policy, prompts_file, trl_chat_model, trl_plain_model, tmp_path / "c"), "--n", "1"), "n")
     no_prompts = tmp_path / "none.jsonl"
     no_prompts.write_text("")
-    _one_line(rk(*_args(policy, no_prompts, trl_chat_model, trl_plain_model, tmp_path / "d")), "no prompts")
+    one_line_error(rk(*_args(policy, no_prompts, trl_chat_model, trl_plain_model, tmp_path / "d")), "no prompts")
     shape = tmp_path / "shape.jsonl"
     shape.write_text(json.dumps({"prompt": "hi", "responses": "not a list"}) + "\n")
     result = rk(
         "bon", "--samples", shape, "--proxy", trl_chat_model, "--gold", trl_plain_model, "--out", tmp_path / "e"
     )
-    _one_line(result, "shape.jsonl", "row 1", "responses")
+    one_line_error(result, "shape.jsonl", "row 1", "responses")
     short = tmp_path / "short.jsonl"
     short.write_text(json.dumps({"prompt": "hi", "responses": ["a", "b"]}) + "\n")
     result = rk(
         "bon", "--samples", short, "--proxy", trl_chat_model, "--gold", trl_plain_model, "--out", tmp_path / "f"
     )
-    _one_line(result, "short.jsonl", "fewer than n = 16")
+    one_line_error(result, "short.jsonl", "fewer than n = 16")
     no_instructions = tmp_path / "plain.jsonl"
     no_instructions.write_text(json.dumps({"prompt": "hi"}) + "\n")
-    _one_line(
+    one_line_error(
         rk(*_args(policy, no_instructions, trl_chat_model, trl_plain_model, tmp_path / "g")), "carry no instructions"
     )
-    _one_line(
+    one_line_error(
         rk("bon", "--prompts", prompts_file, "--proxy", trl_chat_model, "--gold", "ifeval", "--out", tmp_path / "h"),
         "--policy",
     )
@@ -239,12 +213,7 @@ def test_an_ensemble_chooses_by_its_rule_over_its_members_scores(
     reference.write_text(
         "".join(json.dumps({"prompt": r["prompt"], "response": a}) + "\n" for r in rows for a in answers)
     )
-    from rewardsmith.config import ModelConfig
-    from rewardsmith.models.factory import build_model, save_model
-
-    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
-    model, tok = build_model(cfg, seed=11)
-    rs_model = save_model(model, tok, tmp_path / "rs" / "model", cfg)
+    rs_model = tiny_reward_model(tmp_path / "rs" / "model", seed=11)
     members = [str(rs_model), str(trl_chat_model), str(lora_adapter)]
     for rule in ("mean", "min"):
         make_ensemble(members, tmp_path / f"ens-{rule}", rule, reference=reference, progress=False)
@@ -298,7 +267,7 @@ def test_a_rerun_never_reuses_saved_scores_of_other_inputs(
     samples.write_text(
         "".join(json.dumps({**r, "instructions": [{"id": "punctuation:no_comma"}]}) + "\n" for r in rows)
     )
-    _one_line(_bon(samples, trl_chat_model, "ifeval", out), "other inputs", "samples")
+    one_line_error(_bon(samples, trl_chat_model, "ifeval", out), "other inputs", "samples")
     # The proxy retrained in place (its files' bytes changed): scored again under its new fingerprint.
     proxy = tmp_path / "proxy"
     shutil.copytree(trl_chat_model, proxy)
@@ -326,13 +295,13 @@ def test_a_copy_of_the_proxy_or_an_ensemble_holding_it_is_no_gold(
     samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
     copy = tmp_path / "copy"
     shutil.copytree(trl_chat_model, copy)
-    _one_line(_bon(samples, trl_chat_model, copy, tmp_path / "a"), "same weights", "own gold")
+    one_line_error(_bon(samples, trl_chat_model, copy, tmp_path / "a"), "same weights", "own gold")
     reference = tmp_path / "reference.jsonl"
     reference.write_text("".join(json.dumps({"prompt": "q", "response": a}) + "\n" for a in ("x y", "z", "a b c")))
     ensemble = tmp_path / "ensemble"
     make_ensemble([str(copy), str(trl_plain_model)], ensemble, reference=reference, progress=False)
-    _one_line(_bon(samples, trl_chat_model, ensemble, tmp_path / "b"), "same weights")
-    _one_line(_bon(samples, ensemble, trl_plain_model, tmp_path / "c"), "same weights")
+    one_line_error(_bon(samples, trl_chat_model, ensemble, tmp_path / "b"), "same weights")
+    one_line_error(_bon(samples, ensemble, trl_plain_model, tmp_path / "c"), "same weights")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # refused before writing anything
 
 
@@ -340,12 +309,12 @@ def test_bad_samples_and_golds_are_named_before_anything_is_written(
     policy: Path, prompts_file: Path, trl_chat_model: Path, trl_plain_model: Path, tmp_path: Path
 ) -> None:
     samples = _samples_file(prompts_file, tmp_path / "samples.jsonl")
-    _one_line(_bon(samples, trl_chat_model, "ifevl", tmp_path / "a"), "unknown gold 'ifevl'", "ifeval", "math")
+    one_line_error(_bon(samples, trl_chat_model, "ifevl", tmp_path / "a"), "unknown gold 'ifevl'", "ifeval", "math")
     broken = tmp_path / "broken.jsonl"
     broken.write_text(samples.read_text().splitlines()[0] + "\n{not json\n")
-    _one_line(_bon(broken, trl_chat_model, "ifeval", tmp_path / "b"), "broken.jsonl", "row 2", "not valid JSON")
+    one_line_error(_bon(broken, trl_chat_model, "ifeval", tmp_path / "b"), "broken.jsonl", "row 2", "not valid JSON")
     # A gold that cannot score the prompts is caught before the policy samples a single one.
-    _one_line(rk(*_args(policy, prompts_file, trl_chat_model, "math", tmp_path / "c")), "carry no answer")
+    one_line_error(rk(*_args(policy, prompts_file, trl_chat_model, "math", tmp_path / "c")), "carry no answer")
     for out in ("a", "b", "c"):
         assert not (tmp_path / out).exists(), out  # no manifest left to refuse the corrected rerun
 
@@ -370,7 +339,9 @@ def test_a_gold_that_scores_nothing_says_why_and_one_that_skips_some_counts_them
         return Gold(spec, spec, None, score)
 
     monkeypatch.setattr(bon_job, "resolve_gold", gold_of)
-    _one_line(_bon(samples, trl_chat_model, "none", tmp_path / "a"), "--gold none", "scored none of the 24 samples")
+    one_line_error(
+        _bon(samples, trl_chat_model, "none", tmp_path / "a"), "--gold none", "scored none of the 24 samples"
+    )
     some = _bon(samples, trl_chat_model, "some", tmp_path / "b")
     assert some.exit_code == 0, some.output
     assert "gold some: 6 of 24 samples could not be scored" in some.stdout
@@ -381,11 +352,11 @@ def test_no_file_outside_the_run_folder_is_written_through_a_link(
 ) -> None:
     out = tmp_path / "run"
     args = _args(policy, prompts_file, trl_chat_model, trl_plain_model, out)
-    killed = _run(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"})
+    killed = run_cli(args, {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"})
     assert killed.returncode == -9, killed.stderr[-2000:]
     outside = tmp_path / "outside" / "target.jsonl"  # a dangling link: following it would create this file
     (out / "samples.jsonl").unlink()
     (out / "samples.jsonl").symlink_to(outside)
     result = rk(*args)
-    _one_line(result, "symbolic link", "samples.jsonl")
+    one_line_error(result, "symbolic link", "samples.jsonl")
     assert not outside.exists() and not outside.parent.exists()

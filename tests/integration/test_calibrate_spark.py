@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
+from helpers import one_line_error, rk
 from rewardsmith.calibrate import PEBS, load_maps, rater_stats
 from rewardsmith.calibrate.config import RatingsSource
 from rewardsmith.calibrate.engines import DuckDBEngine, HashSplit, SparkEngine, java_available, spark_session
-from rewardsmith.cli import app
 
 pytestmark = pytest.mark.slow
 MOMENTS = ("n", "mean_r", "mean_s", "sxx", "sxy", "syy")
@@ -98,23 +97,9 @@ def test_spark_hash_split_and_bad_rows_equal_duckdb(spark, tables, tmp_path: Pat
 
 def test_cli_fit_with_spark_matches_duckdb(spark, tables, tmp_path: Path) -> None:
     _, path = tables["pluriharms"]
-    runner = CliRunner()
     for engine in ("duckdb", "spark"):
-        result = runner.invoke(
-            app,
-            [
-                "calibrate",
-                "fit",
-                "--ratings",
-                str(path),
-                "--engine",
-                engine,
-                "--method",
-                "pebs",
-                "--out",
-                str(tmp_path / f"{engine}.parquet"),
-            ],
-        )
+        out = tmp_path / f"{engine}.parquet"
+        result = rk("calibrate", "fit", "--ratings", path, "--engine", engine, "--method", "pebs", "--out", out)
         assert result.exit_code == 0, result.output
         assert "read 14725 ratings from 100 raters" in result.stdout
     duck, spark_maps = load_maps(tmp_path / "duckdb.parquet"), load_maps(tmp_path / "spark.parquet")
@@ -126,20 +111,7 @@ def test_cli_fit_with_spark_matches_duckdb(spark, tables, tmp_path: Path) -> Non
 
 
 def test_spark_errors_are_one_line(spark, tmp_path: Path) -> None:
-    pd.DataFrame({"rater_id": ["a"], "score": [1.0]}).to_parquet(tmp_path / "r.parquet")
-    result = CliRunner().invoke(
-        app,
-        [
-            "calibrate",
-            "fit",
-            "--ratings",
-            str(tmp_path / "r.parquet"),
-            "--engine",
-            "spark",
-            "--out",
-            str(tmp_path / "m.json"),
-        ],
-    )
-    assert result.exit_code == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "missing column(s) model_score" in lines[0], result.stderr
+    ratings = tmp_path / "r.parquet"
+    pd.DataFrame({"rater_id": ["a"], "score": [1.0]}).to_parquet(ratings)
+    result = rk("calibrate", "fit", "--ratings", ratings, "--engine", "spark", "--out", tmp_path / "m.json")
+    one_line_error(result, "missing column(s) model_score")

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
+from helpers import ENV, TINY, one_line_error, rk
 from rewardsmith.cli import app
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+# A tiny-bert run on 48 training pairs with 40 held out (its steps given apart).
+HELD_OUT_40 = ["--backbone", "tiny-bert", "--train-pairs", "48", "--eval-pairs", "40", "--quiet"]
 COMMANDS = [
     [],
     ["train"],
@@ -35,19 +36,6 @@ COMMANDS = [
     ["serve"],
     ["ensemble"],
 ]
-
-
-def rk(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV)
-
-
-def one_line_error(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.stdout, result.stderr)
-    lines = [x for x in result.stderr.strip().splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 def option_blocks(help_text: str) -> dict[str, str]:
@@ -196,22 +184,7 @@ def test_bad_config_key(tmp_path: Path) -> None:
 
 def test_train_score_and_eval_a_saved_model(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--train",
-        "synthetic/source",
-        "--backbone",
-        "tiny-bert",
-        "--max-steps",
-        "3",
-        "--train-pairs",
-        "48",
-        "--eval-pairs",
-        "40",
-        "--quiet",
-        "--out",
-        str(run),
-    )
+    result = rk("train", "--train", "synthetic/source", *HELD_OUT_40, "--max-steps", "3", "--out", run)
     assert result.exit_code == 0, result.output
     for name in (
         "manifest.json",
@@ -289,22 +262,8 @@ def test_validation_split_and_per_pair_scores(tmp_path: Path) -> None:
         "train_fraction 0.9 + data.val_fraction 0.2 exceed 1",
     )
     run = tmp_path / "run"
-    result = rk(
-        "train",
-        "--config",
-        str(_yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")),
-        "--backbone",
-        "tiny-bert",
-        "--max-steps",
-        "2",
-        "--train-pairs",
-        "48",
-        "--eval-pairs",
-        "40",
-        "--quiet",
-        "--out",
-        str(run),
-    )
+    config = _yaml(tmp_path, "data: {train: {name: synthetic/source}, val_fraction: 0.1}")
+    result = rk("train", "--config", config, *HELD_OUT_40, "--max-steps", "2", "--out", run)
     assert result.exit_code == 0, result.output
     metrics, scores = (json.loads((run / name).read_text()) for name in ("metrics.json", "scores.json"))
     for name in ("synthetic/source (held-out)", "synthetic/source (validation)"):
@@ -325,25 +284,7 @@ def _yaml(folder: Path, text: str) -> Path:
 def test_score_reads_prompts_as_eval_does(tmp_path: Path) -> None:
     """An HH transcript in `prompt` scores the same through `score` and through `eval --dataset file`."""
     run = tmp_path / "run"
-    assert (
-        rk(
-            "train",
-            "--train",
-            "synthetic/source",
-            "--backbone",
-            "tiny-bert",
-            "--max-steps",
-            "2",
-            "--train-pairs",
-            "32",
-            "--eval-pairs",
-            "16",
-            "--quiet",
-            "--out",
-            str(run),
-        ).exit_code
-        == 0
-    )
+    assert rk("train", "--train", "synthetic/source", *TINY, "--out", run).exit_code == 0
     rows = [
         {
             "prompt": f"\n\nHuman: question {i}?\n\nAssistant: first reply\n\nHuman: and then?\n\nAssistant:",
@@ -430,61 +371,19 @@ def test_score_with_a_rater_calibration(tmp_path: Path, rater_ratings_csv: Path)
     )
     assert result.exit_code == 0, result.output
     run = tmp_path / "run"
-    assert (
-        rk(
-            "train",
-            "--train",
-            "synthetic/source",
-            "--backbone",
-            "tiny-bert",
-            "--max-steps",
-            "2",
-            "--train-pairs",
-            "32",
-            "--eval-pairs",
-            "16",
-            "--quiet",
-            "--out",
-            str(run),
-        ).exit_code
-        == 0
-    )
+    assert rk("train", "--train", "synthetic/source", *TINY, "--out", run).exit_code == 0
     inp = tmp_path / "in.jsonl"
     inp.write_text(json.dumps({"prompt": "hi", "chosen": "hello", "rejected": "go away"}) + "\n")
     raw, cal = tmp_path / "raw.jsonl", tmp_path / "cal.jsonl"
     assert rk("score", "--model", str(run / "model"), "--input", str(inp), "--output", str(raw)).exit_code == 0
-    result = rk(
-        "score",
-        "--model",
-        str(run / "model"),
-        "--input",
-        str(inp),
-        "--output",
-        str(cal),
-        "--calibration",
-        str(maps),
-        "--rater",
-        "b",
-    )
+    calibrated = ["score", "--model", run / "model", "--input", inp, "--output", cal, "--calibration", maps]
+    result = rk(*calibrated, "--rater", "b")
     assert result.exit_code == 0, result.output
     r, c = json.loads(raw.read_text()), json.loads(cal.read_text())
     assert c["p_chosen"] == pytest.approx(r["p_chosen"])
     slope = (c["reward_chosen"] - c["reward_rejected"]) / (r["reward_chosen"] - r["reward_rejected"])
     assert 20.0 < slope < 40.0  # rater b's simulated slope is 30
-    result = rk(
-        "score",
-        "--model",
-        str(run / "model"),
-        "--input",
-        str(inp),
-        "--output",
-        str(cal),
-        "--calibration",
-        str(maps),
-        "--rater",
-        "nobody",
-        "--overwrite",
-    )
+    result = rk(*calibrated, "--rater", "nobody", "--overwrite")
     assert result.exit_code == 0 and "population map" in result.stdout
 
 

@@ -5,22 +5,16 @@ Skipped, with the reason, where Chromium or Playwright is missing."""
 
 from __future__ import annotations
 
-import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from screenshot_demo import FLAGS, chromium_path  # the browser as the README's screenshot is taken
+
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM = chromium_path()
 
 
 def _check_page(browser, page_path: Path) -> dict:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import one_line_error, rk, tiny_reward_model
 from rewardsmith.jobs.ensemble import make_ensemble
 from rewardsmith.jobs.score import score_file
 from rewardsmith.models.ensemble import EnsembleSpec, Reference, combine, scales
@@ -27,12 +28,7 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def rewardsmith_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rewardsmith.config import ModelConfig
-    from rewardsmith.models.factory import build_model, save_model
-
-    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
-    model, tok = build_model(cfg, seed=11)
-    return save_model(model, tok, tmp_path_factory.mktemp("rs") / "model", cfg)
+    return tiny_reward_model(tmp_path_factory.mktemp("rs") / "model", seed=11)
 
 
 @pytest.fixture(scope="module")
@@ -110,56 +106,41 @@ def test_a_member_on_another_scale_changes_nothing(
         assert np.abs(a[0] - b[0]).max() < 1e-9 and np.abs(a[1] - b[1]).max() < 1e-9
 
 
-def _cli(*args: str | Path):
-    from typer.testing import CliRunner
-
-    from rewardsmith.cli import app
-
-    return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def _one_line(result, *needles: str) -> None:
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-
-
 def test_bad_ensembles_end_in_one_line(tmp_path: Path, rewardsmith_model: Path, trl_chat_model: Path, files) -> None:
     reference, pairs = files
-    _one_line(
-        _cli("ensemble", "-m", rewardsmith_model, "-o", tmp_path / "one", "--reference", reference), "at least two"
+    one_line_error(
+        rk("ensemble", "-m", rewardsmith_model, "-o", tmp_path / "one", "--reference", reference), "at least two"
     )
-    _one_line(
-        _cli(
+    one_line_error(
+        rk(
             "ensemble", "-m", rewardsmith_model, "-m", tmp_path / "gone", "-o", tmp_path / "e", "--reference", reference
         ),
         "gone",
         "does not exist",
     )
-    _one_line(
-        _cli("ensemble", "-m", rewardsmith_model, "-m", trl_chat_model, "-o", tmp_path / "e", "--rule", "median"),
+    one_line_error(
+        rk("ensemble", "-m", rewardsmith_model, "-m", trl_chat_model, "-o", tmp_path / "e", "--rule", "median"),
         "median",
     )
     good = tmp_path / "good"
     make_ensemble([str(rewardsmith_model), str(trl_chat_model)], good, reference=reference, progress=False)
     # An ensemble inside an ensemble, and one whose file lists itself.
-    _one_line(_cli("ensemble", "-m", good, "-m", trl_chat_model, "-o", tmp_path / "nested"), "itself an ensemble")
+    one_line_error(rk("ensemble", "-m", good, "-m", trl_chat_model, "-o", tmp_path / "nested"), "itself an ensemble")
     spec = json.loads((good / "ensemble.json").read_text())
     spec["members"][1]["source"] = "."
     (good / "ensemble.json").write_text(json.dumps(spec))
-    _one_line(_cli("score", "-m", good, "-i", pairs, "-o", tmp_path / "s.jsonl"), "the ensemble itself")
+    one_line_error(rk("score", "-m", good, "-i", pairs, "-o", tmp_path / "s.jsonl"), "the ensemble itself")
     # A member moved away after the ensemble was made.
     moved = tmp_path / "moved"
     make_ensemble([str(rewardsmith_model), str(trl_chat_model)], moved, reference=reference, progress=False)
     spec = json.loads((moved / "ensemble.json").read_text())
     spec["members"][0]["source"] = str(tmp_path / "elsewhere")
     (moved / "ensemble.json").write_text(json.dumps(spec))
-    _one_line(_cli("score", "-m", moved, "-i", pairs, "-o", tmp_path / "s.jsonl"), "elsewhere", "does not exist")
+    one_line_error(rk("score", "-m", moved, "-i", pairs, "-o", tmp_path / "s.jsonl"), "elsewhere", "does not exist")
     # Commands that need one model say so.
     fine = tmp_path / "fine"
     make_ensemble([str(rewardsmith_model), str(trl_chat_model)], fine, reference=reference, progress=False)
-    _one_line(_cli("export", "-m", fine, "-o", tmp_path / "x"), "ensemble", "one model")
+    one_line_error(rk("export", "-m", fine, "-o", tmp_path / "x"), "ensemble", "one model")
     assert not (tmp_path / "x").exists()
 
 
@@ -299,9 +280,9 @@ def test_a_served_ensemble_answers_as_score_does_with_its_uncertainties(
 def test_bootstrap_members_train_on_resamples_of_the_pairs(tmp_path: Path) -> None:
     args = ["train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "1"]
     args += ["--train-pairs", "40", "--eval-pairs", "8", "--seed", "4", "--quiet"]
-    _one_line(_cli(*args, "--bootstrap", "--out", tmp_path / "one"), "--bootstrap needs --members")
+    one_line_error(rk(*args, "--bootstrap", "--out", tmp_path / "one"), "--bootstrap needs --members")
     out = tmp_path / "run"
-    result = _cli(*args, "--members", "2", "--bootstrap", "--out", out)
+    result = rk(*args, "--members", "2", "--bootstrap", "--out", out)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in (out / "members").iterdir()) == ["boot4", "boot5"]
     for name, seed in (("boot4", 4), ("boot5", 5)):

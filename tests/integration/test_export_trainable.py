@@ -9,11 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import rk
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -57,12 +55,12 @@ def test_a_saved_model_folder_does_not_carry_the_gguf_marker(pooling: str, tmp_p
 def test_an_exported_folder_loads_unquantised_and_trains_a_reward_trainer_step(
     gguf_marked_model: Path, tmp_path: Path
 ) -> None:
-    from datasets import Dataset
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from trl import RewardConfig, RewardTrainer
+
+    from conftest import trl_reward_trainer
 
     out = tmp_path / "hf"
-    result = CliRunner().invoke(app, ["export", "--model", str(gguf_marked_model), "--out", str(out)], env=ENV)
+    result = rk("export", "--model", gguf_marked_model, "--out", out)
     assert result.exit_code == 0, result.output
     assert "quantization_config" not in json.loads((out / "config.json").read_text())
     model = AutoModelForSequenceClassification.from_pretrained(str(out), use_safetensors=True)
@@ -71,20 +69,8 @@ def test_an_exported_folder_loads_unquantised_and_trains_a_reward_trainer_step(
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     tokenizer.eos_token = tokenizer.sep_token  # the tiny backbone's (MiniLM) tokenizer has none; TRL appends one
     rows = [{"prompt": f"question {i}?", "chosen": f" a good answer {i}", "rejected": " no"} for i in range(4)]
-    args = RewardConfig(
-        output_dir=str(tmp_path / "trainer"),
-        max_steps=1,
-        per_device_train_batch_size=4,
-        report_to="none",
-        use_cpu=True,
-        save_strategy="no",
-        learning_rate=1e-3,
-        max_length=64,
-        disable_tqdm=True,
-        logging_strategy="no",
-    )
     before = model.score.weight.detach().clone()
-    trainer = RewardTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows), processing_class=tokenizer)
+    trainer = trl_reward_trainer(model, tokenizer, rows, tmp_path, max_steps=1, max_length=64)
     trainer.train()
     assert trainer.state.global_step == 1
     assert not torch.equal(model.score.weight.detach(), before)  # the step changed the weights

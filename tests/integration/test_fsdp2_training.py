@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
-from test_sharded_training import SCRIPT, _assert_matches, _launch, _outputs, _trained
+from test_sharded_training import _assert_matches, _launch, _outputs, _trained
 
 
 @pytest.mark.slow
@@ -106,12 +105,10 @@ def test_the_fsdp2_model_folder_loads_in_transformers_with_the_same_rewards(fsdp
     reward margins the trained model gave in memory, one text at a time without padding."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from helpers import easy_pairs
     from rewardsmith.data.templates import make_encoder
     from rewardsmith.evaluate.scoring import encode_pair_texts
     from rewardsmith.jobs.export import run_export
-
-    sys.path.insert(0, str(SCRIPT.parent))
-    from ddp_train import pairs
 
     trained = _outputs(fsdp2 / "clean", 2)["now"]  # ddp_train.py's held-out margins, chosen - rejected
     # The text format it trained with (MiniLM's tokenizer has no chat template); the export's tokenizer carries
@@ -122,7 +119,7 @@ def test_the_fsdp2_model_folder_loads_in_transformers_with_the_same_rewards(fsdp
         model = AutoModelForSequenceClassification.from_pretrained(str(folder), dtype=torch.float32).eval()
         assert type(model).__name__ == "LlamaForSequenceClassification"
         encoder = make_encoder(AutoTokenizer.from_pretrained(str(folder)), "plain", 32, 8)
-        texts = encode_pair_texts(encoder, pairs(96)[64:])
+        texts = encode_pair_texts(encoder, easy_pairs(96)[64:])
         with torch.no_grad():
             rewards = torch.tensor([float(model(input_ids=torch.tensor([t.input_ids])).logits[0, 0]) for t in texts])
         margins = rewards[0::2] - rewards[1::2]

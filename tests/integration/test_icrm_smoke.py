@@ -4,15 +4,13 @@ score with a demonstrations file, and run a few GRPO steps with the ICRM reward 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from typer.testing import CliRunner
 
+from helpers import clean_killed_resumed
 from rewardsmith.data.sources import find_data_dir
 from rewardsmith.icrm.config import ICRMRunConfig
 from rewardsmith.icrm.protocols import PROTOCOLS
@@ -155,21 +153,10 @@ def test_icrm_kill9_then_resume_gives_bit_identical_heads(tmp_path: Path) -> Non
     from rewardsmith.config import dump_yaml
 
     cfg_path.write_text(dump_yaml(_tiny_cfg()))
-    args = [sys.executable, "-m", "rewardsmith.cli", "icrm", "train", "-c", str(cfg_path), "--quiet"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stderr
-    killed = subprocess.run(
-        [*args, "--out", str(tmp_path / "killed")],
-        env={**env, KILL_AFTER_STEP_ENV: "13"},
-        capture_output=True,
-        text=True,
-    )
-    assert killed.returncode == -9
-    resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
-    assert json.loads((tmp_path / "killed" / "metrics.json").read_text())["resumed_from_step"] == 10
-    a, b = _heads(tmp_path / "clean"), _heads(tmp_path / "killed")
+    args = ["icrm", "train", "-c", cfg_path, "--quiet"]
+    clean, killed = clean_killed_resumed(args, tmp_path, {KILL_AFTER_STEP_ENV: "13"})
+    assert json.loads((killed / "metrics.json").read_text())["resumed_from_step"] == 10
+    a, b = _heads(clean), _heads(killed)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 

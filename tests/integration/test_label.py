@@ -5,52 +5,19 @@ or soft, with stated noise; a kill -9 and a rerun give the same file; bad input 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import one_line_error, rk, run_cli, tiny_reward_model
 
 pytestmark = pytest.mark.slow  # whole commands on tiny models
-
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
-
-
-def _run(args: list[str | Path], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rewardsmith.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **ENV, **(env or {})},
-        timeout=600,
-    )
-
-
-def _one_line(result, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.fixture(scope="module")
 def gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rewardsmith.config import ModelConfig
-    from rewardsmith.models.factory import build_model, save_model
-
-    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
-    model, tok = build_model(cfg, seed=7)
-    return save_model(model, tok, tmp_path_factory.mktemp("gold") / "model", cfg)
+    return tiny_reward_model(tmp_path_factory.mktemp("gold") / "model", seed=7)
 
 
 @pytest.fixture(scope="module")
@@ -146,12 +113,12 @@ def test_a_killed_labelling_resumes_to_the_same_file_and_a_changed_gold_is_refus
 ) -> None:
     whole = tmp_path / "whole"
     args = ["label", "--gold", gold, "--input", completions, "--chunk", "5", "-q"]
-    assert _run([*args, "--out", whole]).returncode == 0
+    assert run_cli([*args, "--out", whole]).returncode == 0
     killed = tmp_path / "killed"
-    first = _run([*args, "--out", killed], {"REWARDSMITH_FAULT_KILL_AFTER_CHUNK": "2"})
+    first = run_cli([*args, "--out", killed], {"REWARDSMITH_FAULT_KILL_AFTER_CHUNK": "2"})
     assert first.returncode == -9, first.stderr[-2000:]
     assert len((killed / "rewards.jsonl").read_text().splitlines()) == 2 and not (killed / "pairs.jsonl").exists()
-    second = _run([*args, "--out", killed])
+    second = run_cli([*args, "--out", killed])
     assert second.returncode == 0, second.stderr[-2000:]
     assert (killed / "pairs.jsonl").read_text() == (whole / "pairs.jsonl").read_text()
     # The gold retrained in place: the finished run is not reported as done, it is refused.
@@ -165,24 +132,30 @@ def test_a_killed_labelling_resumes_to_the_same_file_and_a_changed_gold_is_refus
     out = tmp_path / "g"
     assert rk("label", "--gold", heads, "--input", completions, "--out", out, "-q").exit_code == 0
     save_file({k: v + 1 for k, v in tensors.items()}, str(heads / "heads.safetensors"))
-    _one_line(rk("label", "--gold", heads, "--input", completions, "--out", out, "-q"), "other inputs", "gold")
+    one_line_error(rk("label", "--gold", heads, "--input", completions, "--out", out, "-q"), "other inputs", "gold")
 
 
 def test_bad_label_input_is_one_line(gold: Path, completions: Path, tmp_path: Path) -> None:
-    _one_line(rk("label", "--input", completions, "--out", tmp_path / "a"), "--gold")
-    _one_line(rk("label", "--gold", gold, "--input", tmp_path / "none.jsonl", "--out", tmp_path / "b"), "not found")
+    one_line_error(rk("label", "--input", completions, "--out", tmp_path / "a"), "--gold")
+    one_line_error(
+        rk("label", "--gold", gold, "--input", tmp_path / "none.jsonl", "--out", tmp_path / "b"), "not found"
+    )
     pairs = tmp_path / "p.jsonl"
     pairs.write_text(json.dumps({"prompt": "q", "chosen": "a", "rejected": "b"}) + "\n")
-    _one_line(
+    one_line_error(
         rk("label", "--gold", gold, "--input", pairs, "--pairs-per-prompt", "2", "--out", tmp_path / "c"),
         "--pairs-per-prompt",
         "pairs",
     )
-    _one_line(rk("label", "--gold", gold, "--input", completions, "--noise", "0.5", "--out", tmp_path / "d"), "0.5")
+    one_line_error(
+        rk("label", "--gold", gold, "--input", completions, "--noise", "0.5", "--out", tmp_path / "d"), "0.5"
+    )
     one = tmp_path / "one.jsonl"
     one.write_text(json.dumps({"prompt": "q", "responses": ["only"]}) + "\n")
-    _one_line(rk("label", "--gold", gold, "--input", one, "--out", tmp_path / "e"), "one.jsonl", "row 1", "fewer")
-    _one_line(rk("label", "--gold", tmp_path / "nogold", "--input", completions, "--out", tmp_path / "f"), "nogold")
+    one_line_error(rk("label", "--gold", gold, "--input", one, "--out", tmp_path / "e"), "one.jsonl", "row 1", "fewer")
+    one_line_error(
+        rk("label", "--gold", tmp_path / "nogold", "--input", completions, "--out", tmp_path / "f"), "nogold"
+    )
     for name in "abcde":
         assert not (tmp_path / name).exists(), name  # nothing written before the input was read
 
@@ -204,10 +177,10 @@ def test_sample_writes_what_bon_reads_and_resumes(tmp_path: Path, chat_tokenizer
     prompts.write_text("".join(json.dumps({"prompt": f"question {i}?"}) + "\n" for i in range(4)))
     args = ["sample", "--policy", policy, "--prompts", prompts, "--n", "3", "--max-new-tokens", "6", "-q"]
     whole = tmp_path / "whole"
-    assert _run([*args, "--out", whole]).returncode == 0
+    assert run_cli([*args, "--out", whole]).returncode == 0
     killed = tmp_path / "killed"
-    assert _run([*args, "--out", killed], {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"}).returncode == -9
-    assert _run([*args, "--out", killed]).returncode == 0
+    assert run_cli([*args, "--out", killed], {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"}).returncode == -9
+    assert run_cli([*args, "--out", killed]).returncode == 0
     assert (killed / "samples.jsonl").read_text() == (whole / "samples.jsonl").read_text()
     lines = [json.loads(x) for x in (whole / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and all(len(x["responses"]) == 3 and x["prompt"] for x in lines)
@@ -228,5 +201,5 @@ def test_a_spurious_feature_decides_the_stated_share_of_labels(gold: Path, compl
     assert rk(*args, "--spurious-rate", "0.5", "--out", half, "-q").exit_code == 0
     metrics = json.loads((half / "metrics.json").read_text())
     assert 0 < metrics["decided_by_spurious"] < len(unequal)
-    _one_line(rk("label", "--gold", gold, "--input", completions, "--spurious", "shorter", "--out", tmp_path / "x"),
-              "--spurious-rate")  # fmt: skip
+    args = ["label", "--gold", gold, "--input", completions, "--spurious", "shorter", "--out", tmp_path / "x"]
+    one_line_error(rk(*args), "--spurious-rate")

@@ -12,16 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import one_line_error, rk, tiny_reward_model
 from rewardsmith.errors import ConfigError, RunFolderError
 from rewardsmith.io.runfolder import RunFolder
 
 pytestmark = pytest.mark.slow  # whole commands on tiny models
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 PAIRS = [
     {
         "prompt": f"How should I store bread, question {i}?",
@@ -30,32 +27,6 @@ PAIRS = [
     }
     for i in range(12)
 ]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
-
-
-def _one_line(result, *needles: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
-def _save_tiny(folder: Path, seed: int, poison: float | None = None) -> Path:
-    """A tiny rewardsmith reward model; `poison`: its head's weights set to this value (NaN: every reward NaN)."""
-    from rewardsmith.config import ModelConfig
-    from rewardsmith.models.factory import build_model, save_model
-
-    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
-    model, tok = build_model(cfg, seed=seed)
-    if poison is not None:
-        with torch.no_grad():
-            model.head.weight.fill_(poison)
-    return save_model(model, tok, folder, cfg)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +38,7 @@ def pairs_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def nan_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _save_tiny(tmp_path_factory.mktemp("nan") / "model", 3, poison=float("nan"))
+    return tiny_reward_model(tmp_path_factory.mktemp("nan") / "model", 3, poison=float("nan"))
 
 
 # ------------------------------------------------------------------------------------------------ non-finite
@@ -77,9 +48,9 @@ def test_a_nan_reward_is_an_error_naming_its_row_in_score_and_eval(
     nan_model: Path, pairs_file: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "scores.jsonl"
-    _one_line(rk("score", "-m", nan_model, "-i", pairs_file, "-o", out), "pairs.jsonl", "row 1", "chosen", "nan")
+    one_line_error(rk("score", "-m", nan_model, "-i", pairs_file, "-o", out), "pairs.jsonl", "row 1", "chosen", "nan")
     assert not out.exists()
-    line = _one_line(
+    line = one_line_error(
         rk("eval", "--model", nan_model, "--dataset", "file", "--path", pairs_file, "--out", tmp_path / "e"),
         "pair 1",
         "nan",
@@ -90,14 +61,14 @@ def test_a_nan_reward_is_an_error_naming_its_row_in_score_and_eval(
 def test_an_overflowing_ensemble_lambda_is_refused(tmp_path: Path, pairs_file: Path) -> None:
     from rewardsmith.jobs.ensemble import make_ensemble
 
-    a, b = _save_tiny(tmp_path / "a" / "model", 1), _save_tiny(tmp_path / "b" / "model", 2)
+    a, b = tiny_reward_model(tmp_path / "a" / "model", 1), tiny_reward_model(tmp_path / "b" / "model", 2)
     ens = tmp_path / "ens"
     make_ensemble([str(a), str(b)], ens, "uwo", 1.0, pairs_file, progress=False)
     spec = json.loads((ens / "ensemble.json").read_text())
     (ens / "ensemble.json").write_text(json.dumps({**spec, "lambda": 1e308}))
-    _one_line(rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "lambda", "1e+308")
+    one_line_error(rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "lambda", "1e+308")
     (ens / "ensemble.json").write_text(json.dumps({**spec, "lamda": 5}))
-    _one_line(rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "unknown key 'lamda'")
+    one_line_error(rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "unknown key 'lamda'")
 
 
 def test_the_server_answers_422_for_a_nan_text_and_the_others_in_its_round(nan_model: Path, tmp_path: Path) -> None:
@@ -108,7 +79,7 @@ def test_the_server_answers_422_for_a_nan_text_and_the_others_in_its_round(nan_m
     from rewardsmith.serve.app import build_app
     from rewardsmith.serve.config import ServeConfig
 
-    healthy = _save_tiny(tmp_path / "ok" / "model", 4)
+    healthy = tiny_reward_model(tmp_path / "ok" / "model", 4)
 
     async def ask(model: Path, bodies: list[dict]) -> list[httpx.Response]:
         application = build_app(model, ServeConfig(max_wait_ms=50.0))
@@ -145,7 +116,7 @@ def test_an_ensemble_refuses_a_member_changed_since_and_reads_relative_members_b
     from rewardsmith.jobs.ensemble import make_ensemble
 
     root = tmp_path / "root"
-    a, b = _save_tiny(root / "a", 1), _save_tiny(root / "b", 2)
+    a, b = tiny_reward_model(root / "a", 1), tiny_reward_model(root / "b", 2)
     ens = root / "ens"
     make_ensemble([str(a), str(b)], ens, reference=pairs_file, progress=False)
     spec = json.loads((ens / "ensemble.json").read_text())
@@ -161,13 +132,15 @@ def test_an_ensemble_refuses_a_member_changed_since_and_reads_relative_members_b
     assert again.exit_code == 0, again.output
     assert (tmp_path / "again.jsonl").read_text() == (tmp_path / "first.jsonl").read_text()
     alone = tmp_path / "alone"
-    _save_tiny(alone / "a", 9)
-    _save_tiny(alone / "b", 2)
+    tiny_reward_model(alone / "a", 9)
+    tiny_reward_model(alone / "b", 2)
     shutil.copytree(ens, alone / "ens")
     cwd = os.getcwd()
     try:
         os.chdir(root / "a")  # where ../a, read against the working directory, would be the original member
-        _one_line(rk("score", "-m", alone / "ens", "-i", pairs_file, "-o", tmp_path / "x.jsonl"), "../a", "changed")
+        one_line_error(
+            rk("score", "-m", alone / "ens", "-i", pairs_file, "-o", tmp_path / "x.jsonl"), "../a", "changed"
+        )
     finally:
         os.chdir(cwd)
 
@@ -177,7 +150,9 @@ def test_an_ensemble_refuses_a_member_changed_since_and_reads_relative_members_b
     heads = a / "heads.safetensors"
     tensors = {k: v * 100 for k, v in load_file(str(heads)).items()}
     save_file(tensors, str(heads))
-    _one_line(rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "member ../a changed", "ensemble")
+    one_line_error(
+        rk("score", "-m", ens, "-i", pairs_file, "-o", tmp_path / "s.jsonl"), "member ../a changed", "ensemble"
+    )
 
 
 # ------------------------------------------------------------------------------------------------ reruns
@@ -192,7 +167,7 @@ def test_a_training_file_edited_in_place_is_not_reported_as_the_finished_run(tmp
     assert "already holds this finished run" in rk(*args, "--out", out).output
     swapped = [{**r, "chosen": r["rejected"], "rejected": r["chosen"]} for r in PAIRS * 3]
     data.write_text("".join(json.dumps(r) + "\n" for r in swapped))
-    _one_line(rk(*args, "--out", out), "other inputs", "pairs.jsonl", "changed since")
+    one_line_error(rk(*args, "--out", out), "other inputs", "pairs.jsonl", "changed since")
     # eval of a model retrained in place: the same.
     model = out / "model"
     ev = ["eval", "--model", model, "--dataset", "file", "--path", data, "--out", tmp_path / "ev"]
@@ -201,7 +176,7 @@ def test_a_training_file_edited_in_place_is_not_reported_as_the_finished_run(tmp
     from safetensors.torch import load_file, save_file
 
     save_file({k: v + 1 for k, v in load_file(str(heads)).items()}, str(heads))
-    _one_line(rk(*ev), "other inputs", "model")
+    one_line_error(rk(*ev), "other inputs", "model")
 
 
 def test_train_members_refuses_a_folder_holding_someone_elses_files(tmp_path: Path) -> None:
@@ -210,7 +185,7 @@ def test_train_members_refuses_a_folder_holding_someone_elses_files(tmp_path: Pa
     (out / "notes.txt").write_text("not rewardsmith's")
     args = ["train", "--train", "synthetic/source", "--backbone", "tiny-bert", "--max-steps", "1"]
     args += ["--train-pairs", "16", "--eval-pairs", "8", "--members", "2", "--quiet", "--out", out]
-    _one_line(rk(*args), "not empty", "holds no rewardsmith run")
+    one_line_error(rk(*args), "not empty", "holds no rewardsmith run")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
@@ -250,7 +225,7 @@ def test_input_digests_follow_content_not_names(tmp_path: Path) -> None:
 
     data = tmp_path / "data.jsonl"
     data.write_text("a\n")
-    model = _save_tiny(tmp_path / "m", 1)
+    model = tiny_reward_model(tmp_path / "m", 1)
     first = input_digests({"data": {"path": str(data)}, "models": [str(model), "hub/id"], "seed": 1})
     assert set(first) == {"data.path", "models[0]"}
     copy = tmp_path / "copy.jsonl"

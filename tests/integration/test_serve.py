@@ -29,13 +29,11 @@ from typing import Any
 
 import httpx
 import pytest
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app as cli_app
+from helpers import ENV, rk, tiny_reward_model
 from rewardsmith.serve.app import bind_socket, build_app, make_server
 from rewardsmith.serve.config import ServeConfig
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
 TOL = 1e-5
 WORDS = [
     "the",
@@ -66,10 +64,6 @@ WORDS = [
     "morning",
     "tide",
 ]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(cli_app, [str(a) for a in args], env=ENV)
 
 
 def _sentence(rng: random.Random, lo: int, hi: int) -> str:
@@ -211,12 +205,7 @@ def one_line_error(response: httpx.Response, status: int, *needles: str) -> str:
 
 @pytest.fixture(scope="module")
 def bt_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rewardsmith.config import ModelConfig
-    from rewardsmith.models.factory import build_model, save_model
-
-    cfg = ModelConfig(backbone="tiny-bert", max_length=48, min_prompt_tokens=8)
-    model, tok = build_model(cfg, seed=3)
-    return save_model(model, tok, tmp_path_factory.mktemp("bt") / "model", cfg)
+    return tiny_reward_model(tmp_path_factory.mktemp("bt") / "model", seed=3)
 
 
 @pytest.fixture(scope="module")

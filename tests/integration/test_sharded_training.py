@@ -41,7 +41,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import launcher
@@ -194,13 +193,11 @@ def test_a_killed_two_gpu_run_resumes_to_the_same_weights(tmp_path: Path, config
 def test_skeleton_rebuilds_a_plain_module_that_scores_as_the_original(lora: int) -> None:
     """The structure taken before prepare() (parameters on the meta device) plus whole weights gives back the
     module: same outputs bit for bit, its own storage, the non-persistent buffers (BERT's position ids) back."""
+    from helpers import easy_pairs
     from rewardsmith.config import LoraSettings, ModelConfig
     from rewardsmith.evaluate.scoring import score_pairs
     from rewardsmith.models.factory import build_reward_model
     from rewardsmith.train.sharding import Skeleton
-
-    sys.path.insert(0, str(SCRIPT.parent))
-    from ddp_train import pairs
 
     cfg = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, lora=LoraSettings(r=lora, alpha=8))
     model, tokenizer = build_reward_model(cfg, seed=0)
@@ -216,7 +213,7 @@ def test_skeleton_rebuilds_a_plain_module_that_scores_as_the_original(lora: int)
     assert all(a.data_ptr() != b.data_ptr() for a, b in zip(rebuilt.parameters(), model.parameters(), strict=True))
     extra = [n for n, _ in model.named_buffers() if n not in model.state_dict()]
     assert extra and all(torch.equal(rebuilt.get_buffer(n), model.get_buffer(n)) for n in extra)
-    held = pairs(20)
+    held = easy_pairs(20)
     for want, got in zip(
         score_pairs(model, tokenizer, held, 32, 8), score_pairs(rebuilt, tokenizer, held, 32, 8), strict=True
     ):

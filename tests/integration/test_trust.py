@@ -14,22 +14,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from rewardsmith.cli import app
+from helpers import ENV, TINY, ok, rk
 from rewardsmith.io.runfolder import RunFolder
 
-ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-TINY = ["--backbone", "tiny-bert", "--max-steps", "2", "--train-pairs", "32", "--eval-pairs", "16", "--quiet"]
 PAIRS = [{"prompt": f"question {i}", "chosen": f"a kind answer {i}", "rejected": f"no {i}"} for i in range(24)]
-
-
-def rk(*args: str | Path):
-    return CliRunner().invoke(app, [str(a) for a in args], env=ENV)
-
-
-def ok(result) -> None:
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
 
 
 def snapshot(root: Path) -> dict[str, bytes]:

@@ -66,20 +66,26 @@ RB1_REWARDS = {
 }
 
 
-def write_reward_bench(data_dir: Path, rows: Sequence[tuple[str, int, str, str]] = tuple(RB1_ROWS)) -> Path:
-    records = [
-        {
-            "prompt": f"prompt {i}",
-            "chosen": c,
-            "chosen_model": "m-a",
-            "rejected": r,
-            "rejected_model": "m-b",
-            "subset": s,
-            "id": i,
-        }
-        for s, i, c, r in rows
-    ]
-    return write_parquet(data_dir / "reward-bench" / "data" / "filtered-00000-of-00001.parquet", records)
+def rb1_row(subset: str, row_id: int, chosen: str, rejected: str, prompt: str = "") -> dict[str, Any]:
+    """A RewardBench row (prompt "prompt <id>" unless given)."""
+    return {
+        "prompt": prompt or f"prompt {row_id}",
+        "chosen": chosen,
+        "chosen_model": "m-a",
+        "rejected": rejected,
+        "rejected_model": "m-b",
+        "subset": subset,
+        "id": row_id,
+    }
+
+
+def write_reward_bench(
+    data_dir: Path, rows: Sequence[tuple[str, int, str, str]] = tuple(RB1_ROWS), more: Sequence[dict[str, Any]] = ()
+) -> list[dict[str, Any]]:
+    """Writes the RewardBench release of `rows` (rb1_row's arguments), then the records `more`; returns its records."""
+    records = [rb1_row(*row) for row in rows] + list(more)
+    write_parquet(data_dir / "reward-bench" / "data" / "filtered-00000-of-00001.parquet", records)
+    return records
 
 
 # ---------------------------------------------------------------------------------------------- RewardBench 2

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from typer.testing import CliRunner
 
+from helpers import rk
 from rewardsmith.calibrate import PEBS, create_calibrator, load_maps, rater_stats
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, RatingsSource
 from rewardsmith.calibrate.engines import (
@@ -33,7 +33,6 @@ from rewardsmith.calibrate.engines import (
 from rewardsmith.calibrate.estimators import shared_params
 from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
-from rewardsmith.cli import app
 from rewardsmith.errors import ConfigError, DataError, UnknownNameError
 
 MOMENTS = ("n", "mean_r", "mean_s", "sxx", "sxy", "syy")
@@ -271,29 +270,15 @@ def test_what_the_engines_do_not_serve_is_a_config_error(tmp_path: Path, frame: 
 
 
 def test_cli_fit_with_duckdb_engine(tmp_path: Path, frame: pd.DataFrame) -> None:
-    frame.to_parquet(tmp_path / "r.parquet")
-    runner = CliRunner()
+    ratings = tmp_path / "r.parquet"
+    frame.to_parquet(ratings)
     for engine in ("memory", "duckdb"):
-        result = runner.invoke(
-            app,
-            [
-                "calibrate",
-                "fit",
-                "--ratings",
-                str(tmp_path / "r.parquet"),
-                "--engine",
-                engine,
-                "--out",
-                str(tmp_path / f"{engine}.json"),
-            ],
-        )
+        result = rk("calibrate", "fit", "--ratings", ratings, "--engine", engine, "--out", tmp_path / f"{engine}.json")
         assert result.exit_code == 0, result.output
     memory, duck = load_maps(tmp_path / "memory.json"), load_maps(tmp_path / "duckdb.json")
     np.testing.assert_allclose(duck.slope, memory.slope, rtol=1e-9)
     assert f"read {len(frame)} ratings from 60 raters" in result.stdout
-    bad = runner.invoke(
-        app, ["calibrate", "fit", "--ratings", "pluriharms", "--engine", "duckdb", "--out", str(tmp_path / "x.json")]
-    )
+    bad = rk("calibrate", "fit", "--ratings", "pluriharms", "--engine", "duckdb", "--out", tmp_path / "x.json")
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "named ratings source" in bad.stderr
 
 

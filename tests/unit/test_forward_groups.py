@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import pytest
 import torch
-from test_trainer import Stop, easy_pairs, stop_after
+from test_trainer import Stop, stop_after
 
+from helpers import easy_pairs
 from rewardsmith.config import ModelConfig, TrainConfig
 from rewardsmith.data.collate import (
     collate_pairs,

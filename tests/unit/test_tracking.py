@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 import time
@@ -17,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
+from helpers import easy_pairs
 from rewardsmith.config import ModelConfig, TrainConfig
-from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.errors import ConfigError
 from rewardsmith.models import build_reward_model
 from rewardsmith.train.tracking import (
@@ -34,26 +33,11 @@ from rewardsmith.train.trainer import CHECKPOINT_DIR, KILL_AFTER_STEP_ENV, LOG_F
 
 torch.set_num_threads(1)
 MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
-GOOD = ["helpful", "clear", "accurate", "kind"]
-BAD = ["rude", "wrong", "vague", "lazy"]
 STEPS = 8  # 64 pairs, batch 8, one epoch
 
 
 class Stop(Exception):
     """Raised by an on_step hook: the run stops as a kill would (the last checkpoint stays)."""
-
-
-def pairs(n: int = 64) -> list[PreferencePair]:
-    rng = random.Random(0)
-    return [
-        PreferencePair(
-            user_prompt(f"question {i}"),
-            " ".join(rng.choices(GOOD, k=rng.randint(2, 6))),
-            " ".join(rng.choices(BAD, k=rng.randint(2, 6))),
-            pair_id=str(i),
-        )
-        for i in range(n)
-    ]
 
 
 def train(run_dir: Path, stop_at: int | None = None, **overrides: object) -> None:
@@ -66,7 +50,7 @@ def train(run_dir: Path, stop_at: int | None = None, **overrides: object) -> Non
         if end.step == stop_at:
             raise Stop
 
-    train_pairs(model, tok, pairs(), cfg, MODEL_CFG, run_dir, on_step=[stop] if stop_at else [])
+    train_pairs(model, tok, easy_pairs(64), cfg, MODEL_CFG, run_dir, on_step=[stop] if stop_at else [])
 
 
 def log_rows(run_dir: Path) -> list[dict[str, float]]:
@@ -141,10 +125,16 @@ def test_a_missing_tracker_package_fails_before_training_in_one_line(tmp_path: P
 _TENSORBOARD_RUN = """
 import sys
 from pathlib import Path
-sys.path.insert(0, {tests!r})
+sys.path[:0] = [{tests!r}, {helpers!r}]
 from test_tracking import train
 train(Path(sys.argv[1]), report_to="tensorboard")
 """
+
+
+def _tensorboard_run() -> str:
+    """_TENSORBOARD_RUN importing from this folder and from tests/ (helpers.py)."""
+    here = Path(__file__).resolve().parent
+    return _TENSORBOARD_RUN.format(tests=str(here), helpers=str(here.parent))
 
 
 @pytest.mark.slow
@@ -154,7 +144,7 @@ def test_a_killed_run_resumes_the_same_tensorboard_run(tmp_path: Path) -> None:
     step 7 of the killed attempt, hidden by purge_step."""
     pytest.importorskip("tensorboard")
     run = tmp_path / "run"
-    script = _TENSORBOARD_RUN.format(tests=str(Path(__file__).parent))
+    script = _tensorboard_run()
     env = {**os.environ, "OMP_NUM_THREADS": "1", KILL_AFTER_STEP_ENV: "7"}
     killed = subprocess.run([sys.executable, "-c", script, str(run)], env=env, capture_output=True, text=True)
     assert killed.returncode == -9, killed.stderr[-2000:]
@@ -224,7 +214,7 @@ def test_under_two_processes_only_the_main_process_logs(tmp_path: Path) -> None:
     runs it): one event file, the steps of log.jsonl once each."""
     pytest.importorskip("tensorboard")
     script = tmp_path / "launch_tracked.py"
-    script.write_text(_TENSORBOARD_RUN.format(tests=str(Path(__file__).parent)))
+    script.write_text(_tensorboard_run())
     accelerate = Path(sys.executable).with_name("accelerate")
     cmd = [
         str(accelerate),

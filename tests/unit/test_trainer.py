@@ -4,38 +4,19 @@ training, pickle-free checkpoints."""
 from __future__ import annotations
 
 import json
-import os
-import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from helpers import clean_killed_resumed, easy_pairs
 from rewardsmith.config import ModelConfig, TrainConfig
-from rewardsmith.data.schema import PreferencePair, user_prompt
 from rewardsmith.evaluate.scoring import score_pairs
 from rewardsmith.models import build_reward_model
 from rewardsmith.train.trainer import CHECKPOINT_DIR, KILL_AFTER_STEP_ENV, StepEnd, Trainer, swap_decision, train_pairs
 
 torch.set_num_threads(1)
-GOOD = ["helpful", "clear", "accurate", "kind", "detailed", "careful", "honest"]
-BAD = ["rude", "wrong", "vague", "lazy", "useless", "sloppy", "false"]
-
-
-def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
-    rng = random.Random(seed)
-    return [
-        PreferencePair(
-            user_prompt(f"question {i} about {rng.choice(GOOD + BAD)}"),
-            " ".join(rng.choices(GOOD, k=rng.randint(2, 8))),
-            " ".join(rng.choices(BAD, k=rng.randint(2, 8))),
-            pair_id=str(i),
-        )
-        for i in range(n)
-    ]
 
 
 MODEL_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8)
@@ -153,9 +134,6 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
         )
     )
     args = [
-        sys.executable,
-        "-m",
-        "rewardsmith.cli",
         "train",
         "--train",
         "file",
@@ -175,26 +153,18 @@ def test_kill9_mid_epoch_then_resume_gives_same_weights(tmp_path) -> None:
         "2",
         "--quiet",
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    clean = subprocess.run([*args, "--out", str(tmp_path / "clean")], env=env, capture_output=True, text=True)
-    assert clean.returncode == 0, clean.stderr
-    killed = subprocess.run(
-        [*args, "--out", str(tmp_path / "killed")],
-        env={**env, KILL_AFTER_STEP_ENV: "7"},
-        capture_output=True,
-        text=True,
-    )
-    assert killed.returncode == -9
-    assert (tmp_path / "killed" / CHECKPOINT_DIR).exists()
-    resumed = subprocess.run([*args, "--out", str(tmp_path / "killed")], env=env, capture_output=True, text=True)
-    assert resumed.returncode == 0, resumed.stderr
-    metrics = json.loads((tmp_path / "killed" / "metrics.json").read_text())
+
+    def checkpointed(run: Path) -> None:
+        assert (run / CHECKPOINT_DIR).exists()
+
+    clean, killed = clean_killed_resumed(args, tmp_path, {KILL_AFTER_STEP_ENV: "7"}, after_kill=checkpointed)
+    metrics = json.loads((killed / "metrics.json").read_text())
     assert metrics["train"]["resumed_from_step"] == 6
-    a = load_file(str(tmp_path / "clean" / "model" / "model.safetensors"))
-    b = load_file(str(tmp_path / "killed" / "model" / "model.safetensors"))
+    a = load_file(str(clean / "model" / "model.safetensors"))
+    b = load_file(str(killed / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    ha = load_file(str(tmp_path / "clean" / "model" / "heads.safetensors"))["head.weight"]
-    hb = load_file(str(tmp_path / "killed" / "model" / "heads.safetensors"))["head.weight"]
+    ha = load_file(str(clean / "model" / "heads.safetensors"))["head.weight"]
+    hb = load_file(str(killed / "model" / "heads.safetensors"))["head.weight"]
     assert torch.equal(ha, hb)
 
 

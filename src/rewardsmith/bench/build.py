@@ -3,7 +3,8 @@ format), grouping rows by subset, pairwise measures (credit per row, the pairs b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -11,7 +12,7 @@ import numpy as np
 
 from rewardsmith.bench.measures import Composite, Units
 from rewardsmith.bench.metrics import strict_correct
-from rewardsmith.bench.release import Column, hub_rows, open_hub, read_release, release_files
+from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds, hub_rows, open_hub, read_release, release_files
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import LoadRequest, Measure, PairView, measure_key
 from rewardsmith.errors import DataError
@@ -19,6 +20,9 @@ from rewardsmith.evaluate.metrics import pairwise_correct
 
 # Checked rows of a release, (file or hub id, 1-based row number, record), and the sources they come from.
 RowSource: TypeAlias = tuple[Iterator[tuple[Any, int, dict[str, Any]]], list[str]]
+# A suite's reading of one checked record (file or hub id, 1-based row number, record): its BenchRow (the release's
+# own id, made unique on admission), or the reason it is dropped; DataError for a record that is wrong.
+RowOf: TypeAlias = Callable[[Any, int, dict[str, Any]], BenchRow | str]
 
 
 def rows_by_subset(data: SuiteData) -> dict[str, list[int]]:
@@ -120,3 +124,45 @@ def release_rows(
 def missing_release(suite: str, folder: Path, what: str, hub_id: str) -> Missing:
     """The note of an absent release: 'missing: put the <hub id> release folder (<what>) at <folder>'."""
     return Missing(suite, f"missing: put the {hub_id} release folder ({what}) at {folder}", str(folder))
+
+
+def add_rows(
+    data: SuiteData,
+    rows: Iterable[tuple[Any, int, dict[str, Any]]],
+    row_of: RowOf,
+    limit: SubsetLimit,
+    unique: UniqueIds,
+) -> None:
+    """Reads `rows` into data: each record counted in data.read, then read by row_of (a reason: counted under
+    data.dropped); a row is kept when `limit` admits its subset, its id made unique by `unique` (both may be shared
+    by several calls: the sets of one suite)."""
+    for where, row_no, record in rows:
+        data.read += 1
+        row = row_of(where, row_no, record)
+        if isinstance(row, str):
+            data.drop(row)
+        elif limit.admit(row.subset):
+            data.rows.append(dataclasses.replace(row, row_id=unique(row.row_id)))
+
+
+def load_release(
+    request: LoadRequest,
+    suite: str,
+    folders: Sequence[Path],
+    columns: Sequence[Column],
+    row_of: RowOf,
+    *,
+    hub_id: str,
+    split: str,
+    what: str,
+    patterns: Sequence[str] = ("*",),
+) -> SuiteData | Missing:
+    """A one-release suite's data: the release's rows (release_rows, which says where they are looked for) read by
+    row_of (add_rows), at most request.limit per subset; Missing when the release is absent."""
+    source = release_rows(request, suite, folders, columns, hub_id=hub_id, split=split, what=what, patterns=patterns)
+    if isinstance(source, Missing):
+        return source
+    rows, sources = source
+    data = SuiteData(suite, [], sources)
+    add_rows(data, rows, row_of, SubsetLimit(request.limit), UniqueIds())
+    return data

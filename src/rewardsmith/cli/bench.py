@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import typing
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rewardsmith.cli.common import (
-    BatchSize,
     DataDir,
-    InferenceBf16,
-    MaxLengthOpt,
     ModelPath,
     OutDir,
     Overwrite,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -70,18 +68,16 @@ Bootstrap = Annotated[
 
 
 @app.command()
+@inference_flags
 def bench(
+    *,  # keyword-only: `options` (no default: inference_flags fills it) follows options with defaults
     models: Models,
     out: OutDir,
     suites: Suites = None,
     data_dir: DataDir = None,
     limit: Limit = None,
     bootstrap: Bootstrap = 1000,
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -98,7 +94,7 @@ def bench(
                 data_dir=data_dir,
                 limit=limit,
                 n_boot=bootstrap,
-                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options=options,
                 progress=not quiet,
                 overwrite=overwrite,
             )

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from rewardsmith.bon.config import BonConfig
 from rewardsmith.cli.common import (
-    BatchSize,
     Flag,
-    InferenceBf16,
-    MaxLengthOpt,
     OutDir,
     Overwrite,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
-    config_options,
+    config_command,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
 from rewardsmith.cli.sample import SAMPLE_FLAGS
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -46,32 +44,26 @@ FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("bon")
-@config_options(BonConfig, FLAGS)
+@config_command(BonConfig, FLAGS)
+@inference_flags
 def bon(
     out: OutDir,
-    overrides: dict[str, Any],
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    cfg: BonConfig,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
     """Does a reward model help a policy? Best-of-n of the policy's samples chosen by each proxy, judged by a gold the
     proxies never saw: gold@n and proxy@n against the KL bound with 95% CIs over prompts, the length selector and the
     oracle beside them, over-optimisation verdicts, rank correlations and paired differences between proxies."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.bon import run_bon
 
     with handle_errors():
-        cfg = BonConfig()
-        apply_overrides(cfg, overrides)
         print_result(
             run_bon(
                 cfg,
                 out,
-                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options=options,
                 progress=not quiet,
                 overwrite=overwrite,
             )

@@ -21,7 +21,7 @@ from rewardsmith.config import default_of, help_of
 from rewardsmith.errors import RewardsmithError
 
 if TYPE_CHECKING:
-    from rewardsmith.inference import InferenceOptions
+    pass
 
 
 @contextmanager
@@ -179,6 +179,35 @@ def config_options(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Ca
     return decorate
 
 
+def config_command(owner: type, flags: Mapping[str, str | Flag]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """config_options for a command that reads no config file: it receives `cfg`, a default `owner()` with the
+    options applied (config.apply_overrides, inside handle_errors()), instead of `overrides`."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(fn, eval_str=True)
+        if "cfg" not in signature.parameters:
+            raise ValueError(f"{fn.__name__} takes no `cfg` parameter for its {owner.__name__}")
+        params = [
+            p.replace(name="overrides", annotation=dict[str, Any]) if p.name == "cfg" else p
+            for p in signature.parameters.values()
+        ]
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, overrides: dict[str, Any], **kwargs: Any) -> Any:
+            from rewardsmith.config import apply_overrides
+
+            with handle_errors():
+                cfg = owner()
+                apply_overrides(cfg, overrides)
+            return fn(*args, cfg=cfg, **kwargs)
+
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return config_options(owner, flags)(wrapper)
+
+    return decorate
+
+
 def _unoptional(hint: Any) -> Any:
     """X of `X | None`; any other hint as it is."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -295,21 +324,51 @@ TrustRemoteCodeOpt = Annotated[
 ]
 
 
-def inference_options(
-    template: str, max_length: int | None, trust_remote_code: bool, batch_size: int, bf16: bool | None
-) -> InferenceOptions:
-    """The inference.InferenceOptions of a command's --template, --max-length, --trust-remote-code,
-    --batch-size and --bf16 (imported on use: rewardsmith.inference loads torch). ConfigError for a bad batch size, so
-    call it inside handle_errors()."""
-    from rewardsmith.inference import InferenceOptions
+def inference_flags(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Adds the inference options every scoring command takes (--bf16/--fp32, --batch-size, --template,
+    --max-length, --trust-remote-code), declared once, where the command's `options` parameter stands; the command
+    receives them as one `options: inference.InferenceOptions` (made on call, inside handle_errors(): it loads
+    torch, and a bad batch size is a ConfigError)."""
+    # The command imports InferenceOptions only for type checking (rewardsmith.inference loads torch): its
+    # annotation resolves to a stand-in here, and the parameter is replaced anyway.
+    signature = inspect.signature(fn, eval_str=True, locals={"InferenceOptions": object})
+    params = list(signature.parameters.values())
+    at = next((i for i, p in enumerate(params) if p.name == "options"), None)
+    if at is None:
+        raise ValueError(f"{fn.__name__} takes no `options` parameter for the inference options")
+    rest = [p for p in params if p.name != "options"]
+    generated = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+        for name, annotation, default in _INFERENCE_PARAMETERS
+    ]
+    taken = {p.name for p in rest} & {p.name for p in generated}
+    if taken:
+        raise ValueError(f"parameters {sorted(taken)} of {fn.__name__} clash with the inference options")
 
-    return InferenceOptions(
-        template=template,
-        max_length=max_length,
-        trust_remote_code=trust_remote_code,
-        batch_size=batch_size,
-        bf16=bf16,
-    )
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from rewardsmith.inference import InferenceOptions
+
+        values = {p.name: kwargs.pop(p.name, p.default) for p in generated}
+        with handle_errors():
+            options = InferenceOptions(**values)
+        return fn(*args, options=options, **kwargs)
+
+    new_params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in rest[:at] + generated + rest[at:]]
+    wrapper.__signature__ = signature.replace(parameters=new_params)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in new_params}
+    return wrapper
+
+
+# (parameter, annotated type, default) of the inference options, in --help order; the parameter names are the
+# fields of inference.InferenceOptions.
+_INFERENCE_PARAMETERS: tuple[tuple[str, Any, Any], ...] = (
+    ("bf16", InferenceBf16, None),
+    ("batch_size", BatchSize, 64),
+    ("template", TemplateOpt, "auto"),
+    ("max_length", MaxLengthOpt, None),
+    ("trust_remote_code", TrustRemoteCodeOpt, False),
+)
 
 
 def set_option(example: str) -> Any:

@@ -4,16 +4,14 @@ one job function (rewardsmith.jobs)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from rewardsmith.cli.common import (
-    BatchSize,
     ConfigFile,
     DataDir,
     Flag,
-    InferenceBf16,
     MaxLengthOpt,
     ModelPath,
     OutDir,
@@ -25,7 +23,7 @@ from rewardsmith.cli.common import (
     config_options,
     flag,
     handle_errors,
-    inference_options,
+    inference_flags,
     keys_epilog,
     print_result,
     shown_defaults,
@@ -35,6 +33,9 @@ from rewardsmith.config import (
     RunConfig,
     help_of,
 )
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -137,7 +138,9 @@ def train(
 
 @app.command("eval")
 @config_options(DatasetConfig, {"path": "--path", "split": "--split", "limit": "--limit", "on_bad_row": "--on-bad-row"})
+@inference_flags
 def eval_cmd(
+    *,  # keyword-only: `options` (no default: inference_flags fills it) follows options with defaults
     model: ModelPath,
     out: OutDir,
     overrides: dict[str, Any],
@@ -150,11 +153,7 @@ def eval_cmd(
             show_default=False,
         ),
     ] = None,
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     shift_config: Annotated[
         Path | None,
         typer.Option(
@@ -184,7 +183,7 @@ def eval_cmd(
                 sets,
                 out,
                 str(data_dir) if data_dir else None,
-                inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options,
                 progress=not quiet,
                 overwrite=overwrite,
                 shift_config=shift_config,
@@ -193,7 +192,9 @@ def eval_cmd(
 
 
 @app.command()
+@inference_flags
 def score(
+    *,  # keyword-only: `options` (no default: inference_flags fills it) follows options with defaults
     model: ModelPath,
     input_file: Annotated[
         Path,
@@ -237,11 +238,7 @@ def score(
             show_default=False,
         ),
     ] = None,
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Annotated[
         bool,
@@ -263,7 +260,7 @@ def score(
                 calibration=calibration,
                 rater=rater,
                 demos=demos,
-                options=inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options=options,
                 progress=not quiet,
                 overwrite=overwrite,
             )

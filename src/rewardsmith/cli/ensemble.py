@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rewardsmith.cli.common import (
-    BatchSize,
-    InferenceBf16,
-    MaxLengthOpt,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
     flag,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
 
 @app.command("ensemble")
+@inference_flags
 def ensemble(
+    *,  # keyword-only: `options` (no default: inference_flags fills it) follows options with defaults
     models: Annotated[
         list[str],
         typer.Option(
@@ -52,11 +52,7 @@ def ensemble(
             show_default=False,
         ),
     ] = None,
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Annotated[
         bool, flag("--overwrite", help="replace the ensemble.json an earlier `rewardsmith ensemble` wrote in --out")
@@ -75,7 +71,7 @@ def ensemble(
                 rule,
                 lam,
                 reference,
-                inference_options(template, max_length, trust_remote_code, batch_size, bf16),
+                options,
                 overwrite=overwrite,
                 progress=not quiet,
             )

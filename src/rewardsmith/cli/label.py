@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
 from rewardsmith.cli.common import (
-    BatchSize,
     Flag,
-    InferenceBf16,
-    MaxLengthOpt,
     OutDir,
     Overwrite,
     Quiet,
-    TemplateOpt,
-    TrustRemoteCodeOpt,
-    config_options,
+    config_command,
     handle_errors,
-    inference_options,
+    inference_flags,
     print_result,
 )
 from rewardsmith.rollouts.labels import LabelConfig
+
+if TYPE_CHECKING:
+    from rewardsmith.inference import InferenceOptions
 
 app = typer.Typer()
 
@@ -39,15 +37,12 @@ FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("label")
-@config_options(LabelConfig, FLAGS)
+@config_command(LabelConfig, FLAGS)
+@inference_flags
 def label(
     out: OutDir,
-    overrides: dict[str, Any],
-    bf16: InferenceBf16 = None,
-    batch_size: BatchSize = 64,
-    template: TemplateOpt = "auto",
-    max_length: MaxLengthOpt = None,
-    trust_remote_code: TrustRemoteCodeOpt = False,
+    cfg: LabelConfig,
+    options: InferenceOptions,
     quiet: Quiet = False,
     overwrite: Overwrite = False,
 ) -> None:
@@ -55,11 +50,7 @@ def label(
     completions (a `sample` / `bon --samples` file) in, OUT/pairs.jsonl (which `train` reads) out: chosen = the
     gold's preferred response, label 1 (hard) or sigmoid(margin / T) (--soft T), optional symmetric noise; ties
     dropped and counted."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.label import run_label
 
     with handle_errors():
-        cfg = LabelConfig()
-        apply_overrides(cfg, overrides)
-        options = inference_options(template, max_length, trust_remote_code, batch_size, bf16)
         print_result(run_label(cfg, out, options, progress=not quiet, overwrite=overwrite))

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
-from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_options, handle_errors, print_result
+from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_command, handle_errors, print_result
+from rewardsmith.cli.sample import POLICY_FLAGS
 from rewardsmith.rl.config import RLConfig
 
 app = typer.Typer()
 
 FLAGS: dict[str, str | Flag] = {
-    "policy": "--policy",
-    "prompts": "--prompts",
-    "prompts_limit": "--prompts-limit",
+    **POLICY_FLAGS,
     "heldout": "--heldout",
     "max_prompt_tokens": "--max-prompt-tokens",
     "proxy": Flag(("--proxy",), metavar="MODEL"),
@@ -48,15 +45,12 @@ FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("rl")
-@config_options(RLConfig, FLAGS)
-def rl(out: OutDir, overrides: dict[str, Any], quiet: Quiet = False, overwrite: Overwrite = False) -> None:
+@config_command(RLConfig, FLAGS)
+def rl(out: OutDir, cfg: RLConfig, quiet: Quiet = False, overwrite: Overwrite = False) -> None:
     """GRPO of a policy on a served proxy's rewards (TRL's GRPOTrainer, the client's reward function), the gold
     tracked on held-out prompts against KL and the server's reward-hacking monitors read every step; a killed run
     resumes from its last checkpoint."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.rl import run_rl
 
     with handle_errors():
-        cfg = RLConfig()
-        apply_overrides(cfg, overrides)
         print_result(run_rl(cfg, out, progress=not quiet, overwrite=overwrite))

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import typer
 
-from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_options, handle_errors, print_result
+from rewardsmith.cli.common import Flag, OutDir, Overwrite, Quiet, config_command, handle_errors, print_result
 from rewardsmith.rollouts.sampling import SampleConfig
 
 app = typer.Typer()
 
+# The policy and the prompts it answers: the same keys in the configs of `sample`, `bon` and `rl`.
+POLICY_FLAGS: dict[str, str | Flag] = {"policy": "--policy", "prompts": "--prompts", "prompts_limit": "--prompts-limit"}
 # The sampling flags, shared with `bon` (cli/bon.py adds its own).
 SAMPLE_FLAGS: dict[str, str | Flag] = {
-    "policy": "--policy",
-    "prompts": "--prompts",
-    "prompts_limit": "--prompts-limit",
+    **POLICY_FLAGS,
     "n": "--n",
     "temperature": "--temperature",
     "top_p": "--top-p",
@@ -27,14 +25,11 @@ SAMPLE_FLAGS: dict[str, str | Flag] = {
 
 
 @app.command("sample")
-@config_options(SampleConfig, SAMPLE_FLAGS)
-def sample(out: OutDir, overrides: dict[str, Any], quiet: Quiet = False, overwrite: Overwrite = False) -> None:
+@config_command(SampleConfig, SAMPLE_FLAGS)
+def sample(out: OutDir, cfg: SampleConfig, quiet: Quiet = False, overwrite: Overwrite = False) -> None:
     """A policy's own completions: n per prompt, each seeded by (seed, prompt, index), into OUT/samples.jsonl in the
     shape `bon --samples` and `label --input` read; a killed run resumes at the first prompt missing."""
-    from rewardsmith.config import apply_overrides
     from rewardsmith.jobs.sample import run_sample
 
     with handle_errors():
-        cfg = SampleConfig()
-        apply_overrides(cfg, overrides)
         print_result(run_sample(cfg, out, progress=not quiet, overwrite=overwrite))

@@ -1,9 +1,11 @@
 """Numbers as text, the one formatting of a figure with its interval: used by the report renderer
-(rewardsmith.report.render re-exports both) and by capabilities that hand the report layer ready-made rows."""
+(rewardsmith.report.render re-exports both) and by capabilities that hand the report layer ready-made rows; and of
+a benchmark's ratio with its range over rounds (the benchmarks and the doc blocks they fill)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -44,3 +46,11 @@ def with_interval(value: Any, interval: Any, decimals: int) -> str:
     if is_number(value) and is_interval(interval) and any(v is not None for v in interval):
         text += f" {format_value([None if v is None else float(v) for v in interval], decimals)}"
     return text
+
+
+def with_range(spread: Mapping[str, float], *, percent: bool = False, unit: str = "x") -> str:
+    """A per-round ratio as its median and its range over rounds (a benchmark's {median, min, max}): "1.23x
+    (1.10-1.40)" (2 decimals, then `unit`), or with `percent` the share "97% (93-101%)"."""
+    if percent:
+        return f"{100 * spread['median']:.0f}% ({100 * spread['min']:.0f}-{100 * spread['max']:.0f}%)"
+    return f"{spread['median']:.2f}{unit} ({spread['min']:.2f}-{spread['max']:.2f})"

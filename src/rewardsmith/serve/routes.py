@@ -64,30 +64,27 @@ def _add_drop_in_routes(app: FastAPI, state: ServerState) -> None:
         spread = {} if scores.uncertainty is None else {"uncertainties": [float(u) for u in scores.uncertainty]}
         return JSONResponse({"rewards": rewards, "scores": rewards, **spread, "extra_logs": logs, **_unsplit(scores)})
 
-    @app.post("/classify")
-    async def classify(request: Request) -> JSONResponse:
-        """vLLM classify: one entry per text, probs = [reward] (num_classes 1)."""
+    async def vllm_scores(request: Request) -> tuple[list[float], TextScores]:
+        """A vLLM /classify or /pooling request's texts scored: each text's value (its reward, or the reward's
+        sigmoid when the request asks for the activation) and the scores."""
         body = read_body(TextsRequest, await read_json(request))
         texts = input_texts(body)
         check_count(len(texts), "input", max_items)
         scores = await state.score(request, texts)
-        data = [
-            {"index": i, "label": LABEL, "probs": [v], "num_classes": 1}
-            for i, v in enumerate(_values(scores, body.wants_activation()))
-        ]
+        return _values(scores, body.wants_activation()), scores
+
+    @app.post("/classify")
+    async def classify(request: Request) -> JSONResponse:
+        """vLLM classify: one entry per text, probs = [reward] (num_classes 1)."""
+        values, scores = await vllm_scores(request)
+        data = [{"index": i, "label": LABEL, "probs": [v], "num_classes": 1} for i, v in enumerate(values)]
         return JSONResponse(_vllm_list("classify", state.name, data, scores))
 
     @app.post("/pooling")
     async def pooling(request: Request) -> JSONResponse:
         """vLLM pooling: the pooled output of a reward model is its reward, as a 1-element list per text."""
-        body = read_body(TextsRequest, await read_json(request))
-        texts = input_texts(body)
-        check_count(len(texts), "input", max_items)
-        scores = await state.score(request, texts)
-        data = [
-            {"index": i, "object": "pooling", "data": [v]}
-            for i, v in enumerate(_values(scores, body.wants_activation()))
-        ]
+        values, scores = await vllm_scores(request)
+        data = [{"index": i, "object": "pooling", "data": [v]} for i, v in enumerate(values)]
         return JSONResponse(_vllm_list("pool", state.name, data, scores))
 
     @app.post("/predict")

@@ -19,11 +19,19 @@ Scoring (PPE, "How to Evaluate Reward Models for RLHF", arXiv:2410.14872, and th
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
-from rewardsmith.bench.build import composite_measure, equal_weights, missing_release, release_rows, rows_by_subset
+from rewardsmith.bench.build import (
+    add_rows,
+    composite_measure,
+    equal_weights,
+    missing_release,
+    release_rows,
+    rows_by_subset,
+)
 from rewardsmith.bench.measures import Units
 from rewardsmith.bench.metrics import conflict_pairs, oracle_best_of_k
 from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds, numbered_columns
@@ -54,47 +62,41 @@ CONFLICT = "conflict accuracy"
 AREA, END, PEAK, AUC = "best-of-K area", "best-of-K end", "best-of-K max", "ROC AUC"
 
 
-def _set_rows(data: SuiteData, set_name: str, rows: Any, limit: SubsetLimit, unique: UniqueIds) -> None:
-    for where, row_no, record in rows:
-        data.read += 1
-        try:
-            names = numbered_columns(list(record))
-        except ValueError as err:
-            raise DataError(str(err), path=where, row=row_no, field="response_*") from None
-        correct = record["scores"]
-        if not names or len(names) != len(correct):
+def _set_row(set_name: str, where: Any, row_no: int, record: dict[str, Any]) -> BenchRow:
+    """One row of a set (subset = the set's name), its id '<set>:<question_id or row N>[:<model_name>]'."""
+    try:
+        names = numbered_columns(list(record))
+    except ValueError as err:
+        raise DataError(str(err), path=where, row=row_no, field="response_*") from None
+    correct = record["scores"]
+    if not names or len(names) != len(correct):
+        raise DataError(
+            f"{len(names)} response columns for {len(correct)} correctness labels",
+            path=where,
+            row=row_no,
+            field="scores",
+        )
+    responses = []
+    for name in names:
+        if not isinstance(record[name], str):
+            raise DataError(f"expected str, got {type(record[name]).__name__}", path=where, row=row_no, field=name)
+        responses.append(record[name])
+    for i, j in record["sampled_conflict_pairs"]:
+        if not (0 <= i < len(responses) and 0 <= j < len(responses)):
             raise DataError(
-                f"{len(names)} response columns for {len(correct)} correctness labels",
+                f"pair ({i}, {j}) outside responses 0..{len(responses) - 1}",
                 path=where,
                 row=row_no,
-                field="scores",
+                field="sampled_conflict_pairs",
             )
-        responses = []
-        for name in names:
-            if not isinstance(record[name], str):
-                raise DataError(f"expected str, got {type(record[name]).__name__}", path=where, row=row_no, field=name)
-            responses.append(record[name])
-        for i, j in record["sampled_conflict_pairs"]:
-            if not (0 <= i < len(responses) and 0 <= j < len(responses)):
-                raise DataError(
-                    f"pair ({i}, {j}) outside responses 0..{len(responses) - 1}",
-                    path=where,
-                    row=row_no,
-                    field="sampled_conflict_pairs",
-                )
-        if not limit.admit(set_name):
-            continue
-        question = record["question_id"] if record["question_id"] is not None else f"row {row_no}"
-        row_id = f"{set_name}:{question}" + (f":{record['model_name']}" if record["model_name"] else "")
-        data.rows.append(
-            BenchRow(
-                unique(row_id),
-                set_name,
-                user_prompt(record["prompt"]),
-                tuple(responses),
-                {"correct": tuple(correct), "pairs": tuple(record["sampled_conflict_pairs"])},
-            )
-        )
+    question = record["question_id"] if record["question_id"] is not None else f"row {row_no}"
+    return BenchRow(
+        f"{set_name}:{question}" + (f":{record['model_name']}" if record["model_name"] else ""),
+        set_name,
+        user_prompt(record["prompt"]),
+        tuple(responses),
+        {"correct": tuple(correct), "pairs": tuple(record["sampled_conflict_pairs"])},
+    )
 
 
 def load(request: LoadRequest) -> SuiteData | Missing:
@@ -118,7 +120,7 @@ def load(request: LoadRequest) -> SuiteData | Missing:
             continue
         rows, sources = source
         data.sources += sources
-        _set_rows(data, set_name, rows, limit, unique)
+        add_rows(data, rows, functools.partial(_set_row, set_name), limit, unique)
     if not data.sources:
         folders = ", ".join(hub_id.split("/")[1] for hub_id, _ in SETS.values())
         return missing_release(NAME, root, f"{folders}: each with data/train-*.parquet", "lmarena-ai/PPE-*-Best-of-K")

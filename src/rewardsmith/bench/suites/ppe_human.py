@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rewardsmith.bench.build import pairwise_measure, release_rows
-from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds
+from rewardsmith.bench.build import load_release, pairwise_measure
+from rewardsmith.bench.release import Column
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import EvalOptions, LoadRequest, Measure, RowRewards, Suite, SuiteMeasures
 from rewardsmith.data.schema import user_prompt
@@ -64,41 +64,31 @@ def category_tags(record: Mapping[str, Any]) -> list[str]:
     return tags
 
 
+def _row(where: Any, row_no: int, record: dict[str, Any]) -> BenchRow | str:
+    winner = record["winner"]
+    if winner in TIES:
+        return "tie"
+    if winner not in WINNERS:
+        raise DataError(
+            f"expected one of model_a, model_b, tie, tie (bothbad), got {winner!r}"[:160],
+            path=where,
+            row=row_no,
+            field="winner",
+        )
+    return BenchRow(
+        record["question_id"],
+        SET,
+        user_prompt(record["prompt"]),
+        (record["response_1"], record["response_2"]),
+        {"preferred": WINNERS[winner], "categories": tuple(category_tags(record))},
+    )
+
+
 def load(request: LoadRequest) -> SuiteData | Missing:
     """Battles with a winner (responses = (response_1, response_2); fields preferred 0 / 1 and categories), at
     most request.limit; ties are counted under dropped["tie"]. Missing when no release folder holds data files."""
     folders = [request.data_dir / "ppe" / name for name in FOLDERS]
-    source = release_rows(request, NAME, folders, COLUMNS, hub_id=HUB_ID, split="test", what="data/test-*.parquet")
-    if isinstance(source, Missing):
-        return source
-    rows, sources = source
-    data = SuiteData(NAME, [], sources)
-    limit, unique = SubsetLimit(request.limit), UniqueIds()
-    for where, row_no, record in rows:
-        data.read += 1
-        winner = record["winner"]
-        if winner in TIES:
-            data.drop("tie")
-            continue
-        if winner not in WINNERS:
-            raise DataError(
-                f"expected one of model_a, model_b, tie, tie (bothbad), got {winner!r}"[:160],
-                path=where,
-                row=row_no,
-                field="winner",
-            )
-        if not limit.admit(SET):
-            continue
-        data.rows.append(
-            BenchRow(
-                unique(record["question_id"]),
-                SET,
-                user_prompt(record["prompt"]),
-                (record["response_1"], record["response_2"]),
-                {"preferred": WINNERS[winner], "categories": tuple(category_tags(record))},
-            )
-        )
-    return data
+    return load_release(request, NAME, folders, COLUMNS, _row, hub_id=HUB_ID, split="test", what="data/test-*.parquet")
 
 
 def _preferred(row: BenchRow) -> int:

@@ -14,9 +14,11 @@ is the plain mean of the sections (the leaderboard's average; the prior preferen
 
 from __future__ import annotations
 
-from rewardsmith.bench.build import composite_measure, equal_weights, pairwise_measure, release_rows, rows_by_subset
+from typing import Any
+
+from rewardsmith.bench.build import composite_measure, equal_weights, load_release, pairwise_measure, rows_by_subset
 from rewardsmith.bench.metrics import section_weights
-from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds
+from rewardsmith.bench.release import Column
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import EvalOptions, LoadRequest, Measure, RowRewards, Suite, SuiteMeasures
 from rewardsmith.data.schema import user_prompt
@@ -82,38 +84,30 @@ PATTERNS = ("filtered-*", "filtered.*")
 ACCURACY = "accuracy"
 
 
+def _row(where: Any, row_no: int, record: dict[str, Any]) -> BenchRow:
+    return BenchRow(
+        record["id"],
+        record["subset"],
+        user_prompt(record["prompt"]),
+        (record["chosen"], record["rejected"]),
+        {"chosen_model": record["chosen_model"], "rejected_model": record["rejected_model"]},
+    )
+
+
 def load(request: LoadRequest) -> SuiteData | Missing:
     """The filtered split's rows (responses = (chosen, rejected)), at most request.limit per subset; Missing when
     reward-bench/data holds no filtered-* file (and the hub is not asked)."""
-    source = release_rows(
+    return load_release(
         request,
         NAME,
         [request.data_dir / "reward-bench"],
         COLUMNS,
+        _row,
         hub_id=HUB_ID,
         split="filtered",
         what="data/filtered-*.parquet",
         patterns=PATTERNS,
     )
-    if isinstance(source, Missing):
-        return source
-    rows, sources = source
-    data = SuiteData(NAME, [], sources)
-    limit, unique = SubsetLimit(request.limit), UniqueIds()
-    for _, _, record in rows:
-        data.read += 1
-        if not limit.admit(record["subset"]):
-            continue
-        data.rows.append(
-            BenchRow(
-                unique(record["id"]),
-                record["subset"],
-                user_prompt(record["prompt"]),
-                (record["chosen"], record["rejected"]),
-                {"chosen_model": record["chosen_model"], "rejected_model": record["rejected_model"]},
-            )
-        )
-    return data
 
 
 def measure(data: SuiteData, rewards: RowRewards, options: EvalOptions) -> SuiteMeasures:

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from rewardsmith.bench.build import composite_measure, equal_weights, release_rows, rows_by_subset
+from rewardsmith.bench.build import composite_measure, equal_weights, load_release, rows_by_subset
 from rewardsmith.bench.measures import Units
 from rewardsmith.bench.metrics import best_of_n_credit, ties_components, ties_statistic, ties_units
-from rewardsmith.bench.release import Column, SubsetLimit, UniqueIds
+from rewardsmith.bench.release import Column
 from rewardsmith.bench.schema import BenchRow, Missing, SuiteData
 from rewardsmith.bench.suite import EvalOptions, LoadRequest, Measure, RowRewards, Suite, SuiteMeasures
 from rewardsmith.data.schema import user_prompt
@@ -78,39 +78,31 @@ def _check_row(record: dict[str, Any], where: Any, row_no: int) -> None:
             raise DataError(message, path=where, row=row_no, field=field)
 
 
+def _row(where: Any, row_no: int, record: dict[str, Any]) -> BenchRow:
+    _check_row(record, where, row_no)
+    return BenchRow(
+        record["id"],
+        record["subset"],
+        user_prompt(record["prompt"]),
+        tuple(record["chosen"]) + tuple(record["rejected"]),
+        {"num_correct": record["num_correct"], "num_incorrect": record["num_incorrect"], "id": record["id"]},
+    )
+
+
 def load(request: LoadRequest) -> SuiteData | Missing:
     """The test split's rows (responses = chosen + rejected; fields num_correct, num_incorrect), at most
     request.limit per subset; Missing when reward-bench-2/data holds no test-* file (and the hub is not asked)."""
-    source = release_rows(
+    return load_release(
         request,
         NAME,
         [request.data_dir / "reward-bench-2"],
         COLUMNS,
+        _row,
         hub_id=HUB_ID,
         split="test",
         what="data/test-*.parquet",
         patterns=PATTERNS,
     )
-    if isinstance(source, Missing):
-        return source
-    rows, sources = source
-    data = SuiteData(NAME, [], sources)
-    limit, unique = SubsetLimit(request.limit), UniqueIds()
-    for where, row_no, record in rows:
-        data.read += 1
-        _check_row(record, where, row_no)
-        if not limit.admit(record["subset"]):
-            continue
-        data.rows.append(
-            BenchRow(
-                unique(record["id"]),
-                record["subset"],
-                user_prompt(record["prompt"]),
-                tuple(record["chosen"]) + tuple(record["rejected"]),
-                {"num_correct": record["num_correct"], "num_incorrect": record["num_incorrect"], "id": record["id"]},
-            )
-        )
-    return data
 
 
 def _ties_measure(subset: str, data: SuiteData, rewards: RowRewards, rows: list[int]) -> tuple[Measure, dict[str, Any]]:
