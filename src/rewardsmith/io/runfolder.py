@@ -290,6 +290,9 @@ class RunFolder:
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             folder = cls._start(path, command, config, fd, overwrite, volatile, compare, inputs)
         except BaseException:
+            # A refused run leaves the folder as it found it: the lock file goes while still held (as close() does).
+            with contextlib.suppress(OSError):
+                (path / LOCK).unlink()
             with contextlib.suppress(OSError):
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
