@@ -41,3 +41,11 @@ def json_ready(value: Any) -> Any:
 def to_json(value: Any, indent: int | None = 2) -> str:
     """`json_ready(value)` as text (strict JSON: no NaN), with a trailing newline."""
     return json.dumps(json_ready(value), indent=indent, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def jsonl_lines(text: str) -> list[str]:
+    """The lines of a JSONL text, split on newlines only. str.splitlines() also splits on characters a JSON string
+    written with ensure_ascii=False holds as they are (U+2028, U+2029, U+0085, U+001C-U+001E, form feed), so it would
+    cut a record of generated text in two; the empty text after a final newline is not a line."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines

@@ -37,6 +37,7 @@ from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
 from rewardsmith.inference import InferenceOptions, ModelScores, texts_digest
 from rewardsmith.io.digests import file_digest
 from rewardsmith.io.environment import environment_info
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
     JobResult,
@@ -151,7 +152,7 @@ def prompts_and_samples(
     saved = folder.read_text(PROMPTS_FILE)  # an earlier run of this folder: a resume answers its prompts
     if saved is not None:
         path = folder.path / PROMPTS_FILE
-        prompts = [read_prompt_record(json.loads(line), path, k + 1) for k, line in enumerate(saved.splitlines())]
+        prompts = [read_prompt_record(json.loads(line), path, k + 1) for k, line in enumerate(jsonl_lines(saved))]
     else:
         folder.write_text(PROMPTS_FILE, prompts_jsonl(prompts))
     responses, facts = sample_into(cfg, folder, prompts, progress)

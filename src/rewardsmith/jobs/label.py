@@ -26,6 +26,7 @@ from rewardsmith.data.registry import load_dataset
 from rewardsmith.data.schema import Turn
 from rewardsmith.errors import ConfigError, DataError, NonFiniteReward
 from rewardsmith.inference import InferenceOptions, load_inference, texts_digest
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, written_line
@@ -85,7 +86,7 @@ def _score_chunks(
     and appended, one line per chunk."""
     folder.claim(REWARDS_FILE)
     saved: list[list[float]] = []
-    for line in (folder.read_text(REWARDS_FILE) or "").splitlines():
+    for line in jsonl_lines(folder.read_text(REWARDS_FILE) or ""):
         try:
             record = json.loads(line)
         except ValueError:

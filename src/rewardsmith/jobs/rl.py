@@ -34,6 +34,7 @@ from typing import Any
 from rewardsmith.errors import ConfigError
 from rewardsmith.io.digests import file_sha256
 from rewardsmith.io.environment import environment_info
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import JobResult, finished_run, open_run, written_line
 from rewardsmith.rl.config import RLConfig
@@ -185,7 +186,7 @@ def _truncate(folder: RunFolder, name: str, keep: Any) -> None:
     if text is None:
         return
     lines = []
-    for line in text.splitlines():
+    for line in jsonl_lines(text):
         try:
             record = json.loads(line)
         except ValueError:
@@ -196,7 +197,7 @@ def _truncate(folder: RunFolder, name: str, keep: Any) -> None:
 
 
 def _read_jsonl(folder: RunFolder, name: str) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (folder.read_text(name) or "").splitlines() if x.strip()]
+    return [json.loads(x) for x in jsonl_lines(folder.read_text(name) or "") if x.strip()]
 
 
 def _callbacks(folder: RunFolder, url: str, reward: Any) -> list[Any]:
@@ -289,7 +290,7 @@ def run_rl(cfg: RLConfig, out: str | Path, progress: bool = True, overwrite: boo
             client = RewardClient(server.url)
             standard = None
             if cfg.demos is not None:
-                demos = [json.loads(x) for x in Path(cfg.demos).read_text(encoding="utf-8").splitlines() if x.strip()]
+                demos = [json.loads(x) for x in jsonl_lines(Path(cfg.demos).read_text(encoding="utf-8")) if x.strip()]
                 standard = client.register_standard(demos)
             served = served_proxy(client, cfg.rater, standard)
             proxy = (lambda items: -served(items)) if cfg.negate else served

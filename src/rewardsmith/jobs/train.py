@@ -25,6 +25,7 @@ from rewardsmith.evaluate.protocols import PairScorer, evaluate_pairs, evaluate_
 from rewardsmith.evaluate.scoring import RewardScorer
 from rewardsmith.inference import InferenceOptions, load_inference, write_ensemble
 from rewardsmith.io.environment import environment_info
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.jobs.common import (
     JobResult,
@@ -78,7 +79,7 @@ def evaluate_sets(
 def _loss_curve(log_path: Path, max_points: int = 400) -> dict[str, list[float]]:
     rows = []
     if log_path.exists():
-        for line in log_path.read_text(encoding="utf-8").splitlines():
+        for line in jsonl_lines(log_path.read_text(encoding="utf-8")):
             try:
                 rows.append(json.loads(line))
             except ValueError:

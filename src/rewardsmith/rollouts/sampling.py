@@ -20,6 +20,7 @@ from rewardsmith.config import MAX_SEED, option
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import sanitise_text
 from rewardsmith.errors import DataError
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder
 from rewardsmith.rollouts.prompt import BonPrompt
@@ -105,7 +106,7 @@ def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> l
     """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
     kill, and everything after it, is dropped)."""
     done: list[dict[str, Any]] = []
-    for line in (text or "").splitlines():
+    for line in jsonl_lines(text or ""):
         try:
             record = json.loads(line)
         except ValueError:

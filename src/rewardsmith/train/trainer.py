@@ -47,6 +47,7 @@ from rewardsmith.data.collate import (
 from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.processes import before_group, launched_processes, release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
@@ -591,7 +592,7 @@ def truncate_log(path: Path, keep_steps: int) -> None:
     if not path.exists():
         return
     kept = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in jsonl_lines(path.read_text(encoding="utf-8", errors="replace")):
         try:
             row = json.loads(line)
         except ValueError:
