@@ -25,7 +25,5 @@ def test_a_resumed_sampling_keeps_every_finished_record_of_odd_text() -> None:
     from rewardsmith.data.schema import Turn
 
     prompts = [BonPrompt(f"p{k}", (Turn("user", "q"),)) for k in range(3)]
-    text = "".join(
-        json.dumps({"id": p.id, "responses": [ODD, "plain"]}, ensure_ascii=False) + "\n" for p in prompts
-    )
+    text = "".join(json.dumps({"id": p.id, "responses": [ODD, "plain"]}, ensure_ascii=False) + "\n" for p in prompts)
     assert [r["id"] for r in _sampled_so_far(text, prompts, 2)] == ["p0", "p1", "p2"]
