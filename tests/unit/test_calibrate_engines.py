@@ -17,20 +17,17 @@ from helpers import rk
 from rewardsmith.calibrate import PEBS, create_calibrator, load_maps, rater_stats
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, RatingsSource
 from rewardsmith.calibrate.engines import (
-    ENGINES,
     DuckDBEngine,
     HashSplit,
     StatsQuery,
     double_literal,
-    engine_rater_stats,
     group_by_sql,
     hash_heldout_mask,
-    holdout_from_stats,
     spark_session,
-    sql_engine,
     summary_sql,
 )
 from rewardsmith.calibrate.estimators import shared_params
+from rewardsmith.calibrate.readers import ENGINES, engine_rater_stats, holdout_from_stats, sql_engine
 from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
 from rewardsmith.calibrate.synthetic import simulate_parameters, simulate_ratings
 from rewardsmith.errors import ConfigError, DataError, UnknownNameError

@@ -30,7 +30,7 @@ _EXPORTS = {
     "affine_sse": "stats",
     "rater_stats": "stats",
     "stats_from_arrays": "stats",
-    "rater_stats_duckdb": "engines",
+    "rater_stats_duckdb": "readers",
     "CalibrateFitConfig": "config",
     "CalibrateRunConfig": "config",
     "EvalConfig": "config",
@@ -69,7 +69,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, EvalConfig, RatingsSource
-    from rewardsmith.calibrate.engines import rater_stats_duckdb
     from rewardsmith.calibrate.estimators import (
         CALIBRATORS,
         PEBS,
@@ -82,6 +81,7 @@ if TYPE_CHECKING:
     )
     from rewardsmith.calibrate.forecast import Forecast, forecast_gain, forecast_mse
     from rewardsmith.calibrate.maps import CalibrationMaps, apply_calibration, load_maps, save_maps
+    from rewardsmith.calibrate.readers import rater_stats_duckdb
     from rewardsmith.calibrate.run import evaluate_calibration, fit_calibration
     from rewardsmith.calibrate.stats import (
         RaterStats,

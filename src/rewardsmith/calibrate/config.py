@@ -92,7 +92,7 @@ class RatingsSource:
 
     def load(self) -> RatingTable:
         """Reads and cleans the ratings into memory (DataError / ConfigError / UnknownNameError on bad input);
-        whatever `engine` says (calibrate.engines.ENGINES reads through it)."""
+        whatever `engine` says (calibrate.readers.ENGINES reads through it)."""
         from rewardsmith.data.ratings import load_ratings
 
         if not self.ratings:

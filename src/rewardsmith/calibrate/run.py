@@ -3,7 +3,7 @@
 evaluate_calibration(config): ratings -> within-rater hold-out of every method (plus a sweep of smaller fit
 sizes) and PEBS fitted on all ratings -> the metrics dict and the fitted maps.
 fit_calibration(config): ratings -> one calibrator fitted on all ratings -> its maps. The ratings are read by
-the engine `config.source.engine` names (calibrate.engines.ENGINES): in memory, or as per-rater statistics
+the engine `config.source.engine` names (calibrate.readers.ENGINES): in memory, or as per-rater statistics
 computed by DuckDB or Spark, which every calibrator but MixedLM fits from.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from rewardsmith.calibrate.config import CalibrateFitConfig, CalibrateRunConfig, RatingsSource
-from rewardsmith.calibrate.engines import ENGINES
 from rewardsmith.calibrate.estimators import create_calibrator, shared_params
 from rewardsmith.calibrate.evaluate import evaluate_holdout, summarise
 from rewardsmith.calibrate.maps import CalibrationMaps, model_identity
+from rewardsmith.calibrate.readers import ENGINES
 from rewardsmith.calibrate.stats import RaterStats, model_score_location, rater_moments, rater_stats
 from rewardsmith.config import to_dict
 from rewardsmith.data.ratings import RatingTable
