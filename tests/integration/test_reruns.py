@@ -248,3 +248,26 @@ def test_non_finite_values_are_named() -> None:
         from rewardsmith.models.ensemble import check_rule
 
         check_rule("uwo", 1e308)
+
+
+@pytest.mark.parametrize("kind", ["train", "eval", "label"])
+def test_every_run_folder_kind_refuses_links_planted_in_place_of_its_files(
+    kind: str, tmp_path: Path, pairs_file: Path
+) -> None:
+    model = tiny_reward_model(tmp_path / "m", 0)
+    args = {
+        "train": ["train", "--train", "file", "--path", pairs_file, "--backbone", "tiny-bert", "--max-steps", "1"],
+        "eval": ["eval", "--model", model, "--dataset", "file", "--path", pairs_file],
+        "label": ["label", "--gold", model, "--input", pairs_file],
+    }[kind]
+    out, outside = tmp_path / "run", tmp_path / "outside"
+    outside.mkdir()
+    assert rk(*args, "--quiet", "--out", out).exit_code == 0
+    written = [p for p in out.rglob("*") if p.is_file() and p.name != ".rewardsmith.lock"]
+    assert written
+    for path in written:  # every file the command wrote becomes a dangling link to a file outside the run
+        path.unlink()
+        path.symlink_to(outside / path.name)
+    one_line_error(rk(*args, "--quiet", "--out", out, "--overwrite"), "symbolic link")
+    assert list(outside.iterdir()) == []
+    assert [p.name for p in written if not p.is_symlink()] == []  # not the tool's: left where they are

@@ -413,10 +413,7 @@ class RunFolder:
         not written by the tool (it is never replaced), and a path through a symbolic link."""
         link = _link_on_the_way(self.path, name) if inside_path(self.path, name.split("/")[0]) else None
         if link is not None:
-            raise RunFolderError(
-                f"{link}: a symbolic link inside the run folder {self.path}; the tool writes no links and follows "
-                "none there: remove it, or choose another --out"
-            )
+            raise _link_error(link, self.path)
         if inside_path(self.path, name) is None:
             raise RunFolderError(f"{self.path / name}: not a path inside the run folder {self.path}")
         target = self.path / name
@@ -488,6 +485,8 @@ class RunFolder:
         return out
 
     def _write_manifest(self) -> None:
+        if (self.path / MANIFEST).is_symlink():  # replacing it would drop a link the tool did not write
+            raise _link_error(self.path / MANIFEST, self.path)
         atomic_write_json(self.path / MANIFEST, self.manifest)
 
     def close(self) -> None:
@@ -572,6 +571,13 @@ def inside_path(root: Path, name: str) -> Path | None:
     ):
         return None
     return target
+
+
+def _link_error(link: Path, root: Path) -> RunFolderError:
+    return RunFolderError(
+        f"{link}: a symbolic link inside the run folder {root}; the tool writes no links and follows none there: "
+        "remove it, or choose another --out"
+    )
 
 
 def _link_on_the_way(root: Path, name: str) -> Path | None:
