@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.io.jsonsafe import jsonl_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "runs" / "bon"
 RESULTS = ROOT / "docs" / "results"
@@ -235,7 +237,7 @@ def _accuracy(name: str) -> dict[str, Any]:
     from rewardsmith.evaluate.metrics import pairwise_accuracy
 
     if name in ("icrm", "icrm+demos"):
-        rows = [json.loads(x) for x in (RUNS / f"score-{name}.jsonl").read_text().splitlines()]
+        rows = [json.loads(x) for x in jsonl_lines((RUNS / f"score-{name}.jsonl").read_text())]
         estimate = pairwise_accuracy([r["p_chosen"] - 0.5 for r in rows])
         return {"accuracy": estimate.estimate, "ci": [estimate.low, estimate.high], "n": len(rows)}
     metrics = json.loads((RUNS / f"eval-{name}" / "metrics.json").read_text())

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.stats import Interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -152,9 +153,9 @@ def train_heads(out: Path, samples: list[tuple[Any, str]]) -> None:
 
 def write_samples() -> Path:
     """runs/ens/samples.jsonl: the best-of-n run's prompts with its 16 samples each (bon --samples)."""
-    prompts = {r["id"]: r for r in map(json.loads, (BON_RUN / "prompts.jsonl").read_text().splitlines())}
+    prompts = {r["id"]: r for r in map(json.loads, jsonl_lines((BON_RUN / "prompts.jsonl").read_text()))}
     lines = []
-    for record in map(json.loads, (BON_RUN / "samples.jsonl").read_text().splitlines()):
+    for record in map(json.loads, jsonl_lines((BON_RUN / "samples.jsonl").read_text())):
         prompt = prompts[record["id"]]
         lines.append(
             {"prompt": prompt["prompt"], "instructions": prompt["instructions"], "responses": record["responses"]}
@@ -334,7 +335,7 @@ def summarise() -> None:
         "heads_train_seconds": heads["train_seconds"],
         "sets": summarise_sets(),
         "bon": {"ns": bon["ns"], "golds": bon["golds"], "proxy_labels": labels, "prompts": bon["prompts"]},
-        "commands": (RUNS / "commands.txt").read_text().splitlines(),
+        "commands": jsonl_lines((RUNS / "commands.txt").read_text()),
     }
     atomic_write_text(RESULTS / "ensembles.json", json.dumps(out, indent=1) + "\n")
     figures = ROOT / "docs" / "ensembles"

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.rl.claims import (
     CALIBRATION_BETA,
     CALIBRATION_LR,
@@ -184,8 +185,8 @@ def arm_summary(name: str) -> dict[str, Any] | None:
     out = RUNS / name
     if not (out / "points.jsonl").exists():
         return None
-    points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
-    steps = [json.loads(x) for x in (out / "steps.jsonl").read_text().splitlines()]
+    points = [json.loads(x) for x in jsonl_lines((out / "points.jsonl").read_text())]
+    steps = [json.loads(x) for x in jsonl_lines((out / "steps.jsonl").read_text())]
     arm = ARMS[name]
     metrics = json.loads((out / "metrics.json").read_text()) if (out / "metrics.json").exists() else None
     facts: dict[str, Any] = {

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.testbed import claims
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +141,7 @@ def label() -> None:
 def pool_parts() -> dict[str, list[str]]:
     """The pool prompts' ids by part (claims.py): validation (the first VALIDATION_PROMPTS by the stable hash),
     agreement (the last AGREEMENT_PROMPTS, never trained on), train (the rest; validation is part of it)."""
-    ids = [json.loads(x)["id"] for x in (RUNS / "prompts" / "pool.jsonl").read_text().splitlines()]
+    ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "prompts" / "pool.jsonl").read_text())]
     return {
         "validation": ids[: claims.VALIDATION_PROMPTS],
         "agreement": ids[-claims.AGREEMENT_PROMPTS :],
@@ -149,7 +150,7 @@ def pool_parts() -> dict[str, list[str]]:
 
 
 def labelled(name: str) -> list[dict[str, object]]:
-    return [json.loads(x) for x in (RUNS / name / "pairs.jsonl").read_text().splitlines()]
+    return [json.loads(x) for x in jsonl_lines((RUNS / name / "pairs.jsonl").read_text())]
 
 
 def hack_direction() -> str:
@@ -364,7 +365,7 @@ def summarise() -> None:
     ns = bon["ns"]
     gold_label = next(iter(bon["golds"]))
     gold = _bon_values("gold", gold_label)
-    prompt_ids = [json.loads(x)["id"] for x in (RUNS / "eval" / "samples.jsonl").read_text().splitlines()]
+    prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
     validation = validation_half(prompt_ids)
     curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
     sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
@@ -412,7 +413,7 @@ def summarise() -> None:
         if not path.exists():
             continue
         metrics = json.loads(path.read_text())
-        points = [json.loads(x) for x in (RUNS / "rl" / arm / "points.jsonl").read_text().splitlines()]
+        points = [json.loads(x) for x in jsonl_lines((RUNS / "rl" / arm / "points.jsonl").read_text())]
         record = {k: metrics[k] for k in ("kl_end", "gold_change", "overoptimisation", "monitors_fired", "collapse")}
         record["track"] = metrics["track"]
         golds = list(points[0]["golds"])

@@ -36,6 +36,7 @@ from typing import Any
 
 from rewardsmith.errors import CheckpointError, ConfigError
 from rewardsmith.io.atomic import atomic_write_json
+from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.runfolder import flatten
 from rewardsmith.registry import Registry
 
@@ -238,7 +239,7 @@ def start_tracking(
     state["runs"][report_to] = tracker.run_id(accelerator.get_tracker(report_to, unwrap=True), run)
     atomic_write_json(state_path, state)
     if saved is None and log_path.exists():
-        for line in log_path.read_text(encoding="utf-8").splitlines():  # whole JSON objects: truncate_log kept them
+        for line in jsonl_lines(log_path.read_text(encoding="utf-8")):  # whole JSON objects: truncate_log kept them
             row = json.loads(line)
             accelerator.log(row, step=int(row["step"]))
 
