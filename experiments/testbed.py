@@ -262,11 +262,11 @@ def bon() -> None:
     command([*args, "--bf16", "--out", str(RUNS / "bon"), "-q"])
 
 
-RL_ARMS = {
-    "small": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[0]}-s0" / "model"),
-    "large": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[-1]}-s0" / "model"),
+RL_ARMS = {  # the controls first
     "hacked": lambda: str(RUNS / "proxies" / "hacked" / "model"),
     "gold": lambda: GOLD,
+    "small": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[0]}-s0" / "model"),
+    "large": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[-1]}-s0" / "model"),
 }
 
 
