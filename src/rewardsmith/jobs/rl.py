@@ -132,6 +132,8 @@ class Server:
             args += ["--calibration", cfg.calibration]
         self.log = folder.claim(SERVER_LOG)
         handle = folder.open_append(SERVER_LOG)
+        # A resumed run appends to the killed run's log: only what this server writes names its address.
+        self.start = handle.tell()
         self.proc = subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
         handle.close()
         self.url = self._wait()
@@ -142,7 +144,9 @@ class Server:
         assert self.proc is not None
         deadline = time.monotonic() + SERVER_WAIT_S
         while True:
-            text = self.log.read_text(encoding="utf-8", errors="replace")
+            with self.log.open("rb") as f:
+                f.seek(self.start)
+                text = f.read().decode("utf-8", errors="replace")
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 tail = " | ".join(x for x in text.splitlines()[-3:] if x.strip())
