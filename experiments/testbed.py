@@ -48,7 +48,9 @@ LOG = RUNS / "commands.txt"
 PROMPT_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled", "ultrafeedback", "helpsteer2")
 MAX_PROMPT_TOKENS = 160  # the policy's rendered chat prompt: longer conversations cost a CPU step minutes
 EVAL_PROMPTS = 160  # best-of-n and the RL tracker: at least 150 (validation and test halves of about 80)
-POOL_PROMPTS = 600  # 16 samples each: the labelled pairs every proxy learns from
+# 16 samples each, 12 pairs labelled: 360 training prompts hold the largest N (4,000). 600 was declared first and cut
+# to 400 before any result was committed: sampling 600 x 16 costs over an hour of this machine's two cores.
+POOL_PROMPTS = 400
 SAMPLING = ["--temperature", "1.0", "--top-p", "1.0", "--max-new-tokens", "48", "--seed", "0"]
 POOL_N, EVAL_N = claims.POOL_N, claims.EVAL_N
 GOLD_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled")
