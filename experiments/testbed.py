@@ -71,8 +71,8 @@ def command(args: list[str]) -> None:
     print(f"$ {line}", flush=True)
     start = time.perf_counter()
     subprocess.run([EXE, *args], cwd=ROOT, check=True)
-    with LOG.open("a", encoding="utf-8") as handle:
-        handle.write(f"# {time.perf_counter() - start:.0f} s\n")
+    with LOG.open("a", encoding="utf-8") as handle:  # the command again: steps run side by side interleave lines
+        handle.write(f"# {time.perf_counter() - start:.0f} s: {line}\n")
 
 
 def write_prompts() -> dict[str, int]:
@@ -201,11 +201,11 @@ def write_data() -> None:
 
 
 def proxy_runs() -> dict[str, Path]:
-    """name -> run folder of every proxy: p<N>-s<seed>, the ensembles' extra members, and the hacked control."""
-    runs = {f"p{n}-s{s}": RUNS / "proxies" / f"p{n}-s{s}" for n in claims.PROXY_SIZES for s in claims.SEEDS}
+    """name -> run folder of every proxy: the hacked control, p<N>-s<seed> and the ensembles' extra members."""
+    runs = {"hacked": RUNS / "proxies" / "hacked"}  # first: the RL control's proxy
+    runs.update({f"p{n}-s{s}": RUNS / "proxies" / f"p{n}-s{s}" for n in claims.PROXY_SIZES for s in claims.SEEDS})
     small = claims.PROXY_SIZES[0]
     runs.update({f"p{small}-s{s}": RUNS / "proxies" / f"p{small}-s{s}" for s in claims.ENSEMBLE_SEEDS})
-    runs["hacked"] = RUNS / "proxies" / "hacked"
     return runs
 
 
@@ -272,14 +272,17 @@ RL_ARMS = {  # the controls first
 }
 
 
-def rl() -> None:
-    """GRPO against each arm's proxy (`rewardsmith rl`), the gold tracked on the first RL_HELDOUT evaluation prompts
-    by the stable hash (the evaluation prompts hash first, so they are the held-out ones)."""
+def rl(arms: list[str] | None = None) -> None:
+    """GRPO against each arm's proxy (`rewardsmith rl`; `arms`, or every arm in RL_ARMS's order), the gold tracked on
+    the first RL_HELDOUT evaluation prompts by the stable hash (the evaluation prompts hash first, so they are the
+    held-out ones)."""
     prompts = RUNS / "prompts" / "rl.jsonl"
     if not prompts.exists():
         text = (RUNS / "prompts" / "eval.jsonl").read_text() + (RUNS / "prompts" / "pool.jsonl").read_text()
         prompts.write_text(text, encoding="utf-8")
     for arm, proxy in RL_ARMS.items():
+        if arms is not None and arm not in arms:
+            continue
         gold = [] if arm == "gold" else ["--gold", GOLD]  # the gold's own arm: its proxy is the gold
         command(["rl", "--policy", "smollm2", "--prompts", str(prompts), "--heldout", str(claims.RL_HELDOUT),
                  "--proxy", proxy(), *gold, "--steps", str(claims.RL_STEPS), "--prompts-per-step", "2",
@@ -344,6 +347,20 @@ def _agreement_correct(name: str) -> np.ndarray:
     return correct_pairs(rows["chosen"], rows["rejected"])
 
 
+def _is_setting(value: object) -> bool:
+    """A number or a tuple of numbers of claims.py (a design setting; not a claim, not a tuple of claims)."""
+    if isinstance(value, tuple) and type(value) is tuple:
+        return all(type(v) in (int, float) for v in value)
+    return type(value) in (int, float)
+
+
+def _selector_name(source: Path) -> str:
+    """A bon proxy's name in selectors(): a proxy's run folder name, or ens-<name> for an ensemble folder."""
+    if source.name == "model":
+        return source.parent.name
+    return f"ens-{source.name}" if source.parent.name == "ensembles" else source.name
+
+
 def summarise() -> None:
     """docs/results/testbed.json from the run folders (every figure with its CI; the claims' results are built from
     it by rewardsmith.testbed.claim_results)."""
@@ -362,8 +379,7 @@ def summarise() -> None:
     from rewardsmith.testbed.fits import fit_with_ci
 
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
-    labels = {Path(p["source"]).parent.name if Path(p["source"]).name == "model" else Path(p["source"]).name: p["label"]
-              for p in bon["proxies"]}  # fmt: skip
+    labels = {_selector_name(Path(p["source"])): p["label"] for p in bon["proxies"]}
     ns = bon["ns"]
     gold_label = next(iter(bon["golds"]))
     gold = _bon_values("gold", gold_label)
@@ -426,11 +442,7 @@ def summarise() -> None:
             record["fit"] = fit_with_ci(d, per_prompt - per_prompt[:, :1], "rl")
         rl_arms[arm] = record
 
-    design = {
-        k: getattr(claims, k)
-        for k in dir(claims)
-        if k.isupper() and isinstance(getattr(claims, k), int | float | tuple)
-    }
+    design = {k: getattr(claims, k) for k in dir(claims) if k.isupper() and _is_setting(getattr(claims, k))}
     correct = {n: [_agreement_correct(f"p{n}-s{s}") for s in claims.SEEDS] for n in claims.PROXY_SIZES}
     label_metrics = json.loads((RUNS / "labels" / "metrics.json").read_text())
     hacked_metrics = json.loads((RUNS / "hacked" / "metrics.json").read_text())
@@ -485,12 +497,15 @@ def summarise() -> None:
 
 
 def _seconds() -> list[dict[str, object]]:
-    """Each command of commands.txt with its seconds (the last run of it)."""
+    """Each finished command of commands.txt (`# <seconds> s: <command>`) with its seconds: its longest run (a rerun
+    that finds the run folder finished takes seconds)."""
     lines = LOG.read_text().splitlines() if LOG.exists() else []
     out: dict[str, float] = {}
-    for line, after in zip(lines, [*lines[1:], ""], strict=True):
-        if line.startswith("rewardsmith ") and after.startswith("# "):
-            out[line] = float(after[2:].split()[0])
+    for line in lines:
+        if line.startswith("# ") and " s: " in line:
+            seconds, finished = line[2:].split(" s: ", 1)
+            name = finished.replace(f"{ROOT}/", "")  # paths as from the repository root
+            out[name] = max(out.get(name, 0.0), float(seconds))
     return [{"command": k, "seconds": v} for k, v in out.items()]
 
 
@@ -498,9 +513,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=["run", "summarise", *STEPS])
     parser.add_argument("--until", choices=list(STEPS), help="stop after this step")
+    parser.add_argument("--arms", nargs="+", choices=list(RL_ARMS), help="the rl step's arms only (default: all)")
     args = parser.parse_args()
     if args.step == "summarise":
         summarise()
+        return
+    if args.step == "rl":
+        rl(args.arms)
         return
     if args.step != "run":
         STEPS[args.step]()
