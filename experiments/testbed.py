@@ -349,16 +349,9 @@ def _agreement_correct(name: str) -> np.ndarray:
 
 def _is_setting(value: object) -> bool:
     """A number or a tuple of numbers of claims.py (a design setting; not a claim, not a tuple of claims)."""
-    if isinstance(value, tuple) and type(value) is tuple:
+    if type(value) is tuple:
         return all(type(v) in (int, float) for v in value)
     return type(value) in (int, float)
-
-
-def _selector_name(source: Path) -> str:
-    """A bon proxy's name in selectors(): a proxy's run folder name, or ens-<name> for an ensemble folder."""
-    if source.name == "model":
-        return source.parent.name
-    return f"ens-{source.name}" if source.parent.name == "ensembles" else source.name
 
 
 def summarise() -> None:
@@ -379,7 +372,8 @@ def summarise() -> None:
     from rewardsmith.testbed.fits import fit_with_ci
 
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
-    labels = {_selector_name(Path(p["source"])): p["label"] for p in bon["proxies"]}
+    by_source = {p["source"]: p["label"] for p in bon["proxies"]}
+    labels = {name: by_source[model] for name, model in selectors().items()}  # selectors() names them, bon labels them
     ns = bon["ns"]
     gold_label = next(iter(bon["golds"]))
     gold = _bon_values("gold", gold_label)
@@ -388,7 +382,7 @@ def summarise() -> None:
     curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
     sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
     kl = [kl_bound(n) for n in ns]
-    selectors = bon["golds"][gold_label]["selectors"]
+    judged = bon["golds"][gold_label]["selectors"]
 
     uwo = {name: curves[name] for name in curves if name.startswith("ens-uwo-")}
     chosen_uwo = choose_on_validation(uwo, validation) if uwo else None
@@ -467,10 +461,10 @@ def summarise() -> None:
             "kl_bound": bon["kl_bound"],
             "selectors": {
                 name: {
-                    "gold_at_n": selectors[label]["gold_at_n"],
-                    "own_at_n": selectors[label]["own_at_n"],
-                    "gain_over_random": selectors[label]["gain_over_random"],
-                    "overoptimisation": selectors[label]["overoptimisation"],
+                    "gold_at_n": judged[label]["gold_at_n"],
+                    "own_at_n": judged[label]["own_at_n"],
+                    "gain_over_random": judged[label]["gain_over_random"],
+                    "overoptimisation": judged[label]["overoptimisation"],
                 }
                 for name, label in [*labels.items(), ("length", "length"), ("oracle", "oracle")]
             },
