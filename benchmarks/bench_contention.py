@@ -12,6 +12,7 @@ CPU-bound process" means here). Writes benchmarks/results/contention.json and pr
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -43,8 +44,9 @@ class Load:
         self.proc.wait()
 
 
-def timed(args: list[str], env: dict[str, str]) -> float:
-    """Seconds of one fresh `rewardsmith` process, its --out a new folder."""
+def timed(args: list[str], env: dict[str, str], steps: list[dict[str, float]] | None = None) -> float:
+    """Seconds of one fresh `rewardsmith` process, its --out a new folder; with `steps`, the run's own seconds per
+    step (metrics.json's step_seconds, the demo's) are appended to it."""
     with tempfile.TemporaryDirectory(prefix="rewardsmith-bench-") as tmp:
         start = time.perf_counter()
         subprocess.run(
@@ -53,7 +55,10 @@ def timed(args: list[str], env: dict[str, str]) -> float:
             capture_output=True,
             env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
         )
-        return time.perf_counter() - start
+        seconds = time.perf_counter() - start
+        if steps is not None:
+            steps.append(json.loads((Path(tmp) / "run" / "metrics.json").read_text(encoding="utf-8"))["step_seconds"])
+        return seconds
 
 
 def _summary(values: list[float]) -> dict[str, Any]:
@@ -63,16 +68,15 @@ def _summary(values: list[float]) -> dict[str, Any]:
 def demo(rounds: int) -> dict[str, Any]:
     """`rewardsmith demo` idle and beside one CPU-bound process."""
     seconds: dict[str, list[float]] = {"idle": [], "beside one CPU-bound process": []}
+    steps: dict[str, list[dict[str, float]]] = {k: [] for k in seconds}
     for r in range(rounds):
         for variant in rotated(list(seconds), r):
             if variant == "idle":
-                seconds[variant].append(timed(["demo"], {}))
+                seconds[variant].append(timed(["demo"], {}, steps[variant]))
             else:
                 with Load():
-                    seconds[variant].append(timed(["demo"], {}))
-    return {
-        k: {"median_s": round(statistics.median(v), 1), "runs_s": [round(x, 1) for x in v]} for k, v in seconds.items()
-    }
+                    seconds[variant].append(timed(["demo"], {}, steps[variant]))
+    return {k: {**_summary(v), "step_seconds": steps[k]} for k, v in seconds.items()}
 
 
 def threads(rounds: int) -> dict[str, Any]:

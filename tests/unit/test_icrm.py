@@ -105,6 +105,31 @@ def test_scorer_cache_reuse_gives_identical_scores(tiny_set) -> None:
     assert demo_key(demos) == demo_key(list(reversed(demos))) != demo_key(demos[:4])
 
 
+def test_scoring_under_several_standards_equals_one_call_each(tiny_set) -> None:
+    """score_pairs_under (the steering check's three conditions) embeds the pairs once in set mode; every standard
+    gets exactly the numbers of its own score_pairs call, and the backbone sees the targets once, not per standard."""
+    model, tok = tiny_set
+    demos, targets = _pairs(4, "demo"), _pairs(6, "target")
+    standards = [[], demos, [d.swapped() for d in demos]]
+    separate = [ICRMScorer(model, PairEncoder(tok, 32, 8), batch_size=4).score_pairs(targets, s) for s in standards]
+    scorer = ICRMScorer(model, PairEncoder(tok, 32, 8), batch_size=4)
+    seen: list[int] = []
+    hook = model.backbone.register_forward_hook(
+        lambda _m, _args, kwargs, _o: seen.append(int(kwargs["input_ids"].shape[0])), with_kwargs=True
+    )
+    try:
+        together = scorer.score_pairs_under(targets, standards)
+    finally:
+        hook.remove()
+    assert len(together) == 3
+    for a, b in zip(separate, together, strict=True):
+        np.testing.assert_array_equal(a.u_chosen, b.u_chosen)
+        np.testing.assert_array_equal(a.s_rejected, b.s_rejected)
+        np.testing.assert_array_equal(a.mu, b.mu)
+    assert not np.allclose(together[1].mu, together[2].mu)  # the flipped standard scores otherwise
+    assert sum(seen) == 2 * len(targets) + 2 * 2 * len(demos)  # targets once; each demonstrated standard's demos
+
+
 def test_sampler_flip_fractions_and_determinism() -> None:
     pool = PairPool("src", _pairs(400))
     rng = np.random.default_rng(0)

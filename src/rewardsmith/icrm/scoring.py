@@ -117,11 +117,28 @@ class ICRMScorer:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Utility u (M,) and confidence s (M,) of (prompt, response) items (a prompt as turns or, in concat
         mode, a rendered prompt string) under the demonstrations."""
+        return self.score_texts_under(items, [demos])[0]
+
+    @torch.inference_mode()
+    def score_texts_under(
+        self, items: Sequence[tuple[Any, str]], standards: Sequence[Sequence[PreferencePair]]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """score_texts under each standard in turn. In set mode an item's embedding does not depend on the
+        demonstrations, so the items pass the backbone once for all standards (the same numbers as one call per
+        standard); in concat mode the demonstrations are part of every input and each standard is a pass."""
         if self.model.mode == "set":
-            context, n = self.context(demos)
             h = embed_texts(self.model, self.encoder, items, self.batch_size, self.bf16).to(self.device)
-            u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
-            return _finite(u.double().cpu().numpy(), s.double().cpu().numpy())
+            out = []
+            for demos in standards:
+                context, n = self.context(demos)
+                u, s = self.model.response_heads(h, context.to(self.device), n.to(self.device))
+                out.append(_finite(u.double().cpu().numpy(), s.double().cpu().numpy()))
+            return out
+        return [self._concat_scores(items, demos) for demos in standards]
+
+    def _concat_scores(
+        self, items: Sequence[tuple[Any, str]], demos: Sequence[PreferencePair]
+    ) -> tuple[np.ndarray, np.ndarray]:
         demo_triples = [(d.prompt_text(), d.chosen, d.rejected) for d in demos]
         texts = [
             (concat_prompt(demo_triples, prompt if isinstance(prompt, str) else render_turns(tuple(prompt))), response)
@@ -140,11 +157,16 @@ class ICRMScorer:
 
     def score_pairs(self, pairs: Sequence[PreferencePair], demos: Sequence[PreferencePair] = ()) -> PairScores:
         """PairScores of each pair under the demonstrations."""
+        return self.score_pairs_under(pairs, [demos])[0]
+
+    def score_pairs_under(
+        self, pairs: Sequence[PreferencePair], standards: Sequence[Sequence[PreferencePair]]
+    ) -> list[PairScores]:
+        """PairScores of each pair under each standard (score_texts_under: set mode embeds the pairs once)."""
         items: list[tuple[Any, str]] = []
         for p in pairs:
             items += [(p.prompt, p.chosen), (p.prompt, p.rejected)]
-        u, s = self.score_texts(items, demos)
-        return pair_scores(u[0::2], u[1::2], s[0::2], s[1::2])
+        return [pair_scores(u[0::2], u[1::2], s[0::2], s[1::2]) for u, s in self.score_texts_under(items, standards)]
 
 
 def pair_scores(

@@ -37,8 +37,7 @@ def steering_check(
         "demo_pair_ids": [d.pair_id for d in demos],
         "conditions": {},
     }
-    for name, shown in conditions.items():
-        scores = scorer.score_pairs(pairs, shown)
+    for name, scores in zip(conditions, scorer.score_pairs_under(pairs, list(conditions.values())), strict=True):
         acc = pairwise_accuracy(scores.u_chosen - scores.u_rejected, n_boot=n_boot, seed=seed)
         out["conditions"][name] = {"accuracy": acc.estimate, "accuracy_ci": acc.ci, "mean_mu": float(scores.mu.mean())}
     return out
