@@ -53,6 +53,7 @@ EXE = ".venv/bin/rewardsmith"
 SWEEP = "shift-harmless-sweep"
 LAYER = "shift-harmless-layer"
 PAPER_FORM = "shift-harmless-paper"
+TESTBED = "shift-testbed"
 RUNS = (
     (SWEEP, "configs/shift-harmless-sweep.yaml", "runs/shift-harmless", "0,1,2"),
     (LAYER, "configs/shift-harmless-sweep.yaml", "runs/shift-harmless", "0,1,2"),
@@ -60,7 +61,12 @@ RUNS = (
     ("shift-helpful", "configs/shift-helpful.yaml", "runs/shift-helpful", "0,1,2"),
     # ANCHOR in the paper's form (plain masked MSE, lambda = 1e-4) beside its own naive students: no choice involved
     (PAPER_FORM, "configs/shift-harmless-paper.yaml", "runs/shift-harmless-paper", "0,1,2"),
+    # Weak-to-strong inside the synthetic-gold testbed: its data files are the testbed's gold labels, written by
+    # `python experiments/testbed.py w2s` (which runs this same command); docs/w2s.md opens with it.
+    (TESTBED, "configs/testbed-w2s.yaml", "runs/testbed/w2s", "0,1,2"),
 )
+# Runs whose committed config is run as it is (no choice of the sweep written into it).
+AS_COMMITTED = (SWEEP, PAPER_FORM, TESTBED)
 
 
 def chosen_anchor() -> dict[str, Any]:
@@ -86,7 +92,7 @@ def run_config(name: str, config: str) -> str:
     config with every anchor method replaced by ANCHOR at lambda*. Written to runs/<name>.yaml; returns its path."""
     import yaml
 
-    if name in (SWEEP, PAPER_FORM):
+    if name in AS_COMMITTED:
         return config
     anchor = chosen_anchor()
     data = yaml.safe_load((ROOT / config).read_text(encoding="utf-8"))
@@ -195,7 +201,7 @@ def summarise(names: list[str] | None) -> None:
     for name, committed, out, seeds in RUNS:
         if names and name not in names:
             continue
-        config = committed if name in (SWEEP, PAPER_FORM) else f"runs/{name}.yaml"
+        config = committed if name in AS_COMMITTED else f"runs/{name}.yaml"
         save(name, config, out, seeds)
 
 

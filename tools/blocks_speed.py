@@ -210,4 +210,82 @@ def block_batching() -> str:
     )
 
 
-BLOCKS: dict[str, Callable[[], str]] = {"speed": block_speed, "batching": block_batching}
+def block_first_run() -> str:
+    """A first run as a user starts one, whole processes timed from outside: `rewardsmith train` against a TRL
+    script (benchmarks/results/train_process.json) and `rewardsmith demo` idle and beside one CPU-bound process,
+    with OpenMP's wait policy under that load (benchmarks/results/contention.json)."""
+    parts = []
+    process = BENCH / "train_process.json"
+    if process.exists():
+        t = json.loads(process.read_text(encoding="utf-8"))
+        rows = []
+        for r in t["results"]:
+            ratio, med, loop = r["trl_over_rewardsmith_seconds"], r["median_seconds"], r["median_loop_seconds"]
+            rows.append(
+                [
+                    r["precision"],
+                    f"{med['rewardsmith']:.1f} ({loop['rewardsmith']:.1f} training)",
+                    f"{med['trl']:.1f} ({loop['trl']:.1f} training)",
+                    with_range(ratio),
+                    "met" if ratio["median"] >= 2.0 else "not met",
+                ]
+            )
+        parts.append(
+            f"**A first training run, whole process** ({t['pairs']} hh-rlhf/harmless-base pairs both tools take whole "
+            f"at {t['max_length']} tokens, in one JSONL file both read; `rewardsmith train` with everything it "
+            "writes (run folder, report, plots) against a script that trains TRL's RewardTrainer; seconds from "
+            f"outside, median of {t['rounds']} rounds, tools alternating; bar: 2x):\n\n"
+            + _table(["precision", "rewardsmith s", "TRL s", "TRL / rewardsmith, median (range)", "2x bar"], rows)
+            + f"\n\nCommand: `.venv/bin/{t['command']}`; results: `benchmarks/results/train_process.json`."
+        )
+    contention = BENCH / "contention.json"
+    if contention.exists():
+        c = json.loads(contention.read_text(encoding="utf-8"))
+        rows = []
+        for variant, v in c.get("demo", {}).items():
+            steps = v.get("step_seconds") or []
+            per_step = ", ".join(
+                f"{k} {statistics.median(s[k] for s in steps):.0f}" for k in (steps[0] if steps else {})
+            )
+            bar = 240 if variant == "idle" else 480
+            rows.append(
+                [
+                    f"`make demo`, {variant}",
+                    f"{v['median_s']:.0f}",
+                    ", ".join(f"{x:.0f}" for x in v["runs_s"]),
+                    per_step or "-",
+                    f"{'met' if v['median_s'] < bar else 'not met'} (< {bar} s)",
+                ]
+            )
+        threads = c.get("threads")
+        if threads:
+            for k in ("PASSIVE", "ACTIVE"):
+                rows.append(
+                    [
+                        f"train, 30 steps, one CPU-bound process beside, OMP_WAIT_POLICY={k}",
+                        f"{threads[k]['median_s']:.0f}",
+                        ", ".join(f"{x:.0f}" for x in threads[k]["runs_s"]),
+                        "-",
+                        "-",
+                    ]
+                )
+        ratio = (threads or {}).get("active_over_passive")
+        parts.append(
+            f"**Whole commands on a loaded machine** ({c['rounds']} fresh runs each, variants alternating; the load "
+            "is one Python process spinning on one of the 2 cores):\n\n"
+            + _table(["command", "median s", "runs s", "median s per step", "bar"], rows)
+            + (
+                f"\n\nSpinning over passive OpenMP threads under that load: "
+                f"{with_range(ratio)} the seconds (the `rewardsmith` "
+                "command sets OMP_WAIT_POLICY=PASSIVE unless it is set)."
+                if ratio
+                else ""
+            )
+            + f" Command: `.venv/bin/{c['command']}`; results: `benchmarks/results/contention.json`."
+        )
+    return (
+        "\n\n".join(parts) if parts else "Not run yet: no `benchmarks/results/train_process.json` or `contention.json`."
+    )
+
+
+BLOCKS: dict[str, Callable[[], str]] = {"speed": block_speed, "batching": block_batching, "first-run": block_first_run}

@@ -28,12 +28,21 @@ from blocks_common import source as _source
 from rewardsmith.claims import CLAIM_HEADER, ClaimResult, claim_row
 from rewardsmith.w2s.claim_results import (
     equal_to_naive,
+    gap_search_result,
     naive_agreement,
     own_claims,
     paper_claims,
     paper_form_claims,
 )
-from rewardsmith.w2s.claims import CHOICES, EQUAL_TO_NAIVE_SHARE, PAPER_FORM_METHOD, PAPER_RAW_WEIGHT, RERUN
+from rewardsmith.w2s.claims import (
+    ANCHOR_GAIN_FIGURE,
+    CHOICES,
+    EQUAL_TO_NAIVE_SHARE,
+    MIN_TEACHER_GAP,
+    PAPER_FORM_METHOD,
+    PAPER_RAW_WEIGHT,
+    RERUN,
+)
 
 # (headline run, its anchor-strength sweep, its layer run, its run of ANCHOR in the paper's form) per source, as
 # docs/results names.
@@ -428,6 +437,105 @@ def block_anchor_speed() -> str:
     )
 
 
+TESTBED = "shift-testbed"
+
+
+def _testbed_gap(name: str) -> dict[str, Any]:
+    """GAP_SEARCH's test on the testbed run's validation margins (docs/results/pairs/<name>.npz): ceiling - teacher
+    with its hierarchical CI (ceiling seeds, then pairs), the teacher's accuracy, and whether the bar is reached."""
+    with np.load(RESULTS / "pairs" / f"{name}.npz", allow_pickle=False) as arrays:
+        ceiling = [
+            arrays[k].astype(np.float64)
+            for k in sorted(arrays.files)
+            if k.startswith("ceiling/") and k.endswith("/val")
+        ]
+        teacher = arrays["teacher/seed-1/val"].astype(np.float64)
+    return gap_search_result(ceiling, teacher)
+
+
+def _testbed_methods(m: dict[str, Any]) -> str:
+    """Per method: validation accuracy (the choice's split), ID accuracy, PGR, WRG and AOG per target, and the
+    seed-paired difference from naive on the ID test and on each target."""
+    targets = m["targets"]
+    names = [x for x in m["methods"] if x not in ("teacher", "ceiling")]
+    rows = []
+    for name in ["teacher", *names, "ceiling"]:
+        r = m["methods"].get(name, {})
+        val = m.get("validation", {}).get(name, {}).get("accuracy")
+        vs = m.get("vs_naive", {}).get(name, {})
+        rows.append(
+            [
+                name,
+                "-" if val is None else f"{val:.1f}",
+                ci_text(r.get("id_acc"), r.get("id_acc_ci")),
+                ci_text(r.get("pgr"), r.get("pgr_ci")) if r.get("pgr") is not None else "-",
+                ci_text(r.get("wrg"), r.get("wrg_ci")) if r.get("wrg") is not None else "-",
+                *[
+                    ci_text(r.get(f"aog.{t}"), r.get(f"aog.{t}_ci")) if r.get(f"aog.{t}") is not None else "-"
+                    for t in targets
+                ],
+                *[
+                    ci_text(vs.get(f"d.{split}"), vs.get(f"d.{split}_ci")) if vs.get(f"d.{split}") is not None else "-"
+                    for split in ("id", *targets)
+                ],
+            ]
+        )
+    header = ["model", "validation acc", "ID acc [95% CI]", "PGR", "WRG", *[f"AOG {t}" for t in targets]]
+    header += ["- naive, ID", *[f"- naive, {t}" for t in targets]]
+    return table(header, rows)
+
+
+def block_testbed_w2s() -> str:
+    """docs/w2s.md's opening section: the testbed's gap on validation, then (only where it reaches the bar) the
+    methods, every difference from naive paired over seeds and pairs."""
+    if not (RESULTS / f"{TESTBED}.json").exists():
+        return f"Not run yet: no `docs/results/{TESTBED}.json` (`python experiments/testbed.py w2s`)."
+    m = load(TESTBED)
+    gap = _testbed_gap(TESTBED)
+    sizes = m["sizes"]
+    val = m.get("validation", {})
+    ceiling_val = val.get("ceiling", {}).get("accuracy")
+    verdict = "**reaches the bar**" if gap["reaches_bar"] else "**does not reach the bar**"
+    head = (
+        f"Every label here is the testbed gold's (docs/testbed.md): the weak teacher is MiniLM on {sizes['gold']} of "
+        f"the gold's labels of the source (HH-RLHF prompts, the policy's own completions), the students and the "
+        f"ceiling MiniLM on the {sizes['w2s']}-pair W2S pool (the teacher's labels; the gold's for the ceiling), the "
+        f"target the same gold's labels of UltraFeedback and HelpSteer2 prompts (a preference shift inside one gold). "
+        f"The gap was checked on the source's {sizes['val']} validation pairs before any method was compared "
+        f"(GAP_SEARCH's bar: ceiling - teacher >= {MIN_TEACHER_GAP:g} points with its 95% CI above 0 over seeds "
+        f"{', '.join(map(str, m['seeds']))} and pairs, and a teacher whose CI lies above 50%).\n\n"
+        + table(
+            ["split", "teacher [95% CI]", "ceiling (mean over seeds)", "ceiling - teacher [95% CI]", "bar"],
+            [
+                [
+                    "validation",
+                    ci_text(gap["teacher_val_acc"], gap["teacher_val_acc_ci"]),
+                    "-" if ceiling_val is None else f"{ceiling_val:.1f}",
+                    ci_text(gap["gap"], gap["gap_ci"]),
+                    verdict,
+                ]
+            ],
+        )
+    )
+    if not gap["reaches_bar"]:
+        return head + "\n\nWithout the gap the methods are not compared here. " + _source(TESTBED)
+    anchor = m.get("claim_statistics", {}).get("anchor", {}).get("method")
+    results = paper_claims(m) + own_claims(m)
+    return (
+        head
+        + f"\n\nThe methods (accuracies in %, points; 95% CIs over seeds {', '.join(map(str, m['seeds']))} and pairs; "
+        "every difference from naive paired over seeds and pairs; PGR = (student - teacher) / (ceiling - teacher) "
+        f"in domain; ANCHOR's normalised strength chosen on validation: {anchor}; anchor-paper is the paper's form, "
+        f"lambda {PAPER_RAW_WEIGHT:g} on the raw MSE, no choice):\n\n"
+        + _testbed_methods(m)
+        + "\n\nThe paper's claims and the project's own questions on this run (the paper's ANCHOR - naive: "
+        + f"{ANCHOR_GAIN_FIGURE}):\n\n"
+        + table(CLAIM_HEADER, [claim_row(r) for r in results])
+        + "\n\n"
+        + _source(TESTBED)
+    )
+
+
 def render_shift(name: str) -> str | None:
     """A `shift-<name>` block, or None when `name` is not one."""
     if not name.startswith("shift-"):
@@ -446,5 +554,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "w2s-gap": block_gap_search,
     "w2s-gap-summary": block_gap_summary,
     "anchor-speed": block_anchor_speed,
+    "w2s-testbed": block_testbed_w2s,
 }
 FAMILIES: tuple[Callable[[str], str | None], ...] = (render_shift,)
