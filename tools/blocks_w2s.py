@@ -468,7 +468,12 @@ def _testbed_methods(m: dict[str, Any]) -> str:
                 name,
                 "-" if val is None else f"{val:.1f}",
                 ci_text(r.get("id_acc"), r.get("id_acc_ci")),
-                ci_text(r.get("pgr"), r.get("pgr_ci")) if r.get("pgr") is not None else "-",
+                *[
+                    ci_text(r.get(f"pgr.{split}"), r.get(f"pgr.{split}_ci"), 2)
+                    if r.get(f"pgr.{split}") is not None
+                    else "-"
+                    for split in ("id", *targets)
+                ],
                 ci_text(r.get("wrg"), r.get("wrg_ci")) if r.get("wrg") is not None else "-",
                 *[
                     ci_text(r.get(f"aog.{t}"), r.get(f"aog.{t}_ci")) if r.get(f"aog.{t}") is not None else "-"
@@ -480,9 +485,28 @@ def _testbed_methods(m: dict[str, Any]) -> str:
                 ],
             ]
         )
-    header = ["model", "validation acc", "ID acc [95% CI]", "PGR", "WRG", *[f"AOG {t}" for t in targets]]
+    header = ["model", "validation acc", "ID acc [95% CI]", "PGR ID", *[f"PGR {t}" for t in targets], "WRG"]
+    header += [f"AOG {t}" for t in targets]
     header += ["- naive, ID", *[f"- naive, {t}" for t in targets]]
     return table(header, rows)
+
+
+def _testbed_paper_form() -> str:
+    """Whether the paper's form (anchor-paper) is its naive student here (naive_agreement on the committed margins)."""
+    path = RESULTS / "pairs" / f"{TESTBED}.npz"
+    with np.load(path, allow_pickle=False) as arrays:
+        agreement = naive_agreement({k: arrays[k] for k in arrays.files}, "anchor-paper")
+    if not agreement:
+        return ""
+    same = "equal to naive at this scale" if equal_to_naive(agreement) else "not equal to naive"
+    return (
+        f"\n\nanchor-paper is {same}: its per-pair correctness differs from its same-seed naive students' on "
+        f"{agreement['differing']} of {agreement['pairs']} pair predictions ({agreement['seeds']} seeds, every split), "
+        f"its margins by at most {agreement['max_abs_difference']:.3f}; its row tests nothing here either."
+        if equal_to_naive(agreement)
+        else f"\n\nanchor-paper is {same}: its correctness differs from naive's on {agreement['differing']} of "
+        f"{agreement['pairs']} pair predictions."
+    )
 
 
 def block_testbed_w2s() -> str:
@@ -520,20 +544,54 @@ def block_testbed_w2s() -> str:
     if not gap["reaches_bar"]:
         return head + "\n\nWithout the gap the methods are not compared here. " + _source(TESTBED)
     anchor = m.get("claim_statistics", {}).get("anchor", {}).get("method")
+    grid = next((sel["candidates"] for sel in m.get("anchor_selection", []) if sel.get("normalise")), {})
+    edge = (
+        f" ({', '.join(f'{k} {v:.1f}' for k, v in grid.items())} on validation: the largest strength of the grid "
+        "declared in the config, so a stronger one was not tried)"
+        if grid and anchor == list(grid)[-1]
+        else ""
+    )
     results = paper_claims(m) + own_claims(m)
     return (
         head
         + f"\n\nThe methods (accuracies in %, points; 95% CIs over seeds {', '.join(map(str, m['seeds']))} and pairs; "
         "every difference from naive paired over seeds and pairs; PGR = (student - teacher) / (ceiling - teacher) "
-        f"in domain; ANCHOR's normalised strength chosen on validation: {anchor}; anchor-paper is the paper's form, "
-        f"lambda {PAPER_RAW_WEIGHT:g} on the raw MSE, no choice):\n\n"
+        f"on each split; ANCHOR's normalised strength chosen on validation: {anchor}{edge}; anchor-paper is the "
+        f"paper's form, lambda {PAPER_RAW_WEIGHT:g} on the raw MSE, no choice):\n\n"
         + _testbed_methods(m)
+        + _testbed_paper_form()
         + "\n\nThe paper's claims and the project's own questions on this run (the paper's ANCHOR - naive: "
         + f"{ANCHOR_GAIN_FIGURE}):\n\n"
         + table(CLAIM_HEADER, [claim_row(r) for r in results])
         + "\n\n"
         + _source(TESTBED)
     )
+
+
+def block_testbed_w2s_summary() -> str:
+    """The README's line on weak-to-strong inside the testbed: the gap on validation and, where it reaches the bar,
+    ANCHOR (both forms) against naive out of distribution."""
+    if not (RESULTS / f"{TESTBED}.json").exists():
+        return f"Inside the synthetic-gold testbed: not run yet (no `docs/results/{TESTBED}.json`)."
+    m = load(TESTBED)
+    gap = _testbed_gap(TESTBED)
+    text = (
+        f"Inside the synthetic-gold testbed (docs/w2s.md's first section) the gap exists by construction: ceiling - "
+        f"teacher on validation {ci_text(gap['gap'], gap['gap_ci'])} points, which "
+        + ("reaches" if gap["reaches_bar"] else "does not reach")
+        + f" the {MIN_TEACHER_GAP:g}-point bar. "
+    )
+    if gap["reaches_bar"]:
+        anchor = m.get("claim_statistics", {}).get("anchor", {}).get("method")
+        vs = m.get("vs_naive", {})
+        parts = []
+        for method in [x for x in (anchor, "anchor-paper") if x and x in vs]:
+            diffs = "; ".join(
+                f"{t} {ci_text(vs[method].get(f'd.{t}'), vs[method].get(f'd.{t}_ci'))}" for t in m["targets"]
+            )
+            parts.append(f"{method} - naive: {diffs}")
+        text += "ANCHOR against naive out of distribution (points, seed-paired 95% CIs): " + "; ".join(parts) + ". "
+    return text + _source(TESTBED)
 
 
 def render_shift(name: str) -> str | None:
@@ -555,5 +613,6 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "w2s-gap-summary": block_gap_summary,
     "anchor-speed": block_anchor_speed,
     "w2s-testbed": block_testbed_w2s,
+    "w2s-testbed-summary": block_testbed_w2s_summary,
 }
 FAMILIES: tuple[Callable[[str], str | None], ...] = (render_shift,)
