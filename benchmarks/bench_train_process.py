@@ -55,49 +55,18 @@ def write_pairs(path: Path, n: int, max_length: int, data_dir: str | None) -> No
 
 
 def trl_main(pairs_file: str, max_length: int, bf16: bool) -> None:
-    """The TRL process: read the file, render each prompt as rewardsmith's hh template does, train, exit."""
-    import torch
-    from datasets import Dataset
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-    from trl import RewardConfig, RewardTrainer
+    """The TRL process: read the file, train (bench_train_throughput.trl_trainer, TRL's defaults), exit."""
+    from bench_train_throughput import trl_trainer
 
-    from rewardsmith.data.schema import Turn, render_turns
-    from rewardsmith.models.backbone import minilm_dir, quiet_transformers, set_dropout
+    from rewardsmith.data.schema import PreferencePair, Turn
 
-    quiet_transformers()
-    tok = AutoTokenizer.from_pretrained(str(minilm_dir()))
-    tok.eos_token = tok.sep_token  # BERT has no EOS; TRL appends one to every response
-    model = AutoModelForSequenceClassification.from_pretrained(str(minilm_dir()), num_labels=1)
-    set_dropout(model, 0.0)
     rows = [json.loads(line) for line in Path(pairs_file).read_text(encoding="utf-8").splitlines()]
-    data = Dataset.from_list(
-        [
-            {
-                "prompt": render_turns(tuple(Turn(t["role"], t["content"]) for t in r["prompt"])),
-                "chosen": " " + r["chosen"],
-                "rejected": " " + r["rejected"],
-            }
-            for r in rows
-        ]
-    )
+    pairs = [
+        PreferencePair(tuple(Turn(t["role"], t["content"]) for t in r["prompt"]), r["chosen"], r["rejected"])
+        for r in rows
+    ]
     with tempfile.TemporaryDirectory() as tmp:
-        args = RewardConfig(
-            output_dir=tmp,
-            per_device_train_batch_size=BATCH,
-            num_train_epochs=1,
-            learning_rate=LR,
-            max_length=max_length,
-            bf16=bf16,
-            use_cpu=not torch.cuda.is_available(),
-            gradient_checkpointing=False,
-            logging_steps=1000,
-            save_strategy="no",
-            report_to=[],
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-            seed=0,
-        )
-        trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+        trainer = trl_trainer(pairs, max_length, bf16, tmp)
         start = time.perf_counter()
         trainer.train()
         print(json.dumps({"pairs": len(trainer.train_dataset), "loop_seconds": round(time.perf_counter() - start, 2)}))

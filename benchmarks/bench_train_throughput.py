@@ -185,7 +185,9 @@ def measure_bare(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any
     return _record(len(pairs), real, padded, wall, cpu)
 
 
-def measure_trl(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
+def trl_trainer(pairs: list[Any], max_length: int, bf16: bool, output_dir: str) -> Any:
+    """TRL's RewardTrainer with its defaults on the pairs (prompt in HH framing, as rewardsmith's hh template renders
+    it): MiniLM with dropout 0, 16 pairs a step, one epoch, lr 2e-5, nothing saved or logged."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -201,25 +203,29 @@ def measure_trl(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]
     data = Dataset.from_list(
         [{"prompt": p.prompt_text(), "chosen": " " + p.chosen, "rejected": " " + p.rejected} for p in pairs]
     )
+    args = RewardConfig(
+        output_dir=output_dir,
+        per_device_train_batch_size=BATCH,
+        num_train_epochs=1,
+        learning_rate=LR,
+        max_length=max_length,
+        bf16=bf16,
+        use_cpu=not torch.cuda.is_available(),
+        gradient_checkpointing=False,
+        logging_steps=1000,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        seed=0,
+    )
+    return RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+
+
+def measure_trl(pairs: list[Any], max_length: int, bf16: bool) -> dict[str, Any]:
     counts = {"real": 0, "padded": 0}
     with tempfile.TemporaryDirectory() as tmp:
-        args = RewardConfig(
-            output_dir=tmp,
-            per_device_train_batch_size=BATCH,
-            num_train_epochs=1,
-            learning_rate=LR,
-            max_length=max_length,
-            bf16=bf16,
-            use_cpu=not torch.cuda.is_available(),
-            gradient_checkpointing=False,
-            logging_steps=1000,
-            save_strategy="no",
-            report_to=[],
-            disable_tqdm=True,
-            dataloader_num_workers=0,
-            seed=0,
-        )
-        trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tok)
+        trainer = trl_trainer(pairs, max_length, bf16, tmp)
         collate = trainer.data_collator
 
         def counting(examples: list[dict[str, Any]]) -> dict[str, Any]:
