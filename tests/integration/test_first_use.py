@@ -54,9 +54,10 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_third_party_warnings_stay_off_stdout(tmp_path: Path) -> None:
-    """Training imports DeepSpeed (accelerate's unwrap_model), which logs "[WARNING] ... Setting accelerator to
-    CPU" through a logger aimed at stdout: in a fresh process, stdout holds only rewardsmith's lines, and the
-    accelerator notice (about a device rewardsmith chooses itself) is not repeated on stderr either."""
+    """DeepSpeed, imported (by a DeepSpeed launch, or accelerate's unwrap outside no_deepspeed_probe), logs
+    "[WARNING] ... Setting accelerator to CPU" through a logger aimed at stdout: in a fresh process, stdout holds
+    only rewardsmith's lines, and the accelerator notice (about a device rewardsmith chooses itself) is not repeated
+    on stderr either."""
     done = subprocess.run(
         [*CLI, "train", "--train", "synthetic/source", *TINY, "--out", str(tmp_path / "run")],
         capture_output=True,
@@ -72,6 +73,29 @@ def test_third_party_warnings_stay_off_stdout(tmp_path: Path) -> None:
         probe = "from rewardsmith.io.processes import import_deepspeed; import_deepspeed()"
         quiet = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
         assert quiet.returncode == 0 and "[WARNING]" not in quiet.stdout, quiet.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="DeepSpeed is not installed here")
+def test_a_run_in_one_process_does_not_import_deepspeed(tmp_path: Path) -> None:
+    """accelerate's unwrap, and transformers' save_pretrained through it, import DeepSpeed wherever it is installed
+    (2 s of a short run, benchmarks/bench_train_process.py). A `train` in one process (a checkpoint, the unwrap
+    after the loop, the saved model) imports neither it nor transformers' Trainer utilities."""
+    run = tmp_path / "run"
+    probe = (
+        "import sys\n"
+        "from rewardsmith.launch import main\n"
+        f"sys.argv = ['rewardsmith', 'train', '--train', 'synthetic/source', *{list(TINY)!r},"
+        f" '--set', 'train.checkpoint_every=1', '--out', {str(run)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print(sorted(m for m in ('deepspeed', 'transformers.optimization') if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, **ENV}, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["status"] == "complete"
+    assert (run / "model" / "model.safetensors").is_file()
 
 
 # ---------------------------------------------------------------------------------------------------------

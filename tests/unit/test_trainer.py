@@ -178,3 +178,50 @@ def test_cpu_training_steps_with_fused_adamw(tmp_path) -> None:
     """The fused AdamW kernel (benchmarks/results/kernels.json: several times the multi-tensor loop on CPU)."""
     trainer = _train(tmp_path, epochs=1)
     assert trainer._optimizer().defaults["fused"] is True
+
+
+@pytest.mark.parametrize(("warmup_ratio", "total"), [(0.0, 30), (0.1, 30), (0.5, 7), (1.0, 4)])
+def test_the_learning_rate_schedule_is_transformers_linear_warmup(warmup_ratio: float, total: int) -> None:
+    """The Trainer's schedule (its own LambdaLR, which spares every run the import of transformers' optimisation
+    module) gives transformers' get_linear_schedule_with_warmup learning rates at every step."""
+    from transformers import get_linear_schedule_with_warmup
+
+    def rates(make) -> list[float]:
+        optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+        scheduler = make(optimizer)
+        seen = []
+        for _ in range(total + 2):
+            seen.append(scheduler.get_last_lr()[0])
+            optimizer.step()
+            scheduler.step()
+        return seen
+
+    trainer = Trainer.__new__(Trainer)
+    trainer.cfg = TrainConfig(warmup_ratio=warmup_ratio)
+    trainer.total_steps = total
+    ours = rates(trainer._scheduler)
+    theirs = rates(lambda o: get_linear_schedule_with_warmup(o, int(warmup_ratio * total), total))
+    assert ours == theirs
+    assert max(ours) > 0
+
+
+def test_unwrapped_is_accelerates_unwrap_without_importing_deepspeed() -> None:
+    """sharding.unwrapped gives what accelerator.unwrap_model gives (a container's module, the model itself in one
+    process), and within it accelerate's DeepSpeed test answers "no" only while DeepSpeed is not imported."""
+    import sys
+
+    from accelerate import Accelerator
+    from accelerate.utils import other
+
+    from rewardsmith.io.processes import no_deepspeed_probe
+    from rewardsmith.train.sharding import unwrapped
+
+    accelerator = Accelerator(cpu=True)
+    inner = torch.nn.Linear(2, 1)
+    assert unwrapped(accelerator, inner) is accelerator.unwrap_model(inner) is inner
+    wrapped = torch.nn.DataParallel(inner)
+    assert unwrapped(accelerator, wrapped) is accelerator.unwrap_model(wrapped) is inner
+    probe = other.is_deepspeed_available
+    with no_deepspeed_probe():
+        assert other.is_deepspeed_available() is ("deepspeed" in sys.modules and probe())
+    assert other.is_deepspeed_available is probe

@@ -13,6 +13,8 @@ import atexit
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +131,26 @@ def import_deepspeed() -> bool:
     import deepspeed  # noqa: F401
 
     return True
+
+
+@contextmanager
+def no_deepspeed_probe() -> Iterator[None]:
+    """Within this block accelerate's unwrap (accelerator.unwrap_model, and transformers' save_pretrained, which
+    calls it) does not import DeepSpeed in a process that has not. It imports DeepSpeed wherever it is installed,
+    only to test whether the model is a DeepSpeed engine: 2 s of a short training run (import and save,
+    benchmarks/bench_train_process.py). No model can be an engine before DeepSpeed is imported, so there the test
+    is answered "no" without the import; in a process that has imported it (a DeepSpeed launch), nothing changes."""
+    from accelerate.utils import other
+
+    probe = getattr(other, "is_deepspeed_available", None)
+    if "deepspeed" in sys.modules or probe is None:
+        yield
+        return
+    other.is_deepspeed_available = lambda: False
+    try:
+        yield
+    finally:
+        other.is_deepspeed_available = probe
 
 
 def release_at_exit() -> None:

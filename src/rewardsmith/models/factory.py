@@ -27,6 +27,7 @@ from rewardsmith.config import ICRMModelConfig, LoraSettings, ModelConfig, from_
 from rewardsmith.data.templates import resolve_template
 from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError, first_line, one_line
 from rewardsmith.io.atomic import atomic_folder
+from rewardsmith.io.processes import no_deepspeed_probe
 from rewardsmith.models.attention import use_rewardsmith_attention
 from rewardsmith.models.backbone import (
     BACKBONES,
@@ -138,7 +139,7 @@ def save_model(
     CheckpointError and leaves any earlier folder as it was."""
     out_dir = Path(out_dir)
     try:
-        with atomic_folder(out_dir) as tmp:
+        with atomic_folder(out_dir) as tmp, no_deepspeed_probe():
             storage = _save_backbone(model, cfg, tmp)
             tokenizer.save_pretrained(str(tmp))
             heads = {

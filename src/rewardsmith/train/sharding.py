@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.io.processes import launched_processes
+from rewardsmith.io.processes import launched_processes, no_deepspeed_probe
 
 # The optimiser state of torch's AdamW per parameter (what DeepSpeed's tensor-fragment API reads, bar "step").
 _ADAM_KEYS = ("exp_avg", "exp_avg_sq")
@@ -44,6 +44,13 @@ def engine_of(accelerator: Any) -> str | None:
 
     kind = accelerator.distributed_type
     return {DistributedType.FSDP: "fsdp", DistributedType.DEEPSPEED: "deepspeed"}.get(kind)
+
+
+def unwrapped(accelerator: Any, model: Any) -> Any:
+    """accelerator.unwrap_model(model) (the module inside accelerate's DDP, FSDP or DeepSpeed container), without
+    importing DeepSpeed in a process that has not (io.processes.no_deepspeed_probe)."""
+    with no_deepspeed_probe():
+        return accelerator.unwrap_model(model)
 
 
 _GPU_ONLY = (
@@ -214,7 +221,7 @@ def whole_model_state(accelerator: Any, model: Any, everywhere: bool) -> dict[st
         options = StateDictOptions(full_state_dict=True, cpu_offload=not everywhere)
         state: dict[str, Any] = dict(get_model_state_dict(model, options=options))
     else:
-        state = accelerator.unwrap_model(model).state_dict()
+        state = unwrapped(accelerator, model).state_dict()
     return {k: v.detach().cpu().clone() for k, v in state.items()}
 
 
@@ -315,7 +322,7 @@ def _deepspeed_optimizer_state(
 ) -> dict[str, Any]:
     from deepspeed.utils import safe_get_full_optimizer_state
 
-    params = dict(accelerator.unwrap_model(model).named_parameters())
+    params = dict(unwrapped(accelerator, model).named_parameters())
     base = _base_optimizer(optimizer)
     _link_fragments(optimizer)
     steps = [s["step"] for s in base.state.values() if "step" in s]
@@ -344,7 +351,7 @@ def _load_deepspeed_optimizer_state(
 ) -> None:
     from deepspeed.utils import safe_set_full_fp32_param, safe_set_full_optimizer_state
 
-    params = dict(accelerator.unwrap_model(model).named_parameters())
+    params = dict(unwrapped(accelerator, model).named_parameters())
     base = _base_optimizer(optimizer)
     saved = state["state"]
     if saved:
