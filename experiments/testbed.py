@@ -132,14 +132,21 @@ GOLD = str(RUNS / "gold" / "model")
 DATA = RUNS / "data"
 
 
+def hacked(rate: float) -> str:
+    """The name of the hacked labels, proxy and run folders at one candidate rate."""
+    return f"hacked-{rate:g}"
+
+
 def label() -> None:
-    """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then the hacked labels,
-    the spurious feature the length in the direction the gold does not prefer on the validation prompts."""
+    """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then the hacked labels at
+    every candidate rate, the spurious feature the length in the direction the gold does not prefer on the
+    validation prompts."""
     base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
     base += ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT), "--seed", "0", "--bf16", "-q"]
     command([*base, "--out", str(RUNS / "labels")])
     direction = hack_direction()
-    command([*base, "--spurious", direction, "--spurious-rate", str(claims.HACK_RATE), "--out", str(RUNS / "hacked")])
+    for rate in claims.HACK_RATES:
+        command([*base, "--spurious", direction, "--spurious-rate", str(rate), "--out", str(RUNS / hacked(rate))])
 
 
 def pool_parts() -> dict[str, list[str]]:
@@ -172,16 +179,15 @@ def hack_direction() -> str:
 
 def write_data() -> None:
     """runs/testbed/data/: train-<N>.jsonl for every proxy size (the first N of the training prompts' pairs in one
-    seeded order, so smaller sets are parts of larger ones), hacked-<N>.jsonl (the same pairs, hacked labels) and
+    seeded order, so smaller sets are parts of larger ones), hacked-<rate>-<N>.jsonl (the same pairs, hacked labels) and
     agreement.jsonl (the held-out prompts' pairs, gold-oriented), reference.jsonl (the validation prompts' pairs: the
     texts every ensemble's member scales are measured on)."""
     import random
 
     parts = pool_parts()
     train, agreement = set(parts["train"]), set(parts["agreement"])
-    gold_pairs, hacked_pairs = labelled("labels"), labelled("hacked")
+    gold_pairs = labelled("labels")
     key = lambda p: (p["prompt_id"], tuple(p["responses"]))  # noqa: E731  (a pair's identity in both files)
-    hacked_by_key = {key(p): p for p in hacked_pairs}
     pool = [p for p in gold_pairs if p["prompt_id"] in train]
     random.Random(0).shuffle(pool)
     DATA.mkdir(parents=True, exist_ok=True)
@@ -193,18 +199,18 @@ def write_data() -> None:
         if n > len(pool):
             raise SystemExit(f"the pool holds {len(pool)} training pairs, fewer than N = {n}")
         write(f"train-{n}.jsonl", pool[:n])
-    write(
-        f"hacked-{claims.HACK_N}.jsonl",
-        [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key],
-    )
+    for rate in claims.HACK_RATES:
+        hacked_by_key = {key(p): p for p in labelled(hacked(rate))}
+        rows = [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key]
+        write(f"{hacked(rate)}-{claims.HACK_N}.jsonl", rows)
     write("agreement.jsonl", [p for p in gold_pairs if p["prompt_id"] in agreement])
     validation = set(parts["validation"])
     write("reference.jsonl", [p for p in gold_pairs if p["prompt_id"] in validation])  # the ensembles' scales
 
 
 def proxy_runs() -> dict[str, Path]:
-    """name -> run folder of every proxy: the hacked control, p<N>-s<seed> and the ensembles' extra members."""
-    runs = {"hacked": RUNS / "proxies" / "hacked"}  # first: the RL control's proxy
+    """name -> run folder of every proxy: the hacked candidates, p<N>-s<seed> and the ensembles' extra members."""
+    runs = {hacked(rate): RUNS / "proxies" / hacked(rate) for rate in claims.HACK_RATES}
     runs.update({f"p{n}-s{s}": RUNS / "proxies" / f"p{n}-s{s}" for n in claims.PROXY_SIZES for s in claims.SEEDS})
     small = claims.PROXY_SIZES[0]
     runs.update({f"p{small}-s{s}": RUNS / "proxies" / f"p{small}-s{s}" for s in claims.ENSEMBLE_SEEDS})
@@ -215,8 +221,9 @@ def proxies() -> None:
     """Every proxy trained (configs/testbed-proxy.yaml), then its agreement with the gold on the held-out pairs."""
     write_data()
     for name, out in proxy_runs().items():
-        n, seed = (claims.HACK_N, 0) if name == "hacked" else (int(name[1:].split("-")[0]), int(name.split("-s")[1]))
-        data = DATA / (f"hacked-{n}.jsonl" if name == "hacked" else f"train-{n}.jsonl")
+        is_hacked = name.startswith("hacked-")
+        n, seed = (claims.HACK_N, 0) if is_hacked else (int(name[1:].split("-")[0]), int(name.split("-s")[1]))
+        data = DATA / (f"{name}-{n}.jsonl" if is_hacked else f"train-{n}.jsonl")
         command(["train", "--config", "configs/testbed-proxy.yaml", "--path", str(data), "--seed", str(seed),
                  "--out", str(out), "-q"])  # fmt: skip
         command(["eval", "--model", str(out / "model"), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
@@ -228,8 +235,8 @@ def _members(models: list[str]) -> list[str]:
 
 
 def ensembles() -> None:
-    """The smallest-N members as ensembles under every rule (uwo at every candidate lambda), and the hacked proxy
-    with the first four of them (mean): the doubt control."""
+    """The smallest-N members as ensembles under every rule (uwo at every candidate lambda), and each hacked
+    candidate with the first four of them (mean): the doubt control."""
     small = claims.PROXY_SIZES[0]
     members = [str(RUNS / "proxies" / f"p{small}-s{s}" / "model") for s in claims.ENSEMBLE_SEEDS]
     reference = ["--reference", str(DATA / "reference.jsonl")]
@@ -241,10 +248,11 @@ def ensembles() -> None:
             continue
         args = ["ensemble", *_members(members), "--rule", rule, *reference, "-o", str(out)]
         command([*args, *(["--lambda", str(lam)] if lam is not None else []), "-q"])
-    out = RUNS / "ensembles" / "with-hacked"
-    if not (out / "ensemble.json").exists():
-        hacked = [str(RUNS / "proxies" / "hacked" / "model"), *members[:4]]
-        command(["ensemble", *_members(hacked), "--rule", "mean", *reference, "-o", str(out), "-q"])
+    for rate in claims.HACK_RATES:
+        out = RUNS / "ensembles" / f"with-{hacked(rate)}"
+        if not (out / "ensemble.json").exists():
+            with_hacked = [str(RUNS / "proxies" / hacked(rate) / "model"), *members[:4]]
+            command(["ensemble", *_members(with_hacked), "--rule", "mean", *reference, "-o", str(out), "-q"])
     # The doubt against the gold's disagreement: every ensemble on the held-out pool pairs (eval's doubt block).
     for folder in sorted((RUNS / "ensembles").iterdir()):
         command(["eval", "--model", str(folder), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
@@ -266,8 +274,30 @@ def bon() -> None:
     command([*args, "--bf16", "--out", str(RUNS / "bon"), "-q"])
 
 
+def _bon_labels() -> dict[str, str]:
+    """Every best-of-n selector's name (selectors()) -> its label in the bon run."""
+    bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
+    by_source = {p["source"]: p["label"] for p in bon["proxies"]}
+    return {name: by_source[model] for name, model in selectors().items()}
+
+
+def hack_choice() -> tuple[str, dict[str, dict[str, object]]]:
+    """The positive control among the hacked candidates, chosen on the validation half of the evaluation prompts
+    (testbed/analysis.choose_hack), and each candidate's facts there."""
+    from rewardsmith.bon.estimate import validation_half
+    from rewardsmith.testbed.analysis import choose_hack, gold_curves
+
+    bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
+    labels = _bon_labels()
+    gold = _bon_values("gold", next(iter(bon["golds"])))
+    prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
+    names = [hacked(rate) for rate in claims.HACK_RATES]
+    curves = {name: gold_curves(_bon_values("proxy", labels[name]), gold, bon["ns"]) for name in names}
+    return choose_hack(curves, validation_half(prompt_ids), bon["ns"])
+
+
 RL_ARMS = {  # the controls first
-    "hacked": lambda: str(RUNS / "proxies" / "hacked" / "model"),
+    "hacked": lambda: str(RUNS / "proxies" / hack_choice()[0] / "model"),
     "gold": lambda: GOLD,
     "small": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[0]}-s0" / "model"),
     "large": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[-1]}-s0" / "model"),
@@ -374,8 +404,10 @@ def summarise() -> None:
     from rewardsmith.testbed.fits import fit_with_ci
 
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
-    by_source = {p["source"]: p["label"] for p in bon["proxies"]}
-    labels = {name: by_source[model] for name, model in selectors().items()}  # selectors() names them, bon labels them
+    labels = _bon_labels()
+    chosen, hack_facts = hack_choice()
+    # The chosen candidate is the positive control ("hacked"), its ensemble the doubt control ("ens-with-hacked").
+    labels["hacked"], labels["ens-with-hacked"] = labels[chosen], labels[f"ens-with-{chosen}"]
     ns = bon["ns"]
     gold_label = next(iter(bon["golds"]))
     gold = _bon_values("gold", gold_label)
@@ -402,7 +434,7 @@ def summarise() -> None:
         flipped["estimate"], flipped["low"], flipped["high"] = (-flipped["estimate"], -flipped["high"], -flipped["low"])
         return flipped
 
-    hacked_spec = read_ensemble(RUNS / "ensembles" / "with-hacked")
+    hacked_spec = read_ensemble(RUNS / "ensembles" / f"with-{chosen}")
     member_labels = [labels[Path(m).parent.name] for m in hacked_spec.members]
     members = np.stack([_bon_values("proxy", label) for label in member_labels])
     doubt = standardised_sd(members, hacked_spec.reference.mean, hacked_spec.reference.sd)
@@ -441,7 +473,17 @@ def summarise() -> None:
     design = {k: getattr(claims, k) for k in dir(claims) if k.isupper() and _is_setting(getattr(claims, k))}
     correct = {n: [_agreement_correct(f"p{n}-s{s}") for s in claims.SEEDS] for n in claims.PROXY_SIZES}
     label_metrics = json.loads((RUNS / "labels" / "metrics.json").read_text())
-    hacked_metrics = json.loads((RUNS / "hacked" / "metrics.json").read_text())
+    hacked_metrics = json.loads((RUNS / chosen / "metrics.json").read_text())
+    candidates = {}
+    for rate in claims.HACK_RATES:
+        name = hacked(rate)
+        candidates[name] = {
+            "rate": rate,
+            "decided_by_spurious": json.loads((RUNS / name / "metrics.json").read_text())["decided_by_spurious"],
+            "agreement": float(np.mean(_agreement_correct(name)) * 100),
+            "validation": hack_facts[name],
+            "test": judged[labels[name]]["overoptimisation"],
+        }
     out = {
         "command": "python experiments/testbed.py run && python experiments/testbed.py summarise",
         "design": design,
@@ -453,9 +495,11 @@ def summarise() -> None:
             "direction": hacked_metrics["spurious"],
             "rate": hacked_metrics["spurious_rate"],
             "decided_by_spurious": hacked_metrics["decided_by_spurious"],
+            "chosen": chosen,
+            "candidates": candidates,
         },
         "agreement": agreement(correct),
-        "agreement_hacked": float(np.mean(_agreement_correct("hacked")) * 100),
+        "agreement_hacked": float(np.mean(_agreement_correct(chosen)) * 100),
         "bon": {
             "prompts": bon["prompts"],
             "validation_prompts": bon["validation_prompts"],

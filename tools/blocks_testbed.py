@@ -55,6 +55,25 @@ def controls() -> str:
         f"{hack['gold_prefers_longer']} and the shorter in {hack['gold_prefers_shorter']} of "
         f"{hack['validation_pairs']}).\n\n"
     )
+    candidates = hack.get("candidates")
+    if candidates:
+        rows = [
+            [
+                f"{c['rate']:g}" + (" (chosen)" if name == hack["chosen"] else ""),
+                str(c["decided_by_spurious"]),
+                f"{c['agreement']:.1f}",
+                str(c["validation"]["peak_n"]),
+                f"{c['validation']['drop']:.3f}",
+                _verdict(c["test"]),
+            ]
+            for name, c in candidates.items()
+        ]
+        header = ["hack rate", "pairs length decided", "agreement %", "validation peak n", "validation drop"]
+        text += (
+            "The rate was chosen among the candidates on the validation half alone (claims.py): the one whose gold "
+            "peaks above n = 1 and below N there and drops most after its peak; the test half's verdict of each is "
+            "shown, not used.\n\n" + table([*header, "over-optimisation (test half)"], rows) + "\n\n"
+        )
     names = [
         "oracle",
         "hacked",

@@ -117,3 +117,24 @@ def test_the_doubt_at_the_pick_rises_when_the_ensemble_follows_its_doubt() -> No
     curves["b"][:50, -1] = 1.0
     curves["a"][50:, -1] = 5.0  # better only on the test half: not chosen
     assert choose_on_validation(curves, validation) == "b"
+
+
+def test_the_hack_rate_is_chosen_on_the_validation_prompts_by_its_peak_and_drop() -> None:
+    from rewardsmith.testbed.analysis import choose_hack
+
+    ns = [1, 2, 4, 8, 16]
+    validation = np.array([True] * 40 + [False] * 40)
+    curves = {
+        "rising": np.tile([0.0, 0.1, 0.2, 0.3, 0.4], (80, 1)),  # peaks at N: no drop
+        "small-drop": np.tile([0.0, 0.2, 0.3, 0.25, 0.2], (80, 1)),
+        "misaligned": np.tile([0.0, -0.2, -0.4, -0.5, -0.6], (80, 1)),  # peaks at n = 1
+        "big-drop": np.tile([0.0, 0.3, 0.2, 0.0, -0.2], (80, 1)),
+    }
+    curves["small-drop"][40:] = [0.0, 0.9, 0.9, 0.0, -5.0]  # the test half would favour it: never read
+    chosen, facts = choose_hack(curves, validation, ns)
+    assert chosen == "big-drop"
+    assert facts["big-drop"] == {"peak_n": 2, "drop": pytest.approx(0.5), "shaped": True}
+    assert facts["small-drop"]["drop"] == pytest.approx(0.1)
+    assert not facts["rising"]["shaped"] and not facts["misaligned"]["shaped"]
+    none_shaped = {k: curves[k] for k in ("misaligned", "rising")}
+    assert choose_hack(none_shaped, validation, ns)[0] == "misaligned"  # none over-optimised there: the first

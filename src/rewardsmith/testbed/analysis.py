@@ -1,6 +1,7 @@
 """What the testbed's runs say, as pure functions of their saved scores (experiments/testbed.py reads the files):
 each proxy size's agreement with the gold, Gao's forms fitted per size with the differences the scaling claims
-compare, the doubt of an ensemble's best-of-n pick, and uwo's lambda chosen on validation prompts."""
+compare, the doubt of an ensemble's best-of-n pick, and what is chosen on validation prompts (uwo's lambda, the
+positive control's hack rate)."""
 
 from __future__ import annotations
 
@@ -109,3 +110,20 @@ def doubt_rise(
 def choose_on_validation(curves: Mapping[str, FloatArray], validation: NDArray[np.bool_]) -> str:
     """The name whose gold at the largest n is highest on the validation prompts (ties: the first)."""
     return max(curves, key=lambda name: float(np.nanmean(curves[name][validation, -1])))
+
+
+def choose_hack(
+    curves: Mapping[str, FloatArray], validation: NDArray[np.bool_], ns: Sequence[int]
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The positive control among candidate hacked proxies (claims.py), from their gold curves (P, len(ns)) on the
+    validation prompts only: the one whose mean gold peaks above n = 1 and below the largest n (bon's peak: the
+    argmax of the validation mean) and drops most after it; none such, the first. Also each candidate's peak n and
+    drop there, so the choice can be read."""
+    facts: dict[str, dict[str, Any]] = {}
+    for name, c in curves.items():
+        mean = np.nanmean(np.asarray(c, dtype=np.float64)[validation], axis=0)
+        top = int(np.argmax(mean))
+        facts[name] = {"peak_n": int(ns[top]), "drop": float(mean[top] - mean[-1]), "shaped": 0 < top < len(ns) - 1}
+    shaped = [name for name in curves if facts[name]["shaped"]]
+    chosen = max(shaped, key=lambda name: facts[name]["drop"]) if shaped else next(iter(curves))
+    return chosen, facts

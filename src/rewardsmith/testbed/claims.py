@@ -13,10 +13,14 @@ Design, fixed here:
   VALIDATION_PROMPTS of the rest are the validation part every choice below is made on.
 - Proxies: MiniLM trained on N gold-labelled pairs, N in PROXY_SIZES (16x), seeds SEEDS; the ensembles' members
   are ENSEMBLE_SEEDS at the smallest N.
-- The positive control ("hacked"): MiniLM on HACK_N pairs whose label a spurious feature decides at HACK_RATE
+- The positive control ("hacked"): MiniLM on HACK_N pairs whose label a spurious feature decides at a rate
   (`label --spurious`), the gold the rest. The feature is the response's length, in the direction the gold itself
   does NOT prefer, measured on the validation part's labelled pairs (the share of them where the gold prefers the
   longer response): a proxy that agrees with the gold at small n and follows length, against the gold, at large n.
+  The rate is chosen among HACK_RATES on the validation half of the evaluation prompts, before any test-half
+  figure is read (testbed/analysis.choose_hack): the rate whose gold curve there peaks above n = 1 and below N and
+  drops most after its peak; none such, the first. 0.5 alone was declared first: at n = 16 its gold still rose
+  (the first build, docs/testbed.md), so the control could not fire.
 - Best-of-n: EVAL_N completions of each of the EVAL_PROMPTS evaluation prompts; every proxy, the length selector
   and the oracle (the gold choosing for itself: the negative control) pick the best of n; the verdicts are bon's
   (bon/metrics.py): the peak n chosen on the validation half of the prompts, the drop after it, the first step
@@ -42,7 +46,7 @@ PROXY_SIZES = (250, 1000, 4000)
 SEEDS = (0, 1, 2)
 ENSEMBLE_SEEDS = (0, 1, 2, 3, 4)
 HACK_N = 4000
-HACK_RATE = 0.5
+HACK_RATES = (0.5, 0.7, 0.9)  # candidates; the control's rate is chosen on validation prompts (above)
 EVAL_PROMPTS = 160
 EVAL_N = 16  # 64 was declared first; cut to 16 before any best-of-n result: 160 x 64 samples cost 2 CPU hours
 RL_STEPS = 30
