@@ -395,6 +395,7 @@ def summarise() -> None:
     from rewardsmith.models.ensemble import read_ensemble
     from rewardsmith.testbed.analysis import (
         agreement,
+        choose_hack,
         choose_on_validation,
         doubt_rise,
         gold_curves,
@@ -405,15 +406,15 @@ def summarise() -> None:
 
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
     labels = _bon_labels()
-    chosen, hack_facts = hack_choice()
-    # The chosen candidate is the positive control ("hacked"), its ensemble the doubt control ("ens-with-hacked").
-    labels["hacked"], labels["ens-with-hacked"] = labels[chosen], labels[f"ens-with-{chosen}"]
     ns = bon["ns"]
     gold_label = next(iter(bon["golds"]))
     gold = _bon_values("gold", gold_label)
     prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
     validation = validation_half(prompt_ids)
     curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
+    chosen, hack_facts = choose_hack({hacked(r): curves[hacked(r)] for r in claims.HACK_RATES}, validation, ns)
+    # The chosen candidate is the positive control ("hacked"), its ensemble the doubt control ("ens-with-hacked").
+    labels["hacked"], labels["ens-with-hacked"] = labels[chosen], labels[f"ens-with-{chosen}"]
     sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
     kl = [kl_bound(n) for n in ns]
     judged = bon["golds"][gold_label]["selectors"]
