@@ -17,7 +17,7 @@ Steps:
     label     rewardsmith label --gold runs/testbed/gold/model --input runs/testbed/pool/samples.jsonl ...
     proxies   rewardsmith train on N gold-labelled pairs, N in PROXY_SIZES, seeds 0-2; the hacked control
     ensembles rewardsmith ensemble of the smallest-N proxies (five seeds), rules mean / min / uwo
-    eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 16 ...
+    eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 64 ...
     bon       rewardsmith bon --samples runs/testbed/eval/samples.jsonl --proxy ... --gold runs/testbed/gold/model
     rl        rewardsmith rl against the smallest-N proxy, the largest-N proxy and the hacked control
     w2s       rewardsmith shift --config configs/testbed-w2s.yaml (weak-to-strong on the gold's labels); then
@@ -353,7 +353,7 @@ STEPS = {
     "label": label,
     "proxies": proxies,
     "ensembles": ensembles,
-    "eval": lambda: sample("eval", EVAL_N, 32),
+    "eval": lambda: sample("eval", EVAL_N, 64),
     "bon": bon,
     "rl": rl,
     "w2s": w2s,

@@ -189,6 +189,22 @@ def test_sample_writes_what_bon_reads_and_resumes(tmp_path: Path, chat_tokenizer
     read, responses = read_samples_file(whole / "samples.jsonl", 3)
     assert [p.id for p in read] == [x["id"] for x in lines] and np.shape(responses) == (4, 3)
 
+    # A larger --n extends a finished folder (killed once mid-way) to the same file as a fresh run of that n. One
+    # row per forward pass: a batch of another shape may round a near-tie of this random model the other way.
+    one = ["--sample-batch-size", "1", "--max-new-tokens", "6", "-q"]
+    small, fresh = tmp_path / "small", tmp_path / "fresh5"
+    base = ["sample", "--policy", policy, "--prompts", prompts]
+    assert run_cli([*base, "--n", "3", *one, "--out", small]).returncode == 0
+    larger = [*base, "--n", "5", *one]
+    assert run_cli([*larger, "--out", fresh]).returncode == 0
+    assert run_cli([*larger, "--out", small], {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"}).returncode == -9
+    assert len((small / "samples.earlier.jsonl").read_text().splitlines()) == 4  # the n = 3 lines kept aside
+    assert run_cli([*larger, "--out", small]).returncode == 0
+    assert (small / "samples.jsonl").read_text() == (fresh / "samples.jsonl").read_text()
+    assert json.loads((small / "sampling.json").read_text())["extended_from_n"] == 3
+    smaller = run_cli([*base, "--n", "2", *one, "--out", small])
+    assert smaller.returncode == 2 and "n: 5 -> 2" in smaller.stderr, smaller.stderr
+
 
 def test_a_spurious_feature_decides_the_stated_share_of_labels(gold: Path, completions: Path, tmp_path: Path) -> None:
     out = tmp_path / "all"

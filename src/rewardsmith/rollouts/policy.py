@@ -8,8 +8,10 @@ framing ending with "Assistant:".
 
 Sampling is transformers' own `generate` loop (KV cache, stopping at EOS) with the sampling step done by
 SeededSampling: each row draws from its own torch.Generator, seeded by (seed, prompt id, sample index), so sample k
-of a prompt is the same whatever else shares its batch, and a rerun or a resumed run gives the same completions.
-The samples of one prompt share a batch (at most `batch_size` rows), so no row is padded.
+of a prompt draws the same numbers whatever else shares its batch, and a rerun or a resumed run gives the same
+completions. (Batches of another shape may round the logits differently in the last bits, so where two tokens
+nearly tie, sample k can differ between batch sizes: a rerun keeps --sample-batch-size for identical text.) The
+samples of one prompt share a batch (at most `batch_size` rows), so no row is padded.
 """
 
 from __future__ import annotations
@@ -151,8 +153,10 @@ def sample_prompt(
     top_p: float,
     max_new_tokens: int,
     batch_size: int,
+    first: int = 0,
 ) -> list[Completion]:
-    """n completions of one prompt, in chunks of at most batch_size rows (one prompt per batch: no padding)."""
+    """Completions first..n-1 of one prompt, in chunks of at most batch_size rows (one prompt per batch: no
+    padding); sample k is the same whatever first and n are."""
     from transformers import GenerationConfig, LogitsProcessorList
 
     ids = policy.prompt_ids(prompt)
@@ -165,7 +169,7 @@ def sample_prompt(
         do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=tok.pad_token_id, use_cache=True
     )
     out: list[Completion] = []
-    for start in range(0, n, batch_size):
+    for start in range(first, n, batch_size):
         rows = list(range(start, min(n, start + batch_size)))
         generators = [torch.Generator().manual_seed(sample_seed(seed, prompt.id, k)) for k in rows]
         inputs = torch.tensor([ids] * len(rows), device=device)

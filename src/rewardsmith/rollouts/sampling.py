@@ -3,6 +3,10 @@ samples.jsonl as each prompt finishes, so a killed run resumes at the first prom
 the --samples shape ({id, prompt, instructions?, answer?, responses, tokens, cut}), so the file is what `bon
 --samples` and `label --input` read; the facts of the sampling (policy, tokens, cuts, seconds) go to sampling.json
 once the last prompt is done. `rewardsmith sample` is this alone; `rewardsmith bon --policy` samples through it.
+
+A finished folder asked for a larger n is extended, not redone: sample k of a prompt depends only on (seed, prompt
+id, k), so the first n of a larger run are the smaller run's completions. Their lines are kept in
+samples.earlier.jsonl until every prompt has its new completions appended (a kill mid-way resumes from there).
 """
 
 from __future__ import annotations
@@ -11,23 +15,24 @@ import json
 import os
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewardsmith.config import MAX_SEED, option
+from rewardsmith.config import MAX_SEED, option, volatile_keys
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import sanitise_text
 from rewardsmith.errors import DataError
 from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.progress import Progress
-from rewardsmith.io.runfolder import RunFolder
+from rewardsmith.io.runfolder import RunFolder, differing_keys
 from rewardsmith.rollouts.prompt import BonPrompt
 from rewardsmith.rollouts.prompts import read_prompt_record
 
 SAMPLES_FILE = "samples.jsonl"
 SAMPLING_FILE = "sampling.json"
+EARLIER_FILE = "samples.earlier.jsonl"
 # A real SIGKILL after this many prompts are sampled (tests of resume).
 KILL_AFTER_PROMPT_ENV = "REWARDSMITH_FAULT_KILL_AFTER_PROMPT"
 
@@ -102,6 +107,38 @@ def read_samples_file(path: Path, n: int | None) -> tuple[list[BonPrompt], list[
     return prompts, responses
 
 
+def sample_compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Resume check of a sampling run: every setting equal (volatile ones aside), except that n may grow."""
+    diff = differing_keys(old, new, volatile_keys(SampleConfig))
+    if diff == ["n"] and isinstance(old.get("n"), int) and isinstance(new.get("n"), int) and new["n"] > old["n"]:
+        return []
+    return diff
+
+
+def _earlier(folder: RunFolder, text: str | None, prompts: Sequence[BonPrompt], n: int) -> dict[str, dict[str, Any]]:
+    """prompt id -> the line of an earlier, smaller-n run of this folder (its completions are the first of this
+    run's): read from samples.earlier.jsonl, or moved there from samples.jsonl before that file is rewritten."""
+    kept = folder.read_text(EARLIER_FILE)
+    if not kept:  # none, or emptied when the last extension finished
+        lines = []
+        for k, line in enumerate(jsonl_lines(text or "")):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                break
+            if not (k < len(prompts) and isinstance(record, dict) and record.get("id") == prompts[k].id):
+                break
+            count = len(record.get("responses", []))
+            if not (0 < count < n and len(record.get("tokens", [])) == count):
+                break
+            lines.append(line + "\n")
+        if not lines:
+            return {}
+        kept = "".join(lines)
+        folder.write_text(EARLIER_FILE, kept)
+    return {r["id"]: r for r in (json.loads(x) for x in jsonl_lines(kept))}
+
+
 def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> list[dict[str, Any]]:
     """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
     kill, and everything after it, is dropped)."""
@@ -132,13 +169,17 @@ def sample_into(
 
     assert cfg.policy is not None
     folder.claim(SAMPLES_FILE)
-    records = _sampled_so_far(folder.read_text(SAMPLES_FILE), prompts, cfg.n)
+    text = folder.read_text(SAMPLES_FILE)
+    earlier = _earlier(folder, text, prompts, cfg.n)
+    records = _sampled_so_far(text, prompts, cfg.n)
     # The lines an earlier run finished stay; a line a kill cut, and anything after it, goes.
     folder.write_text(SAMPLES_FILE, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     saved = folder.read_text(SAMPLING_FILE)
     if len(records) == len(prompts) and saved is not None:
         return [list(r["responses"]) for r in records], json.loads(saved)
     facts: dict[str, Any] = {"policy": cfg.policy, "resumed_at_prompt": len(records), "seconds": 0.0}
+    if earlier:
+        facts["extended_from_n"] = min(len(r["responses"]) for r in earlier.values())
     if len(records) < len(prompts):
         policy = load_policy(cfg.policy)
         facts["policy"] = policy.source
@@ -148,6 +189,8 @@ def sample_into(
             folder.open_append(SAMPLES_FILE) as handle,
         ):
             for k in range(len(records), len(prompts)):
+                before = earlier.get(prompts[k].id, {})
+                first = len(before.get("responses", []))
                 completions = sample_prompt(
                     policy,
                     prompts[k],
@@ -157,12 +200,13 @@ def sample_into(
                     top_p=cfg.top_p,
                     max_new_tokens=cfg.max_new_tokens,
                     batch_size=cfg.sample_batch_size,
+                    first=first,
                 )
                 record = {
                     **prompts[k].as_record(),
-                    "responses": [c.text for c in completions],
-                    "tokens": [c.tokens for c in completions],
-                    "cut": [c.cut for c in completions],
+                    "responses": [*before.get("responses", []), *(c.text for c in completions)],
+                    "tokens": [*before.get("tokens", []), *(c.tokens for c in completions)],
+                    "cut": [*before.get("cut", [False] * first), *(c.cut for c in completions)],
                 }
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 handle.flush()
@@ -171,6 +215,8 @@ def sample_into(
                 bar.update(k + 1)
                 kill_after(KILL_AFTER_PROMPT_ENV, k + 1)
         facts["seconds"] = round(time.perf_counter() - start, 1)
+    if earlier:  # every prompt holds its earlier completions again, in samples.jsonl
+        folder.write_text(EARLIER_FILE, "")
     facts["sampled_tokens"] = int(sum(sum(r.get("tokens", [])) for r in records))
     facts["cut"] = int(sum(sum(bool(c) for c in r.get("cut", [])) for r in records))
     folder.write_json(SAMPLING_FILE, facts)
