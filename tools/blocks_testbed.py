@@ -111,11 +111,11 @@ def scaling() -> str:
     text += (
         f"\n\nLargest N minus smallest N: agreement {_ci(agreement['largest_minus_smallest'], 1)} points; beta "
         f"(smallest - largest) {_ci(fits['beta_smallest_minus_largest'])}; peak d* (largest - smallest) "
-        f"{_ci(fits['peak_largest_minus_smallest'], 2)}. Agreement on the held-out pool prompts' pairs over seeds "
-        f"{', '.join(str(s) for s in d['design']['SEEDS'])} (CIs over seeds, then pairs); the forms fitted to the "
-        "gold's gain over n = 1 against d = sqrt(KL bound), each seed's fit averaged (CIs over prompts); the hacked "
-        "proxy's "
-        f"agreement: {d['agreement_hacked']:.1f}%.\n\n"
+        f"{_ci(fits['peak_largest_minus_smallest'], 2)}; 1/d* (smallest - largest) "
+        f"{_ci(fits.get('inverse_peak_smallest_minus_largest'))}. Agreement on the held-out pool prompts' pairs over "
+        f"seeds {', '.join(str(s) for s in d['design']['SEEDS'])} (CIs over seeds, then pairs); the forms fitted to "
+        "the gold's gain over n = 1 against d = sqrt(KL bound), each seed's fit averaged (CIs over prompts); the "
+        f"hacked proxy's agreement: {d['agreement_hacked']:.1f}%.\n\n"
     )
     return text + _source(NAME)
 
@@ -146,7 +146,7 @@ def cost() -> str:
 
 
 def claims() -> str:
-    rows = [claim_row(r) for r in testbed_claim_results(load(NAME))]
+    rows = [claim_row(r, 3) for r in testbed_claim_results(load(NAME))]
     return (
         "held: the run shows what the claim says, on its CI (or, for an outcome, the outcome itself); not held: the "
         "other side; inconclusive: the CI covers the bar; not run: what was not run, and why.\n\n"

@@ -97,6 +97,12 @@ def test_scaling_recovers_a_peak_that_moves_right_with_size() -> None:
     assert out["sizes"]["250"]["beta"]["estimate"] == pytest.approx(0.4, abs=0.05)
     assert out["beta_smallest_minus_largest"]["low"] > 0
     assert out["peak_largest_minus_smallest"]["low"] > 0
+    assert out["inverse_peak_smallest_minus_largest"]["estimate"] == pytest.approx(2 * 0.4 - 2 * 0.1, abs=0.1)
+    assert out["inverse_peak_smallest_minus_largest"]["low"] > 0
+    # A largest size whose curve keeps rising (beta < 0) has no peak, yet 1/d* still says it moved right.
+    rising = scaling({250: curves(0.4), 4000: curves(-0.05)}, kl, n_boot=200)
+    assert rising["sizes"]["4000"]["peak_d"]["estimate"] is None  # no peak: d* infinite, written as null
+    assert rising["inverse_peak_smallest_minus_largest"]["low"] > 0
 
 
 def test_the_doubt_at_the_pick_rises_when_the_ensemble_follows_its_doubt() -> None:

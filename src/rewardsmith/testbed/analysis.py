@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rewardsmith.evaluate.best_of_n import best_of_n_curves
 from rewardsmith.stats import Interval, bootstrap_indices, mean_interval, paired_difference, percentile_interval
-from rewardsmith.testbed.fits import fit_form, peak
+from rewardsmith.testbed.fits import fit_form, inverse_peak, peak
 
 FloatArray = NDArray[np.float64]
 
@@ -51,7 +51,8 @@ def scaling(
     curves: Mapping[int, Sequence[FloatArray]], kl: Sequence[float], n_boot: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
     """Gao's best-of-n form per proxy size (seed means of each seed's fit; prompts resampled together for every size):
-    alpha, beta and the peak d* with CIs; and beta(smallest) - beta(largest), d*(largest) - d*(smallest)."""
+    alpha, beta and the peak d* with CIs; and beta(smallest) - beta(largest), d*(largest) - d*(smallest) and
+    1/d*(smallest) - 1/d*(largest)."""
     sizes = sorted(curves)
     d = np.sqrt(np.asarray(kl, dtype=np.float64))
     prompts = len(next(iter(curves.values()))[0])
@@ -83,6 +84,12 @@ def scaling(
     out["peak_largest_minus_smallest"] = interval(
         peak(*point[large]) - peak(*point[small]),
         [peak(*g) - peak(*s) for s, g in zip(reps[small], reps[large], strict=True)],
+    )
+    # 1 / d* = 2 beta / alpha: finite where a curve has no peak (beta <= 0, d* infinite), so "the peak moves right"
+    # is measured on every resample (the difference of d* above drops those where a size has no peak).
+    out["inverse_peak_smallest_minus_largest"] = interval(
+        inverse_peak(*point[small]) - inverse_peak(*point[large]),
+        [inverse_peak(*s) - inverse_peak(*g) for s, g in zip(reps[small], reps[large], strict=True)],
     )
     return out
 

@@ -80,7 +80,9 @@ def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     scaling = d.get("scaling", {})
     out.append(record_result(BETA_FALLS, scaling.get("beta_smallest_minus_largest"), scope="best-of-n", unit="prompts"))
     out.append(
-        record_result(PEAK_MOVES_RIGHT, scaling.get("peak_largest_minus_smallest"), scope="best-of-n", unit="prompts")
+        record_result(
+            PEAK_MOVES_RIGHT, scaling.get("inverse_peak_smallest_minus_largest"), scope="best-of-n", unit="prompts"
+        )
     )
     ensembles = d.get("ensembles", {})
     for rule, entry in (ensembles.get("drop_vs_mean") or {}).items():

@@ -45,6 +45,11 @@ def peak(alpha: float, beta: float) -> float:
     return alpha / (2 * beta) if beta > 0 else float("inf")
 
 
+def inverse_peak(alpha: float, beta: float) -> float:
+    """1 / d* = 2 beta / alpha: 0 or below where the curve has no peak (beta <= 0), smaller as the peak moves right."""
+    return 2.0 * beta / alpha if alpha > 0 else float("nan")
+
+
 def fit_with_ci(
     d: ArrayLike, per_prompt_gain: ArrayLike, form: str, n_boot: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
