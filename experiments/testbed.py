@@ -137,16 +137,37 @@ def hacked(rate: float) -> str:
     return f"hacked-{rate:g}"
 
 
+HACK_TAIL_NAME = "hacked-tail"
+
+
+def hack_candidates() -> dict[str, list[str]]:
+    """name -> the `label` options of every hacked candidate: the length in the direction the gold does not prefer on
+    the validation prompts, deciding a share of all pairs (HACK_RATES) or every pair with a text in the pool's
+    length tail (HACK_TAIL: its quantile of the pool's response lengths, in characters)."""
+    direction = hack_direction()
+    out = {hacked(r): ["--spurious", direction, "--spurious-rate", str(r)] for r in claims.HACK_RATES}
+    lengths = [
+        len(r) for x in jsonl_lines((RUNS / "pool" / "samples.jsonl").read_text()) for r in json.loads(x)["responses"]
+    ]
+    q = claims.HACK_TAIL if direction == "shorter" else 1 - claims.HACK_TAIL
+    tail = int(np.quantile(lengths, q, method="lower" if direction == "shorter" else "higher"))
+    out[HACK_TAIL_NAME] = ["--spurious", direction, "--spurious-rate", "1", "--spurious-tail", str(max(tail, 1))]
+    return out
+
+
 def label() -> None:
-    """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then the hacked labels at
-    every candidate rate, the spurious feature the length in the direction the gold does not prefer on the
-    validation prompts."""
+    """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then every hacked
+    candidate's labels (hack_candidates)."""
     base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
     base += ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT), "--seed", "0", "--bf16", "-q"]
     command([*base, "--out", str(RUNS / "labels")])
-    direction = hack_direction()
-    for rate in claims.HACK_RATES:
-        command([*base, "--spurious", direction, "--spurious-rate", str(rate), "--out", str(RUNS / hacked(rate))])
+    for name, options in hack_candidates().items():
+        command([*base, *options, "--out", str(RUNS / name)])
+
+
+def hack_names() -> list[str]:
+    """The hacked candidates' names, in the order the choice rule falls back on (the first declared first)."""
+    return [*(hacked(r) for r in claims.HACK_RATES), HACK_TAIL_NAME]
 
 
 def pool_parts() -> dict[str, list[str]]:
@@ -199,10 +220,10 @@ def write_data() -> None:
         if n > len(pool):
             raise SystemExit(f"the pool holds {len(pool)} training pairs, fewer than N = {n}")
         write(f"train-{n}.jsonl", pool[:n])
-    for rate in claims.HACK_RATES:
-        hacked_by_key = {key(p): p for p in labelled(hacked(rate))}
+    for name in hack_names():
+        hacked_by_key = {key(p): p for p in labelled(name)}
         rows = [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key]
-        write(f"{hacked(rate)}-{claims.HACK_N}.jsonl", rows)
+        write(f"{name}-{claims.HACK_N}.jsonl", rows)
     write("agreement.jsonl", [p for p in gold_pairs if p["prompt_id"] in agreement])
     validation = set(parts["validation"])
     write("reference.jsonl", [p for p in gold_pairs if p["prompt_id"] in validation])  # the ensembles' scales
@@ -210,7 +231,7 @@ def write_data() -> None:
 
 def proxy_runs() -> dict[str, Path]:
     """name -> run folder of every proxy: the hacked candidates, p<N>-s<seed> and the ensembles' extra members."""
-    runs = {hacked(rate): RUNS / "proxies" / hacked(rate) for rate in claims.HACK_RATES}
+    runs = {name: RUNS / "proxies" / name for name in hack_names()}
     runs.update({f"p{n}-s{s}": RUNS / "proxies" / f"p{n}-s{s}" for n in claims.PROXY_SIZES for s in claims.SEEDS})
     small = claims.PROXY_SIZES[0]
     runs.update({f"p{small}-s{s}": RUNS / "proxies" / f"p{small}-s{s}" for s in claims.ENSEMBLE_SEEDS})
@@ -248,10 +269,10 @@ def ensembles() -> None:
             continue
         args = ["ensemble", *_members(members), "--rule", rule, *reference, "-o", str(out)]
         command([*args, *(["--lambda", str(lam)] if lam is not None else []), "-q"])
-    for rate in claims.HACK_RATES:
-        out = RUNS / "ensembles" / f"with-{hacked(rate)}"
+    for name in hack_names():
+        out = RUNS / "ensembles" / f"with-{name}"
         if not (out / "ensemble.json").exists():
-            with_hacked = [str(RUNS / "proxies" / hacked(rate) / "model"), *members[:4]]
+            with_hacked = [str(RUNS / "proxies" / name / "model"), *members[:4]]
             command(["ensemble", *_members(with_hacked), "--rule", "mean", *reference, "-o", str(out), "-q"])
     # The doubt against the gold's disagreement: every ensemble on the held-out pool pairs (eval's doubt block).
     for folder in sorted((RUNS / "ensembles").iterdir()):
@@ -291,7 +312,7 @@ def hack_choice() -> tuple[str, dict[str, dict[str, object]]]:
     labels = _bon_labels()
     gold = _bon_values("gold", next(iter(bon["golds"])))
     prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
-    names = [hacked(rate) for rate in claims.HACK_RATES]
+    names = hack_names()
     curves = {name: gold_curves(_bon_values("proxy", labels[name]), gold, bon["ns"]) for name in names}
     return choose_hack(curves, validation_half(prompt_ids), bon["ns"])
 
@@ -412,7 +433,7 @@ def summarise() -> None:
     prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
     validation = validation_half(prompt_ids)
     curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
-    chosen, hack_facts = choose_hack({hacked(r): curves[hacked(r)] for r in claims.HACK_RATES}, validation, ns)
+    chosen, hack_facts = choose_hack({name: curves[name] for name in hack_names()}, validation, ns)
     # The chosen candidate is the positive control ("hacked"), its ensemble the doubt control ("ens-with-hacked").
     labels["hacked"], labels["ens-with-hacked"] = labels[chosen], labels[f"ens-with-{chosen}"]
     sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
@@ -476,11 +497,12 @@ def summarise() -> None:
     label_metrics = json.loads((RUNS / "labels" / "metrics.json").read_text())
     hacked_metrics = json.loads((RUNS / chosen / "metrics.json").read_text())
     candidates = {}
-    for rate in claims.HACK_RATES:
-        name = hacked(rate)
+    for name in hack_names():
+        metrics = json.loads((RUNS / name / "metrics.json").read_text())
         candidates[name] = {
-            "rate": rate,
-            "decided_by_spurious": json.loads((RUNS / name / "metrics.json").read_text())["decided_by_spurious"],
+            "rate": metrics["spurious_rate"],
+            "tail": metrics.get("spurious_tail"),
+            "decided_by_spurious": metrics["decided_by_spurious"],
             "agreement": float(np.mean(_agreement_correct(name)) * 100),
             "validation": hack_facts[name],
             "test": judged[labels[name]]["overoptimisation"],
@@ -495,6 +517,7 @@ def summarise() -> None:
             **json.loads((DATA / "hack-direction.json").read_text()),
             "direction": hacked_metrics["spurious"],
             "rate": hacked_metrics["spurious_rate"],
+            "tail": hacked_metrics.get("spurious_tail"),
             "decided_by_spurious": hacked_metrics["decided_by_spurious"],
             "chosen": chosen,
             "candidates": candidates,

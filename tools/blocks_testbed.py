@@ -43,14 +43,26 @@ def _selectors_table(d: Mapping[str, Any], names: list[str]) -> str:
     return table(header, rows)
 
 
+def _candidate(c: Mapping[str, Any]) -> str:
+    """A hacked candidate in a few words: its rate over all pairs, or its length tail."""
+    return f"tail: {c['tail']} characters" if c.get("tail") else f"rate {c['rate']:g}"
+
+
+def _share(hack: Mapping[str, Any]) -> str:
+    """Which pairs the chosen hack's feature decided, in words."""
+    if hack.get("tail"):
+        return f"in every pair with a text in the pool's length tail ({hack['tail']} characters)"
+    return f"at rate {hack['rate']:g}"
+
+
 def controls() -> str:
     d = load(NAME)
     hack = d["hack"]
     text = (
         f"Best-of-{d['bon']['ns'][-1]} on {d['bon']['prompts']} evaluation prompts ({d['bon']['validation_prompts']} "
         "in the validation half that chooses each peak; gold: the testbed's gold; 95% CIs over prompts). The hacked "
-        f"proxy learned from {d['design']['HACK_N']} pairs whose label the {hack['direction']} response decided at "
-        f"rate {hack['rate']:g} ({hack['decided_by_spurious']} pairs; the direction opposite to the gold's own "
+        f"proxy learned from {d['design']['HACK_N']} pairs whose label the {hack['direction']} response decided "
+        f"{_share(hack)} ({hack['decided_by_spurious']} pairs; the direction opposite to the gold's own "
         f"preference on the validation prompts' pairs: the gold preferred the longer response in "
         f"{hack['gold_prefers_longer']} and the shorter in {hack['gold_prefers_shorter']} of "
         f"{hack['validation_pairs']}).\n\n"
@@ -59,7 +71,7 @@ def controls() -> str:
     if candidates:
         rows = [
             [
-                f"{c['rate']:g}" + (" (chosen)" if name == hack["chosen"] else ""),
+                _candidate(c) + (" (chosen)" if name == hack["chosen"] else ""),
                 str(c["decided_by_spurious"]),
                 f"{c['agreement']:.1f}",
                 str(c["validation"]["peak_n"]),
@@ -68,9 +80,9 @@ def controls() -> str:
             ]
             for name, c in candidates.items()
         ]
-        header = ["hack rate", "pairs length decided", "agreement %", "validation peak n", "validation drop"]
+        header = ["hack", "pairs length decided", "agreement %", "validation peak n", "validation drop"]
         text += (
-            "The rate was chosen among the candidates on the validation half alone (claims.py): the one whose gold "
+            "The hack was chosen among the candidates on the validation half alone (claims.py): the one whose gold "
             "peaks above n = 1 and below N there and drops most after its peak; the test half's verdict of each is "
             "shown, not used.\n\n" + table([*header, "over-optimisation (test half)"], rows) + "\n\n"
         )

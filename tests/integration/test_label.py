@@ -217,5 +217,14 @@ def test_a_spurious_feature_decides_the_stated_share_of_labels(gold: Path, compl
     assert rk(*args, "--spurious-rate", "0.5", "--out", half, "-q").exit_code == 0
     metrics = json.loads((half / "metrics.json").read_text())
     assert 0 < metrics["decided_by_spurious"] < len(unequal)
+    # In its tail only: the feature decides just the pairs whose shorter text has at most 8 characters ("Oil it.").
+    tail = tmp_path / "tail"
+    assert rk(*args, "--spurious-rate", "1", "--spurious-tail", "8", "--out", tail, "-q").exit_code == 0
+    tailed = [json.loads(x) for x in (tail / "pairs.jsonl").read_text().splitlines()]
+    decided = [p for p in tailed if p["spurious"]]
+    assert decided and all(min(len(p["chosen"]), len(p["rejected"])) <= 8 for p in decided)
+    assert all(len(p["chosen"]) < len(p["rejected"]) for p in decided)
+    assert len(decided) < len(unequal) and json.loads((tail / "metrics.json").read_text())["spurious_tail"] == 8
     args = ["label", "--gold", gold, "--input", completions, "--spurious", "shorter", "--out", tmp_path / "x"]
     one_line_error(rk(*args), "--spurious-rate")
+    one_line_error(rk(*args[:5], "--spurious-tail", "8", "--out", tmp_path / "y"), "--spurious-tail")

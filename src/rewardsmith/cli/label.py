@@ -31,6 +31,7 @@ FLAGS: dict[str, str | Flag] = {
     "noise": "--noise",
     "spurious": "--spurious",
     "spurious_rate": "--spurious-rate",
+    "spurious_tail": Flag(("--spurious-tail",), metavar="CHARS"),
     "seed": "--seed",
     "chunk": "--chunk",
 }

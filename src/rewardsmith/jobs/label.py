@@ -136,6 +136,8 @@ def run_label(
         raise ConfigError(f"--noise {cfg.noise:g}: at 0.5 every label is a coin flip; give a rate below 0.5")
     if (cfg.spurious is None) != (cfg.spurious_rate == 0):
         raise ConfigError("--spurious and --spurious-rate go together (a feature, and the share it decides)")
+    if cfg.spurious_tail is not None and cfg.spurious is None:
+        raise ConfigError("--spurious-tail needs --spurious (the feature whose tail decides) and --spurious-rate")
     options = options or InferenceOptions()
     path = Path(cfg.input)
     if not path.is_file():
@@ -156,7 +158,9 @@ def run_label(
             np.array([len(texts[a][1]) for a, _ in pairs]),
             np.array([len(texts[b][1]) for _, b in pairs]),
         )
-        labels = gold_labels(first, second, cfg.soft, cfg.noise, cfg.seed, lengths, cfg.spurious, cfg.spurious_rate)
+        labels = gold_labels(
+            first, second, cfg.soft, cfg.noise, cfg.seed, lengths, cfg.spurious, cfg.spurious_rate, cfg.spurious_tail
+        )
         lines = []
         for k, keep in enumerate(labels.kept):
             a, b = pairs[keep]
@@ -200,6 +204,7 @@ def run_label(
             "decided_by_spurious": int(labels.spurious.sum()) if labels.spurious is not None else 0,
             "spurious": cfg.spurious,
             "spurious_rate": cfg.spurious_rate,
+            "spurious_tail": cfg.spurious_tail,
             "soft": cfg.soft,
             "noise": cfg.noise,
             "margin_median": float(np.median(labels.margin)) if len(labels.margin) else None,

@@ -11,7 +11,10 @@ and the label each gets from the gold's two rewards. Pure functions; the job sco
 - A spurious feature (a control, METHODS.md section 5): each kept pair is decided by a feature of the two texts
   instead of the gold with probability `spurious_rate` (seeded apart from the noise): `longer` or `shorter` names
   the longer or shorter response (in characters) chosen; a pair of equal lengths stays the gold's. A proxy trained
-  on such labels agrees with the gold at small n and follows the feature at large n.
+  on such labels agrees with the gold at small n and follows the feature at large n. With a tail (`spurious_tail`
+  K characters) the feature decides only pairs whose text it prefers lies in the tail (the shorter one at most K
+  characters long, or the longer one at least K): a proxy that agrees with the gold except on the rare extreme
+  texts, which best-of-n meets more often as n grows (the gold rises, then falls, by construction).
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ class LabelConfig:
         choices=("longer", "shorter"),
     )
     spurious_rate: float = option(0.0, "the share of pairs the --spurious feature decides", min=0.0, max=1.0)
+    spurious_tail: int | None = option(
+        None,
+        "the --spurious feature decides only pairs whose text it prefers is in this tail: at most this many "
+        "characters (shorter), at least (longer); default: every pair",
+        min=1,
+    )
     seed: int = option(0, "seed of the pairs drawn, of the noise and of the spurious pairs", min=0, max=MAX_SEED)
     chunk: int = option(
         256, "texts the gold scores between two saves (a kill loses at most one chunk)", min=1, volatile=True
@@ -102,9 +111,11 @@ def gold_labels(
     lengths: tuple[np.ndarray, np.ndarray] | None = None,
     spurious: str | None = None,
     spurious_rate: float = 0.0,
+    spurious_tail: int | None = None,
 ) -> Labels:
     """Labels of pairs whose texts the gold rewarded `first` (P,) and `second` (P,) (module docstring); lengths:
-    the two texts' lengths (P,) each, which a `spurious` feature ("longer" | "shorter") reads."""
+    the two texts' lengths (P,) each, which a `spurious` feature ("longer" | "shorter") reads, in its tail only when
+    spurious_tail is given."""
     first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
     diff = first - second
     kept = np.flatnonzero(diff != 0)
@@ -116,6 +127,9 @@ def gold_labels(
         a, b = np.asarray(lengths[0])[kept], np.asarray(lengths[1])[kept]
         drawn = _generator(seed, "spurious").random(len(first))[kept] < spurious_rate
         decided = drawn & (a != b)
+        if spurious_tail is not None:
+            in_tail = np.minimum(a, b) <= spurious_tail if spurious == "shorter" else np.maximum(a, b) >= spurious_tail
+            decided &= in_tail
         by_feature = a > b if spurious == "longer" else a < b
         first_preferred = np.where(decided, by_feature, first_preferred)
     label = np.ones(len(kept)) if soft is None else sigmoid(margin / soft)

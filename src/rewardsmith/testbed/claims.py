@@ -17,10 +17,10 @@ Design, fixed here:
   (`label --spurious`), the gold the rest. The feature is the response's length, in the direction the gold itself
   does NOT prefer, measured on the validation part's labelled pairs (the share of them where the gold prefers the
   longer response): a proxy that agrees with the gold at small n and follows length, against the gold, at large n.
-  The rate is chosen among HACK_RATES on the validation half of the evaluation prompts, before any test-half
-  figure is read (testbed/analysis.choose_hack): the rate whose gold curve there peaks above n = 1 and below N and
-  drops most after its peak; none such, the first. 0.5 alone was declared first: at n = 16 its gold still rose
-  (the first build, docs/testbed.md), so the control could not fire.
+  The control is chosen among HACK_RATES and the length tail (HACK_TAIL, below) on the validation half of the
+  evaluation prompts, before any test-half figure is read (testbed/analysis.choose_hack): the candidate whose gold
+  curve there peaks above n = 1 and below N and drops most after its peak; none such, the first. 0.5 alone was
+  declared first: at n = 16 its gold still rose (the first build, docs/testbed.md), so the control could not fire.
 - Best-of-n: EVAL_N completions of each of the EVAL_PROMPTS evaluation prompts; every proxy, the length selector
   and the oracle (the gold choosing for itself: the negative control) pick the best of n; the verdicts are bon's
   (bon/metrics.py): the peak n chosen on the validation half of the prompts, the drop after it, the first step
@@ -47,6 +47,11 @@ SEEDS = (0, 1, 2)
 ENSEMBLE_SEEDS = (0, 1, 2, 3, 4)
 HACK_N = 4000
 HACK_RATES = (0.5, 0.7, 0.9)  # candidates; the control's rate is chosen on validation prompts (above)
+# A fourth candidate, added after the n = 64 build found every rate above either rising at N or misaligned (a label
+# mix keeps the proxy's order the gold's until the spurious share dominates): the feature decides every pair whose
+# shorter (longer) text lies in the pool's shortest (longest) HACK_TAIL share of responses, so the proxy follows the
+# gold except on those rare texts, which best-of-n meets more often as n grows. Chosen by the same validation rule.
+HACK_TAIL = 0.05
 EVAL_PROMPTS = 160
 EVAL_N = 64  # 64 was declared first, cut to 16 for cost (two builds at 16), then restored: at 16 no hack rate
 # peaked on validation, and the issue asks for n >= 64. The 16 are kept; samples 16..63 are added (same seeds).
