@@ -156,7 +156,7 @@ def sample_prompt(
     first: int = 0,
 ) -> list[Completion]:
     """Completions first..n-1 of one prompt, in chunks of at most batch_size rows (one prompt per batch: no
-    padding); sample k is the same whatever first and n are."""
+    padding); sample k draws the same numbers whatever first and n are."""
     from transformers import GenerationConfig, LogitsProcessorList
 
     ids = policy.prompt_ids(prompt)

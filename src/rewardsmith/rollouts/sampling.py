@@ -15,7 +15,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,21 +115,34 @@ def sample_compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     return diff
 
 
+def _leading_records(
+    text: str | None, prompts: Sequence[BonPrompt], counts: Callable[[int], bool]
+) -> list[tuple[str, dict[str, Any]]]:
+    """(line, record) of a samples file's first lines, in prompt order, while each parses, answers its prompt and
+    holds a number of responses `counts` accepts (a line cut by a kill, and everything after it, ends the walk)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for line in jsonl_lines(text or ""):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break
+        k = len(out)
+        if k >= len(prompts) or not isinstance(record, dict) or record.get("id") != prompts[k].id:
+            break
+        if not counts(len(record.get("responses", []))):
+            break
+        out.append((line, record))
+    return out
+
+
 def _earlier(folder: RunFolder, text: str | None, prompts: Sequence[BonPrompt], n: int) -> dict[str, dict[str, Any]]:
     """prompt id -> the line of an earlier, smaller-n run of this folder (its completions are the first of this
     run's): read from samples.earlier.jsonl, or moved there from samples.jsonl before that file is rewritten."""
     kept = folder.read_text(EARLIER_FILE)
     if not kept:  # none, or emptied when the last extension finished
         lines = []
-        for k, line in enumerate(jsonl_lines(text or "")):
-            try:
-                record = json.loads(line)
-            except ValueError:
-                break
-            if not (k < len(prompts) and isinstance(record, dict) and record.get("id") == prompts[k].id):
-                break
-            count = len(record.get("responses", []))
-            if not (0 < count < n and len(record.get("tokens", [])) == count):
+        for line, record in _leading_records(text, prompts, lambda count: 0 < count < n):
+            if len(record.get("tokens", [])) != len(record["responses"]):
                 break
             lines.append(line + "\n")
         if not lines:
@@ -142,22 +155,7 @@ def _earlier(folder: RunFolder, text: str | None, prompts: Sequence[BonPrompt], 
 def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> list[dict[str, Any]]:
     """The complete lines of an earlier run's samples.jsonl that answer the first prompts in order (a line cut by a
     kill, and everything after it, is dropped)."""
-    done: list[dict[str, Any]] = []
-    for line in jsonl_lines(text or ""):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            break
-        k = len(done)
-        if (
-            k >= len(prompts)
-            or not isinstance(record, dict)
-            or record.get("id") != prompts[k].id
-            or len(record.get("responses", [])) != n
-        ):
-            break
-        done.append(record)
-    return done
+    return [record for _, record in _leading_records(text, prompts, lambda count: count == n)]
 
 
 def sample_into(
