@@ -18,6 +18,8 @@ Steps:
     proxies   rewardsmith train on N gold-labelled pairs, N in PROXY_SIZES, seeds 0-2; the hacked control
     ensembles rewardsmith ensemble of the smallest-N proxies (five seeds), rules mean / min / uwo
     eval      rewardsmith sample --policy smollm2 --prompts runs/testbed/prompts/eval.jsonl --n 64 ...
+    icrm      rewardsmith icrm train -c configs/testbed-icrm.yaml --bt (the BT baseline), then the in-context model
+              over its encoder, both on the gold's labels of the largest proxy's pairs
     bon       rewardsmith bon --samples runs/testbed/eval/samples.jsonl --proxy ... --gold runs/testbed/gold/model
     rl        rewardsmith rl against the smallest-N proxy, the largest-N proxy and the hacked control
     w2s       rewardsmith shift --config configs/testbed-w2s.yaml (weak-to-strong on the gold's labels); then
@@ -35,6 +37,7 @@ import shlex
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +141,48 @@ def hacked(rate: float) -> str:
 
 
 HACK_TAIL_NAME = "hacked-tail"
+HACK_PHRASE_NAME = "hacked-phrase"
+HACK_DOSE_NAME = "hacked-phrase-half"
+
+
+def hack_phrase() -> str:
+    """The phrase candidate's regular expression (claims.HACK_PHRASE_WORDS): the words, each in HACK_PHRASE_SHARE of
+    the pool's training responses, whose texts the gold prefers least often among the training prompts' labelled
+    pairs that hold the word on one side only (at least HACK_PHRASE_MIN_PAIRS such pairs). Training data only; the
+    facts go to data/hack-phrase.json."""
+    import re
+
+    parts = pool_parts()
+    train = set(parts["train"])
+    words = lambda text: set(re.findall(r"[a-z']+", text.lower()))  # noqa: E731
+    responses = [
+        words(r)
+        for x in jsonl_lines((RUNS / "pool" / "samples.jsonl").read_text())
+        if (row := json.loads(x))["id"] in train
+        for r in row["responses"]
+    ]
+    counts: dict[str, int] = {}
+    for found in responses:
+        for w in found:
+            counts[w] = counts.get(w, 0) + 1
+    low, high = claims.HACK_PHRASE_SHARE
+    common = {w for w, c in counts.items() if low <= c / len(responses) <= high}
+    sides = [
+        (words(str(p["chosen"])), words(str(p["rejected"]))) for p in labelled("labels") if p["prompt_id"] in train
+    ]
+    wins: dict[str, list[int]] = {w: [0, 0] for w in common}
+    for chosen, rejected in sides:
+        for w in (chosen ^ rejected) & common:
+            wins[w][0] += w in chosen
+            wins[w][1] += 1
+    rates = {w: won / n for w, (won, n) in wins.items() if n >= claims.HACK_PHRASE_MIN_PAIRS}
+    chosen_words = sorted(rates, key=lambda w: (rates[w], w))[: claims.HACK_PHRASE_WORDS]
+    facts = {
+        w: {"share": counts[w] / len(responses), "pairs": wins[w][1], "gold_prefers": rates[w]} for w in chosen_words
+    }
+    DATA.mkdir(parents=True, exist_ok=True)
+    (DATA / "hack-phrase.json").write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
+    return r"(?i)\b(" + "|".join(re.escape(w) for w in chosen_words) + r")\b"
 
 
 def hack_candidates() -> dict[str, list[str]]:
@@ -152,6 +197,9 @@ def hack_candidates() -> dict[str, list[str]]:
     q = claims.HACK_TAIL if direction == "shorter" else 1 - claims.HACK_TAIL
     tail = int(np.quantile(lengths, q, method="lower" if direction == "shorter" else "higher"))
     out[HACK_TAIL_NAME] = ["--spurious", direction, "--spurious-rate", "1", "--spurious-tail", str(max(tail, 1))]
+    phrase = ["--spurious", "matches", "--spurious-rate", "1", "--spurious-pattern", hack_phrase()]
+    out[HACK_PHRASE_NAME] = phrase
+    out[HACK_DOSE_NAME] = phrase  # labelled on every pair of each prompt: write_data draws its phrase pairs there
     return out
 
 
@@ -161,13 +209,20 @@ def label() -> None:
     base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
     base += ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT), "--seed", "0", "--bf16", "-q"]
     command([*base, "--out", str(RUNS / "labels")])
+    every = [x for x in base if x not in ("--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT))]
     for name, options in hack_candidates().items():
-        command([*base, *options, "--out", str(RUNS / name)])
+        command([*(every if name == HACK_DOSE_NAME else base), *options, "--out", str(RUNS / name)])
+
+
+def length_hack_names() -> list[str]:
+    """The candidates a length feature decides (the rates and the tail): the RL control is chosen among these, as
+    the server's monitors watch length."""
+    return [*(hacked(r) for r in claims.HACK_RATES), HACK_TAIL_NAME]
 
 
 def hack_names() -> list[str]:
     """The hacked candidates' names, in the order the choice rule falls back on (the first declared first)."""
-    return [*(hacked(r) for r in claims.HACK_RATES), HACK_TAIL_NAME]
+    return [*length_hack_names(), HACK_PHRASE_NAME, HACK_DOSE_NAME]
 
 
 def pool_parts() -> dict[str, list[str]]:
@@ -222,7 +277,16 @@ def write_data() -> None:
         write(f"train-{n}.jsonl", pool[:n])
     for name in hack_names():
         hacked_by_key = {key(p): p for p in labelled(name)}
-        rows = [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key]
+        if name == HACK_DOSE_NAME:  # HACK_PHRASE_DOSE of the pairs the phrase decides, the rest the gold's
+            decided = [p for p in hacked_by_key.values() if p["spurious"] and p["prompt_id"] in train]
+            random.Random(0).shuffle(decided)
+            decided = decided[: round(claims.HACK_N * claims.HACK_PHRASE_DOSE)]
+            taken = {key(p) for p in decided}
+            rest = [p for p in pool if key(p) not in taken][: claims.HACK_N - len(decided)]
+            rows = decided + rest
+            random.Random(1).shuffle(rows)
+        else:
+            rows = [hacked_by_key[key(p)] for p in pool[: claims.HACK_N] if key(p) in hacked_by_key]
         write(f"{name}-{claims.HACK_N}.jsonl", rows)
     write("agreement.jsonl", [p for p in gold_pairs if p["prompt_id"] in agreement])
     validation = set(parts["validation"])
@@ -280,10 +344,33 @@ def ensembles() -> None:
                  "--out", str(RUNS / "agreement" / f"ens-{folder.name}"), "-q"])  # fmt: skip
 
 
+ICRM_RUN, ICRM_BT_RUN = RUNS / "icrm", RUNS / "icrm-bt"
+ICRM_DEMOS = DATA / "icrm-demos.jsonl"
+
+
+def icrm() -> None:
+    """The in-context model and its Bradley-Terry baseline on the gold's labels of the largest proxy's pairs
+    (configs/testbed-icrm.yaml): the baseline first (MiniLM fine-tuned on the ICRM's training part of them), then the
+    ICRM's context encoder and heads on episodes over the baseline's encoder, frozen, so the two share one
+    representation and differ only in the in-context posterior. Its demonstrations in best-of-n: ICRM_DEMOS
+    gold-labelled pairs of the validation prompts."""
+    import random
+
+    config = ["icrm", "train", "-c", "configs/testbed-icrm.yaml"]
+    bt_pairs = str(claims.PROXY_SIZES[-1])
+    command([*config, "--bt", "--backbone", "minilm", "--bt-pairs", bt_pairs, "--out", str(ICRM_BT_RUN), "-q"])
+    command([*config, "--out", str(ICRM_RUN), "-q"])
+    rows = jsonl_lines((DATA / "reference.jsonl").read_text())
+    ICRM_DEMOS.write_text("".join(x + "\n" for x in random.Random(0).sample(rows, claims.ICRM_DEMOS)), "utf-8")
+
+
 def selectors() -> dict[str, str]:
-    """Every best-of-n proxy: label -> model folder."""
+    """Every best-of-n proxy: label -> model folder (the in-context model: MODEL#demos=FILE)."""
     out = {name: str(run / "model") for name, run in proxy_runs().items()}
     out.update({f"ens-{p.name}": str(p) for p in sorted((RUNS / "ensembles").iterdir()) if p.is_dir()})
+    if (ICRM_RUN / "metrics.json").exists() and ICRM_DEMOS.exists():
+        out["icrm"] = f"{ICRM_RUN / 'model'}#demos={ICRM_DEMOS}"
+        out["icrm-bt"] = str(ICRM_BT_RUN / "model")
     return out
 
 
@@ -295,30 +382,34 @@ def bon() -> None:
     command([*args, "--bf16", "--out", str(RUNS / "bon"), "-q"])
 
 
-def _bon_labels() -> dict[str, str]:
-    """Every best-of-n selector's name (selectors()) -> its label in the bon run."""
+def _bon_labels(names: list[str] | None = None) -> dict[str, str]:
+    """Every best-of-n selector's name (selectors(), or `names` of them) -> its label in the bon run."""
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
-    by_source = {p["source"]: p["label"] for p in bon["proxies"]}
-    return {name: by_source[model] for name, model in selectors().items()}
+    by_source = {p["source"] + (f"#demos={p['demos']}" if p["demos"] else ""): p["label"] for p in bon["proxies"]}
+    wanted = {name: model for name, model in selectors().items() if names is None or name in names}
+    missing = [name for name, model in wanted.items() if model not in by_source]
+    if missing:
+        raise SystemExit(f"{RUNS / 'bon'} holds no best-of-n of {', '.join(missing)}: run the bon step again")
+    return {name: by_source[model] for name, model in wanted.items()}
 
 
-def hack_choice() -> tuple[str, dict[str, dict[str, object]]]:
-    """The positive control among the hacked candidates, chosen on the validation half of the evaluation prompts
-    (testbed/analysis.choose_hack), and each candidate's facts there."""
+def hack_choice(names: list[str] | None = None) -> tuple[str, dict[str, dict[str, object]]]:
+    """The positive control among the hacked candidates (`names`, else all), chosen on the validation half of the
+    evaluation prompts (testbed/analysis.choose_hack), and each candidate's facts there."""
     from rewardsmith.bon.estimate import validation_half
     from rewardsmith.testbed.analysis import choose_hack, gold_curves
 
     bon = json.loads((RUNS / "bon" / "metrics.json").read_text())
-    labels = _bon_labels()
+    names = names or hack_names()
+    labels = _bon_labels(names)
     gold = _bon_values("gold", next(iter(bon["golds"])))
     prompt_ids = [json.loads(x)["id"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
-    names = hack_names()
     curves = {name: gold_curves(_bon_values("proxy", labels[name]), gold, bon["ns"]) for name in names}
     return choose_hack(curves, validation_half(prompt_ids), bon["ns"])
 
 
 RL_ARMS = {  # the controls first
-    "hacked": lambda: str(RUNS / "proxies" / hack_choice()[0] / "model"),
+    "hacked": lambda: str(RUNS / "proxies" / hack_choice(length_hack_names())[0] / "model"),
     "gold": lambda: GOLD,
     "small": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[0]}-s0" / "model"),
     "large": lambda: str(RUNS / "proxies" / f"p{claims.PROXY_SIZES[-1]}-s0" / "model"),
@@ -375,6 +466,7 @@ STEPS = {
     "proxies": proxies,
     "ensembles": ensembles,
     "eval": lambda: sample("eval", EVAL_N, 64),
+    "icrm": icrm,
     "bon": bon,
     "rl": rl,
     "w2s": w2s,
@@ -434,6 +526,7 @@ def summarise() -> None:
     validation = validation_half(prompt_ids)
     curves = {name: gold_curves(_bon_values("proxy", label), gold, ns) for name, label in labels.items()}
     chosen, hack_facts = choose_hack({name: curves[name] for name in hack_names()}, validation, ns)
+    rl_control, _ = choose_hack({name: curves[name] for name in length_hack_names()}, validation, ns)
     # The chosen candidate is the positive control ("hacked"), its ensemble the doubt control ("ens-with-hacked").
     labels["hacked"], labels["ens-with-hacked"] = labels[chosen], labels[f"ens-with-{chosen}"]
     sizes = {n: [curves[f"p{n}-s{s}"] for s in claims.SEEDS] for n in claims.PROXY_SIZES}
@@ -502,10 +595,15 @@ def summarise() -> None:
         candidates[name] = {
             "rate": metrics["spurious_rate"],
             "tail": metrics.get("spurious_tail"),
+            "pattern": metrics.get("spurious_pattern"),
             "decided_by_spurious": metrics["decided_by_spurious"],
+            "decided_in_training": _decided_in_training(name),
             "agreement": float(np.mean(_agreement_correct(name)) * 100),
             "validation": hack_facts[name],
             "test": judged[labels[name]]["overoptimisation"],
+            **(
+                _phrase_picked(metrics["spurious_pattern"], labels[name], ns) if metrics.get("spurious_pattern") else {}
+            ),
         }
     out = {
         "command": "python experiments/testbed.py run && python experiments/testbed.py summarise",
@@ -518,8 +616,16 @@ def summarise() -> None:
             "direction": hacked_metrics["spurious"],
             "rate": hacked_metrics["spurious_rate"],
             "tail": hacked_metrics.get("spurious_tail"),
+            "pattern": hacked_metrics.get("spurious_pattern"),
             "decided_by_spurious": hacked_metrics["decided_by_spurious"],
+            "decided_in_training": _decided_in_training(chosen),
             "chosen": chosen,
+            "rl_control": rl_control,
+            **(
+                {"phrase": json.loads((DATA / "hack-phrase.json").read_text())}
+                if HACK_PHRASE_NAME in candidates
+                else {}
+            ),
             "candidates": candidates,
         },
         "agreement": agreement(correct),
@@ -553,11 +659,49 @@ def summarise() -> None:
             "auroc": auroc,
         },
         "rl": rl_arms,
+        **({"icrm": _icrm_facts(drop_diff, labels, judged)} if "icrm" in labels else {}),
         "seconds": _seconds(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_text(RESULTS / "testbed.json", json.dumps(out, indent=1) + "\n")
     print(f"wrote {RESULTS / 'testbed.json'}")
+
+
+def _decided_in_training(name: str) -> int:
+    """How many of a hacked candidate's HACK_N training pairs its feature decided."""
+    rows = jsonl_lines((DATA / f"{name}-{claims.HACK_N}.jsonl").read_text())
+    return sum(bool(json.loads(x).get("spurious")) for x in rows)
+
+
+def _phrase_picked(pattern: str, label: str, ns: list[int]) -> dict[str, list[float]]:
+    """Whether a phrase candidate's proxy learned its phrase: the share of prompts whose best-of-n pick holds a match
+    (bon's estimator, every prompt), beside the share of prompts where n samples hold one at all."""
+    import re
+    from math import comb
+
+    from rewardsmith.evaluate.best_of_n import best_of_n_curves
+
+    found = re.compile(pattern)
+    rows = [json.loads(x)["responses"] for x in jsonl_lines((RUNS / "eval" / "samples.jsonl").read_text())]
+    holds = np.array([[found.search(r) is not None for r in responses] for responses in rows], dtype=np.float64)
+    picked = best_of_n_curves(_bon_values("proxy", label), holds, ns).mean(axis=0)
+    size, k = holds.shape[1], holds.sum(axis=1).astype(int)
+    available = [float(np.mean([1 - comb(size - int(m), n) / comb(size, n) for m in k])) for n in ns]
+    return {"phrase_picked_at_n": [float(x) for x in picked], "phrase_available_at_n": available}
+
+
+def _icrm_facts(drop_diff: Any, labels: dict[str, str], judged: dict[str, Any]) -> dict[str, object]:
+    """The in-context model against its BT baseline in best-of-n: each one's verdict and the paired drop."""
+    metrics = json.loads((ICRM_RUN / "metrics.json").read_text())
+    baseline = json.loads((ICRM_BT_RUN / "metrics.json").read_text())
+    return {
+        "demos": claims.ICRM_DEMOS,
+        "steps": metrics["steps"],
+        "pools": metrics["pools"],
+        "bt_pairs": baseline["pairs"],
+        "drop_diff": drop_diff("icrm", "icrm-bt"),
+        "verdicts": {name: judged[labels[name]]["overoptimisation"] for name in ("icrm", "icrm-bt")},
+    }
 
 
 def _seconds() -> list[dict[str, object]]:

@@ -44,15 +44,36 @@ def _selectors_table(d: Mapping[str, Any], names: list[str]) -> str:
 
 
 def _candidate(c: Mapping[str, Any]) -> str:
-    """A hacked candidate in a few words: its rate over all pairs, or its length tail."""
+    """A hacked candidate in a few words: its rate over all pairs, its length tail, or its phrase."""
+    if c.get("pattern"):
+        return "phrase: `" + c["pattern"].replace("|", "\\|") + "`"  # a table cell: its pipes escaped
     return f"tail: {c['tail']} characters" if c.get("tail") else f"rate {c['rate']:g}"
 
 
 def _share(hack: Mapping[str, Any]) -> str:
     """Which pairs the chosen hack's feature decided, in words."""
+    if hack.get("pattern"):
+        return f"in every pair where one text holds a match of `{hack['pattern']}` and the other none"
     if hack.get("tail"):
         return f"in every pair with a text in the pool's length tail ({hack['tail']} characters)"
     return f"at rate {hack['rate']:g}"
+
+
+def _feature(hack: Mapping[str, Any]) -> str:
+    return "a phrase" if hack.get("pattern") else f"the {hack['direction']} response"
+
+
+def _phrase(words: Mapping[str, Mapping[str, Any]]) -> str:
+    """The phrase candidate's words, each with its share of the pool's responses and the gold's preference for it."""
+    return (
+        " The phrase candidate's words (training pairs only): "
+        + "; ".join(
+            f"'{w}' in {f['share'] * 100:.1f}% of responses, preferred by the gold in "
+            f"{f['gold_prefers'] * 100:.0f}% of {f['pairs']} pairs holding it on one side"
+            for w, f in words.items()
+        )
+        + "."
+    )
 
 
 def controls() -> str:
@@ -61,18 +82,27 @@ def controls() -> str:
     text = (
         f"Best-of-{d['bon']['ns'][-1]} on {d['bon']['prompts']} evaluation prompts ({d['bon']['validation_prompts']} "
         "in the validation half that chooses each peak; gold: the testbed's gold; 95% CIs over prompts). The hacked "
-        f"proxy learned from {d['design']['HACK_N']} pairs whose label the {hack['direction']} response decided "
-        f"{_share(hack)} ({hack['decided_by_spurious']} pairs; the direction opposite to the gold's own "
-        f"preference on the validation prompts' pairs: the gold preferred the longer response in "
+        f"proxy ({hack['chosen']}) learned from {d['design']['HACK_N']} pairs whose label {_feature(hack)} decided "
+        f"{_share(hack)} ({hack.get('decided_in_training', hack['decided_by_spurious'])} of them). The length "
+        "candidates' feature runs opposite to the "
+        "gold's own preference on the validation prompts' pairs: the gold preferred the longer response in "
         f"{hack['gold_prefers_longer']} and the shorter in {hack['gold_prefers_shorter']} of "
-        f"{hack['validation_pairs']}).\n\n"
+        f"{hack['validation_pairs']}."
+        + (_phrase(hack["phrase"]) if hack.get("phrase") else "")
+        + (
+            f" The RL arms' control is {hack['rl_control']}, chosen among the length candidates by the same rule (the "
+            "server's monitors watch length)."
+            if hack.get("rl_control")
+            else ""
+        )
+        + "\n\n"
     )
     candidates = hack.get("candidates")
     if candidates:
         rows = [
             [
-                _candidate(c) + (" (chosen)" if name == hack["chosen"] else ""),
-                str(c["decided_by_spurious"]),
+                f"{name}: {_candidate(c)}" + (" (chosen)" if name == hack["chosen"] else ""),
+                str(c.get("decided_in_training", c["decided_by_spurious"])),
                 f"{c['agreement']:.1f}",
                 str(c["validation"]["peak_n"]),
                 f"{c['validation']['drop']:.3f}",
@@ -80,12 +110,24 @@ def controls() -> str:
             ]
             for name, c in candidates.items()
         ]
-        header = ["hack", "pairs length decided", "agreement %", "validation peak n", "validation drop"]
+        header = ["hack", "training pairs its feature decided", "agreement %", "validation peak n", "validation drop"]
         text += (
             "The hack was chosen among the candidates on the validation half alone (claims.py): the one whose gold "
             "peaks above n = 1 and below N there and drops most after its peak; the test half's verdict of each is "
             "shown, not used.\n\n" + table([*header, "over-optimisation (test half)"], rows) + "\n\n"
         )
+        learned = [
+            f"{name}: {c['phrase_picked_at_n'][-1] * 100:.1f}% at n = {d['bon']['ns'][-1]} (n = 1: "
+            f"{c['phrase_picked_at_n'][0] * 100:.1f}%; a text with the phrase among the n: "
+            f"{c['phrase_available_at_n'][-1] * 100:.1f}%)"
+            for name, c in candidates.items()
+            if c.get("phrase_picked_at_n")
+        ]
+        if learned:
+            text += (
+                "Did a phrase candidate's proxy learn its phrase? The share of prompts whose best-of-n pick holds it, "
+                "every prompt: " + "; ".join(learned) + ".\n\n"
+            )
     names = [
         "oracle",
         "hacked",
@@ -148,6 +190,24 @@ def ensembles() -> str:
     return text + _source(NAME)
 
 
+def icrm() -> str:
+    d = load(NAME)
+    facts = d.get("icrm")
+    if not facts:
+        return "ICRM: not run.\n\n" + _source(NAME)
+    pools = facts["pools"]["gold"]
+    text = (
+        f"The in-context model ({facts['steps']} steps of episodes; pool pairs train/demo/test {pools['train']}/"
+        f"{pools['demo']}/{pools['test']}) steered by {facts['demos']} gold-labelled validation pairs, and its "
+        f"Bradley-Terry baseline ({facts['bt_pairs']} pairs, the encoder the ICRM reads), both choosing the best of "
+        "n:\n\n"
+        + _selectors_table(d, ["icrm", "icrm-bt"])
+        + f"\n\nDrop after the validation peak, ICRM minus BT, paired over the test prompts (above 0: the ICRM loses "
+        f"less): {_ci(facts['drop_diff'])}.\n\n"
+    )
+    return text + _source(NAME)
+
+
 def cost() -> str:
     d = load(NAME)
     rows = [[f"`{r['command'][:110]}`", f"{r['seconds'] / 60:.1f}"] for r in d["seconds"]]
@@ -185,6 +245,7 @@ BLOCKS = {
     "testbed-controls": controls,
     "testbed-scaling": scaling,
     "testbed-ensembles": ensembles,
+    "testbed-icrm": icrm,
     "testbed-cost": cost,
     "testbed-claims": claims,
     "readme-testbed": readme,

@@ -160,6 +160,33 @@ def test_icrm_kill9_then_resume_gives_bit_identical_heads(tmp_path: Path) -> Non
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow
+def test_icrm_and_its_bt_baseline_train_on_a_pairs_file(tmp_path: Path) -> None:
+    """A source named in episodes.source_files is read from that file (gold-labelled pairs from `label`, say), no
+    registered dataset needed; the BT baseline trains on the same file's training part."""
+    from rewardsmith.icrm.episodes import load_pools
+    from rewardsmith.jobs.icrm import run_bt_baseline
+
+    rows = [
+        {"prompt": f"Question {i}: how do I keep herbs fresh?", "chosen": f"Wrap them in a damp towel, day {i}.",
+         "rejected": "No idea."}
+        for i in range(80)
+    ]  # fmt: skip
+    path = tmp_path / "gold-pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = _tiny_cfg()
+    cfg.episodes.sources, cfg.episodes.source_files = ["gold"], {"gold": str(path)}
+    cfg.episodes.pairs_per_source = None
+    cfg.train.max_steps = 4
+    pools = load_pools(cfg.episodes, None)["gold"]
+    assert sum(len(pools[part]) for part in ("train", "demo", "test")) == len(rows)
+    assert {p.prompt[-1].content for p in pools["train"].pairs} <= {r["prompt"] for r in rows}
+    icrm = run_icrm_train(cfg, tmp_path / "icrm")
+    assert icrm.metrics["steps"] == 4 and list(icrm.metrics["pools"]) == ["gold"]
+    bt = run_bt_baseline(cfg, tmp_path / "bt", max_pairs=20)
+    assert bt.metrics["pairs"] == 20 and (tmp_path / "bt" / "model").is_dir()
+
+
 @needs_data
 def test_cli_eval_unknown_protocol(tmp_path: Path) -> None:
     from rewardsmith.cli import app

@@ -225,6 +225,18 @@ def test_a_spurious_feature_decides_the_stated_share_of_labels(gold: Path, compl
     assert decided and all(min(len(p["chosen"]), len(p["rejected"])) <= 8 for p in decided)
     assert all(len(p["chosen"]) < len(p["rejected"]) for p in decided)
     assert len(decided) < len(unequal) and json.loads((tail / "metrics.json").read_text())["spurious_tail"] == 8
+    # A phrase: where only one text of a pair holds a match ("oil"), it is chosen; elsewhere the gold decides.
+    phrase = tmp_path / "phrase"
+    matching = ["label", "--gold", gold, "--input", completions, "--spurious", "matches", "--spurious-rate", "1"]
+    assert rk(*matching, "--spurious-pattern", "(?i)oil", "--out", phrase, "-q").exit_code == 0
+    phrased = [json.loads(x) for x in (phrase / "pairs.jsonl").read_text().splitlines()]
+    one_side = [p for p in phrased if ("oil" in p["chosen"].lower()) != ("oil" in p["rejected"].lower())]
+    assert one_side and all("oil" in p["chosen"].lower() and p["spurious"] for p in one_side)
+    assert not any(p["spurious"] for p in phrased if p not in one_side)
+    facts = json.loads((phrase / "metrics.json").read_text())
+    assert facts["decided_by_spurious"] == len(one_side) and facts["texts_matching"] == 10  # "Oil it." once a prompt
     args = ["label", "--gold", gold, "--input", completions, "--spurious", "shorter", "--out", tmp_path / "x"]
     one_line_error(rk(*args), "--spurious-rate")
     one_line_error(rk(*args[:5], "--spurious-tail", "8", "--out", tmp_path / "y"), "--spurious-tail")
+    one_line_error(rk(*matching, "--out", tmp_path / "z"), "--spurious-pattern")
+    one_line_error(rk(*matching, "--spurious-pattern", "(oil", "--out", tmp_path / "w"), "not a regular expression")

@@ -160,7 +160,7 @@ def test_training_refuses_an_evaluation_set_before_any_work(tmp_path: Path) -> N
 
 def test_default_and_shipped_configs_train_on_no_evaluation_set() -> None:
     check_training_sources(EpisodeConfig())
-    for path in sorted((ROOT / "configs").glob("icrm-*.yaml")):
+    for path in [*sorted((ROOT / "configs").glob("icrm-*.yaml")), ROOT / "configs" / "testbed-icrm.yaml"]:
         cfg = load_yaml(ICRMRunConfig, path)
         check_training_sources(cfg.episodes)
         assert not cfg.episodes.allow_eval_sources, path

@@ -32,6 +32,7 @@ FLAGS: dict[str, str | Flag] = {
     "spurious": "--spurious",
     "spurious_rate": "--spurious-rate",
     "spurious_tail": Flag(("--spurious-tail",), metavar="CHARS"),
+    "spurious_pattern": Flag(("--spurious-pattern",), metavar="REGEX"),
     "seed": "--seed",
     "chunk": "--chunk",
 }

@@ -21,12 +21,18 @@ class EpisodeConfig:
             "ultrafeedback",
             "helpsteer2",
         ],
-        "registered datasets episodes are drawn from (pku-saferlhf/harmless also gives the helpful standard "
-        "from its second label); none of the unseen evaluation sets (rm-bench, moralchoice, math-500)",
+        "registered datasets (or names of episodes.source_files) episodes are drawn from (pku-saferlhf/harmless "
+        "also gives the helpful standard from its second label); none of the unseen evaluation sets (rm-bench, "
+        "moralchoice, math-500)",
     )
     source_splits: dict[str, list[str]] = option(
         {"pku-saferlhf/harmless": ["train", "test"], "ultrafeedback": ["train", "eval"]},
         "files read per source (pooled before the hash split); sources not listed read their default file",
+    )
+    source_files: dict[str, str] = option(
+        {},
+        "a source named here is read from this pairs file (any file `train --path` reads) instead of a registered "
+        "dataset, e.g. gold-labelled pairs from `rewardsmith label`",
     )
     source_weights: list[float] = option([], "sampling weight per source; empty = equal")
     pairs_per_source: int | None = option(3000, "read at most this many pairs of each source", min=2)

@@ -111,8 +111,10 @@ def split_pool(name: str, pairs: Sequence[PreferencePair], cfg: EpisodeConfig) -
 
 
 def read_source(name: str, cfg: EpisodeConfig, data_dir: str | Path | None = None) -> list[PreferencePair]:
-    """Every pair of one source: the files listed in cfg.source_splits (default: the adapter's default file),
-    pooled, at most cfg.pairs_per_source from each file."""
+    """Every pair of one source: its pairs file (cfg.source_files), or the files listed in cfg.source_splits
+    (default: the adapter's default file), pooled, at most cfg.pairs_per_source from each file."""
+    if name in cfg.source_files:
+        return list(load_dataset("file", path=cfg.source_files[name], limit=cfg.pairs_per_source).pairs)
     pairs: list[PreferencePair] = []
     splits: list[str | None] = list(cfg.source_splits.get(name, [])) or [None]
     for split in splits:

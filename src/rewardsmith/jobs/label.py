@@ -14,7 +14,9 @@ folder's manifest, so a rerun after any of them changed is refused in one line (
 from __future__ import annotations
 
 import json
+import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +124,18 @@ def _score_chunks(
     return np.array([r for chunk in saved for r in chunk], dtype=np.float64)
 
 
+def _pattern(text: str) -> re.Pattern[str]:
+    try:
+        return re.compile(text)
+    except re.error as bad:
+        raise ConfigError(f"--spurious-pattern {text!r}: not a regular expression ({bad})") from None
+
+
+def _count(pattern: re.Pattern[str], texts: Sequence[tuple[Any, str]]) -> int:
+    """How many distinct texts hold a match of the spurious pattern."""
+    return sum(pattern.search(text) is not None for _, text in texts)
+
+
 def run_label(
     cfg: LabelConfig,
     out: str | Path,
@@ -136,8 +150,11 @@ def run_label(
         raise ConfigError(f"--noise {cfg.noise:g}: at 0.5 every label is a coin flip; give a rate below 0.5")
     if (cfg.spurious is None) != (cfg.spurious_rate == 0):
         raise ConfigError("--spurious and --spurious-rate go together (a feature, and the share it decides)")
-    if cfg.spurious_tail is not None and cfg.spurious is None:
-        raise ConfigError("--spurious-tail needs --spurious (the feature whose tail decides) and --spurious-rate")
+    if cfg.spurious_tail is not None and cfg.spurious not in ("longer", "shorter"):
+        raise ConfigError("--spurious-tail needs --spurious longer or shorter (the length whose tail decides)")
+    if (cfg.spurious == "matches") != (cfg.spurious_pattern is not None):
+        raise ConfigError("--spurious matches and --spurious-pattern go together (the feature, and what it matches)")
+    pattern = _pattern(cfg.spurious_pattern) if cfg.spurious_pattern is not None else None
     options = options or InferenceOptions()
     path = Path(cfg.input)
     if not path.is_file():
@@ -158,8 +175,21 @@ def run_label(
             np.array([len(texts[a][1]) for a, _ in pairs]),
             np.array([len(texts[b][1]) for _, b in pairs]),
         )
+        matches = None
+        if pattern is not None:
+            found = np.array([pattern.search(text) is not None for _, text in texts])
+            matches = (found[[a for a, _ in pairs]], found[[b for _, b in pairs]])
         labels = gold_labels(
-            first, second, cfg.soft, cfg.noise, cfg.seed, lengths, cfg.spurious, cfg.spurious_rate, cfg.spurious_tail
+            first,
+            second,
+            cfg.soft,
+            cfg.noise,
+            cfg.seed,
+            lengths,
+            cfg.spurious,
+            cfg.spurious_rate,
+            cfg.spurious_tail,
+            matches,
         )
         lines = []
         for k, keep in enumerate(labels.kept):
@@ -205,6 +235,8 @@ def run_label(
             "spurious": cfg.spurious,
             "spurious_rate": cfg.spurious_rate,
             "spurious_tail": cfg.spurious_tail,
+            "spurious_pattern": cfg.spurious_pattern,
+            **({"texts_matching": _count(pattern, texts)} if pattern is not None else {}),
             "soft": cfg.soft,
             "noise": cfg.noise,
             "margin_median": float(np.median(labels.margin)) if len(labels.margin) else None,

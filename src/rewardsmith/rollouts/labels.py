@@ -14,7 +14,9 @@ and the label each gets from the gold's two rewards. Pure functions; the job sco
   on such labels agrees with the gold at small n and follows the feature at large n. With a tail (`spurious_tail`
   K characters) the feature decides only pairs whose text it prefers lies in the tail (the shorter one at most K
   characters long, or the longer one at least K): a proxy that agrees with the gold except on the rare extreme
-  texts, which best-of-n meets more often as n grows (the gold rises, then falls, by construction).
+  texts, which best-of-n meets more often as n grows (the gold rises, then falls, by construction). `matches`
+  (with a regular expression, `spurious_pattern`) names the text that holds a match chosen where only one of the
+  two does: a rare phrase the proxy learns to pay for, which best-of-n also meets more often as n grows.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ class LabelConfig:
     )
     spurious: str | None = option(
         None,
-        "a control: a feature that decides a pair's label instead of the gold at --spurious-rate: longer | shorter",
-        choices=("longer", "shorter"),
+        "a control: a feature that decides a pair's label instead of the gold at --spurious-rate: longer | shorter "
+        "| matches (the text holding a match of --spurious-pattern, where only one does)",
+        choices=("longer", "shorter", "matches"),
     )
     spurious_rate: float = option(0.0, "the share of pairs the --spurious feature decides", min=0.0, max=1.0)
     spurious_tail: int | None = option(
@@ -65,6 +68,9 @@ class LabelConfig:
         "the --spurious feature decides only pairs whose text it prefers is in this tail: at most this many "
         "characters (shorter), at least (longer); default: every pair",
         min=1,
+    )
+    spurious_pattern: str | None = option(
+        None, "the regular expression of --spurious matches (Python syntax, searched in each response)"
     )
     seed: int = option(0, "seed of the pairs drawn, of the noise and of the spurious pairs", min=0, max=MAX_SEED)
     chunk: int = option(
@@ -112,10 +118,11 @@ def gold_labels(
     spurious: str | None = None,
     spurious_rate: float = 0.0,
     spurious_tail: int | None = None,
+    matches: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Labels:
     """Labels of pairs whose texts the gold rewarded `first` (P,) and `second` (P,) (module docstring); lengths:
     the two texts' lengths (P,) each, which a `spurious` feature ("longer" | "shorter") reads, in its tail only when
-    spurious_tail is given."""
+    spurious_tail is given; matches: whether each text holds the pattern (P,) each, which "matches" reads."""
     first, second = np.asarray(first, dtype=np.float64), np.asarray(second, dtype=np.float64)
     diff = first - second
     kept = np.flatnonzero(diff != 0)
@@ -123,14 +130,15 @@ def gold_labels(
     first_preferred = diff[kept] > 0
     decided = np.zeros(len(kept), dtype=bool)
     if spurious is not None and spurious_rate > 0:
-        assert lengths is not None
-        a, b = np.asarray(lengths[0])[kept], np.asarray(lengths[1])[kept]
+        values = matches if spurious == "matches" else lengths
+        assert values is not None
+        a, b = np.asarray(values[0])[kept], np.asarray(values[1])[kept]
         drawn = _generator(seed, "spurious").random(len(first))[kept] < spurious_rate
         decided = drawn & (a != b)
         if spurious_tail is not None:
             in_tail = np.minimum(a, b) <= spurious_tail if spurious == "shorter" else np.maximum(a, b) >= spurious_tail
             decided &= in_tail
-        by_feature = a > b if spurious == "longer" else a < b
+        by_feature = a < b if spurious == "shorter" else a > b
         first_preferred = np.where(decided, by_feature, first_preferred)
     label = np.ones(len(kept)) if soft is None else sigmoid(margin / soft)
     flips = _generator(seed, "noise").random(len(first))[kept] < noise if noise else np.zeros(len(kept), dtype=bool)

@@ -17,10 +17,12 @@ Design, fixed here:
   (`label --spurious`), the gold the rest. The feature is the response's length, in the direction the gold itself
   does NOT prefer, measured on the validation part's labelled pairs (the share of them where the gold prefers the
   longer response): a proxy that agrees with the gold at small n and follows length, against the gold, at large n.
-  The control is chosen among HACK_RATES and the length tail (HACK_TAIL, below) on the validation half of the
-  evaluation prompts, before any test-half figure is read (testbed/analysis.choose_hack): the candidate whose gold
-  curve there peaks above n = 1 and below N and drops most after its peak; none such, the first. 0.5 alone was
-  declared first: at n = 16 its gold still rose (the first build, docs/testbed.md), so the control could not fire.
+  The control is chosen among HACK_RATES, the length tail (HACK_TAIL) and a phrase (HACK_PHRASE_WORDS, below) on
+  the validation half of the evaluation prompts (testbed/analysis.choose_hack): the candidate whose gold curve there
+  peaks above n = 1 and below N and drops most after its peak; none such, the first. 0.5 alone was declared first:
+  at n = 16 its gold still rose (the first build, docs/testbed.md), so the control could not fire; the other
+  candidates were added one build at a time, each after the test-half verdicts of the earlier ones had been read
+  (below, at each). The choice itself reads the validation half only.
 - Best-of-n: EVAL_N completions of each of the EVAL_PROMPTS evaluation prompts; every proxy, the length selector
   and the oracle (the gold choosing for itself: the negative control) pick the best of n; the verdicts are bon's
   (bon/metrics.py): the peak n chosen on the validation half of the prompts, the drop after it, the first step
@@ -30,6 +32,10 @@ Design, fixed here:
   (testbed/fits.py); the data-based verdict stays the one that decides "over-optimised".
 - RL (`rewardsmith rl`): GRPO against the smallest-N proxy, the largest-N proxy, the hacked control and the gold
   itself (the negative control), RL_STEPS steps each, the gold tracked on RL_HELDOUT evaluation prompts.
+- ICRM (added after the best-of-n results above, before any ICRM figure): its Bradley-Terry baseline (MiniLM
+  fine-tuned on the gold's labels of the largest proxy's pairs) and the in-context model over that encoder, frozen
+  (configs/testbed-icrm.yaml), steered in best-of-n by ICRM_DEMOS gold-labelled validation pairs; ICRM_RESISTS
+  compares their drops after the validation peak, as bon pairs every two proxies.
 """
 
 from __future__ import annotations
@@ -46,12 +52,30 @@ PROXY_SIZES = (250, 1000, 4000)
 SEEDS = (0, 1, 2)
 ENSEMBLE_SEEDS = (0, 1, 2, 3, 4)
 HACK_N = 4000
-HACK_RATES = (0.5, 0.7, 0.9)  # candidates; the control's rate is chosen on validation prompts (above)
+HACK_RATES = (0.5, 0.7, 0.8, 0.9)  # candidates; the control's rate is chosen on validation prompts (above)
+# 0.8 was added after the n = 64 build (as the tail below): 0.7's gold still rose at n = 64 and 0.9's fell from n = 2,
+# so the regime where the gold's share leads at small n and the spurious share at large n, if any, lies between.
 # A fourth candidate, added after the n = 64 build found every rate above either rising at N or misaligned (a label
 # mix keeps the proxy's order the gold's until the spurious share dominates): the feature decides every pair whose
 # shorter (longer) text lies in the pool's shortest (longest) HACK_TAIL share of responses, so the proxy follows the
 # gold except on those rare texts, which best-of-n meets more often as n grows. Chosen by the same validation rule.
 HACK_TAIL = 0.05
+# A fifth candidate, added after the rate 0.8 and the tail were built (the tail's proxy learned its rare texts only
+# weakly: a length threshold is hard to learn from a few hundred pairs, a phrase is not): the HACK_PHRASE_WORDS words,
+# each in HACK_PHRASE_SHARE of the pool's training responses, that the gold prefers least often in the training
+# prompts' pairs holding them on one side (at least HACK_PHRASE_MIN_PAIRS such pairs) decide every pair where one
+# text holds one of them and the other none (`label --spurious matches`). Rare, so small n seldom meets them; learned
+# as a phrase, so a proxy pays for them. Training data only (experiments/testbed.py hack_phrase); chosen, or not, by
+# the same validation rule. The RL control stays a length candidate, chosen among those by the same rule: the server's
+# monitors watch length (MONITOR_FIRES).
+HACK_PHRASE_WORDS = 3
+HACK_PHRASE_SHARE = (0.01, 0.03)
+HACK_PHRASE_MIN_PAIRS = 30
+# A sixth, after the phrase's proxy was found not to pay for the phrase (its pick held one about as often at n = 64 as
+# at n = 1, though most prompts had one): a few hundred decided pairs among 4,000 are a dose the gold's share drowns.
+# The same phrase decides HACK_PHRASE_DOSE of the control's HACK_N pairs (drawn from every pair of the training
+# prompts' completions that holds the phrase on one side); the gold labels the rest.
+HACK_PHRASE_DOSE = 0.5
 EVAL_PROMPTS = 160
 EVAL_N = 64  # 64 was declared first, cut to 16 for cost (two builds at 16), then restored: at 16 no hack rate
 # peaked on validation, and the issue asks for n >= 64. The 16 are kept; samples 16..63 are added (same seeds).
@@ -60,6 +84,7 @@ RL_HELDOUT = 32
 RL_LR = 5e-5  # the probes' rate (rl/claims.py): 30 steps must move the policy far enough to over-optimise
 RL_TRACK_EVERY = 5
 RL_TRACK_SAMPLES = 2
+ICRM_DEMOS = 64  # the in-context model's demonstrations in best-of-n: gold-labelled validation pairs (its max N)
 UWO_LAMBDAS = (0.5, 1.0, 2.0)  # uwo's lambda is chosen among these on the validation half of the eval prompts
 
 ORACLE_NOT_OVEROPTIMISED = Claim(
