@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -131,11 +130,6 @@ def _pattern(text: str) -> re.Pattern[str]:
         raise ConfigError(f"--spurious-pattern {text!r}: not a regular expression ({bad})") from None
 
 
-def _count(pattern: re.Pattern[str], texts: Sequence[tuple[Any, str]]) -> int:
-    """How many distinct texts hold a match of the spurious pattern."""
-    return sum(pattern.search(text) is not None for _, text in texts)
-
-
 def run_label(
     cfg: LabelConfig,
     out: str | Path,
@@ -175,10 +169,11 @@ def run_label(
             np.array([len(texts[a][1]) for a, _ in pairs]),
             np.array([len(texts[b][1]) for _, b in pairs]),
         )
-        matches = None
-        if pattern is not None:
+        matches, matching = None, {}
+        if pattern is not None:  # which distinct texts hold the phrase, read by pair
             found = np.array([pattern.search(text) is not None for _, text in texts])
             matches = (found[[a for a, _ in pairs]], found[[b for _, b in pairs]])
+            matching = {"texts_matching": int(found.sum())}
         labels = gold_labels(
             first,
             second,
@@ -236,7 +231,7 @@ def run_label(
             "spurious_rate": cfg.spurious_rate,
             "spurious_tail": cfg.spurious_tail,
             "spurious_pattern": cfg.spurious_pattern,
-            **({"texts_matching": _count(pattern, texts)} if pattern is not None else {}),
+            **matching,
             "soft": cfg.soft,
             "noise": cfg.noise,
             "margin_median": float(np.median(labels.margin)) if len(labels.margin) else None,
