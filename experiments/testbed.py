@@ -575,9 +575,14 @@ def summarise() -> None:
             continue
         metrics = json.loads(path.read_text())
         points = [json.loads(x) for x in jsonl_lines((RUNS / "rl" / arm / "points.jsonl").read_text())]
+        if arm == "gold":  # its proxy is the gold: the tracker's proxy values are the gold's, judged as a gold's
+            points = [
+                {**p, "per_prompt": {**p["per_prompt"], "golds": {GOLD: p["per_prompt"]["proxy"]}}} for p in points
+            ]
+            metrics = {**metrics, **_own_gold(points)}
         record = {k: metrics[k] for k in ("kl_end", "gold_change", "overoptimisation", "monitors_fired", "collapse")}
         record["track"] = metrics["track"]
-        golds = list(points[0]["golds"])
+        golds = list(points[0]["per_prompt"]["golds"])
         if golds and len(points) > 2:
             g = golds[0]
             per_prompt = np.stack([np.asarray(p["per_prompt"]["golds"][g], dtype=np.float64) for p in points], axis=1)
@@ -665,6 +670,16 @@ def summarise() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_text(RESULTS / "testbed.json", json.dumps(out, indent=1) + "\n")
     print(f"wrote {RESULTS / 'testbed.json'}")
+
+
+def _own_gold(points: list[dict[str, Any]]) -> dict[str, object]:
+    """The gold arm's change and verdict, from its proxy (the gold itself) by the rl summary's own functions."""
+    from rewardsmith.rl.summary import gold_change, overoptimisation
+
+    return {
+        "gold_change": {GOLD: gold_change(points, GOLD)},
+        "overoptimisation": {GOLD: overoptimisation(points, GOLD)},
+    }
 
 
 def _decided_in_training(name: str) -> int:

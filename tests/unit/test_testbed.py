@@ -144,3 +144,18 @@ def test_the_hack_rate_is_chosen_on_the_validation_prompts_by_its_peak_and_drop(
     assert not facts["rising"]["shaped"] and not facts["misaligned"]["shaped"]
     none_shaped = {k: curves[k] for k in ("misaligned", "rising")}
     assert choose_hack(none_shaped, validation, ns)[0] == "misaligned"  # none over-optimised there: the first
+
+
+def test_the_gold_arm_without_a_verdict_is_not_counted_as_held() -> None:
+    """The RL negative control holds on a verdict that keeps the gold (here: peaks at the end), and an arm that
+    tracked no gold besides its proxy is "not run", never held by default."""
+    from rewardsmith.testbed.claim_results import testbed_claim_results
+
+    def gold_arm(over: dict) -> list:
+        arm = {"overoptimisation": over, "monitors_fired": []}
+        results = testbed_claim_results({"rl": {"gold": arm}})
+        return [r.verdict for r in results if r.scope == "RL, gold's arm"]
+
+    assert gold_arm({}) == ["not run"]
+    assert gold_arm({"gold": {"verdict": "peaks at N"}}) == ["held"]
+    assert gold_arm({"gold": {"verdict": "over-optimised"}}) == ["not held"]

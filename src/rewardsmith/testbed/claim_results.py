@@ -61,8 +61,11 @@ def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
         out.append(not_run(HACKED_RL_OVEROPTIMISED, "the hacked RL arm was not run", scope="RL, hacked arm"))
     if "gold" in rl:
         own = next(iter(rl["gold"]["overoptimisation"].values()), None) if rl["gold"]["overoptimisation"] else None
-        verdict = own["verdict"] if own else "no gold tracked besides the proxy"
-        out.append(_outcome(HACKED_RL_OVEROPTIMISED, verdict not in LOST, f"verdict: {verdict}", "RL, gold's arm"))
+        if own is None:  # nothing judged is no evidence either way
+            out.append(not_run(HACKED_RL_OVEROPTIMISED, "the gold's arm has no verdict", scope="RL, gold's arm"))
+        else:
+            verdict = own["verdict"]
+            out.append(_outcome(HACKED_RL_OVEROPTIMISED, verdict not in LOST, f"verdict: {verdict}", "RL, gold's arm"))
     direction = d.get("hack", {}).get("direction")
     if "hacked" in rl and "gold" in rl and direction:
         rule = "length" if direction == "longer" else "shrinking"
