@@ -151,6 +151,7 @@ def hack_phrase() -> str:
     pairs that hold the word on one side only (at least HACK_PHRASE_MIN_PAIRS such pairs). Training data only; the
     facts go to data/hack-phrase.json."""
     import re
+    from collections import Counter
 
     parts = pool_parts()
     train = set(parts["train"])
@@ -161,10 +162,7 @@ def hack_phrase() -> str:
         if (row := json.loads(x))["id"] in train
         for r in row["responses"]
     ]
-    counts: dict[str, int] = {}
-    for found in responses:
-        for w in found:
-            counts[w] = counts.get(w, 0) + 1
+    counts = Counter(w for found in responses for w in found)
     low, high = claims.HACK_PHRASE_SHARE
     common = {w for w, c in counts.items() if low <= c / len(responses) <= high}
     sides = [
@@ -207,11 +205,12 @@ def label() -> None:
     """The gold's labels of POOL_PAIRS_PER_PROMPT pairs of every pool prompt's completions; then every hacked
     candidate's labels (hack_candidates)."""
     base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
-    base += ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT), "--seed", "0", "--bf16", "-q"]
-    command([*base, "--out", str(RUNS / "labels")])
-    every = [x for x in base if x not in ("--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT))]
+    drawn = ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT)]
+    rest = ["--seed", "0", "--bf16", "-q"]
+    command([*base, *drawn, *rest, "--out", str(RUNS / "labels")])
     for name, options in hack_candidates().items():
-        command([*(every if name == HACK_DOSE_NAME else base), *options, "--out", str(RUNS / name)])
+        pairs = [] if name == HACK_DOSE_NAME else drawn  # the dose: every pair, write_data draws its phrase pairs there
+        command([*base, *pairs, *rest, *options, "--out", str(RUNS / name)])
 
 
 def length_hack_names() -> list[str]:
