@@ -22,6 +22,7 @@ from rewardsmith.data.collate import EncodedText, Encoder, pad_texts, sorted_bat
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.io.processes import Processes, gather_rows, processes, same_on_every_process
 from rewardsmith.io.progress import Progress
+from rewardsmith.models.precision import use_bf16
 from rewardsmith.models.reward_model import PooledBackbone
 from rewardsmith.stats import require_finite
 
@@ -101,7 +102,7 @@ def forward_batches(
     bf16 autocast on request, with a progress bar under `progress` (None: silent). Yields (indices, batch,
     output). batched_forward collects fixed-shape rows from it; a caller whose outputs are ragged (the W2S
     reference cache: each text's response-token states) writes each batch's rows where it keeps them."""
-    autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else nullcontext()
+    autocast: Any = torch.autocast(device.type, dtype=torch.bfloat16) if use_bf16(bf16, device) else nullcontext()
     done = 0
     with (
         Progress(progress or "", sum(len(b) for b in batches), enabled=progress is not None, unit="texts") as bar,

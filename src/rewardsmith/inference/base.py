@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from rewardsmith.data.collate import EncodedText
 from rewardsmith.data.schema import PreferencePair
 from rewardsmith.errors import ConfigError
 from rewardsmith.inference.items import TextItem, item_texts
+from rewardsmith.models.precision import use_bf16
 
 
 @dataclass
@@ -67,6 +69,13 @@ class InferenceOptions:
     def __post_init__(self) -> None:
         if self.batch_size < 1:
             raise ConfigError(f"--batch-size must be at least 1, got {self.batch_size}")
+
+    def runs_bf16(self, loaded: Any) -> bool:
+        """Whether scoring the LoadedModel `loaded` runs under bf16 autocast: as asked (None: as the model was
+        trained), where its device multiplies bf16 natively (models/precision.py says so once where it does not)."""
+        asked = loaded.bf16 if self.bf16 is None else self.bf16
+        device = next(loaded.model.parameters(), torch.empty(0)).device
+        return use_bf16(asked, device)
 
     def key(self) -> dict[str, Any]:
         """What changes a score (the batch size does not): part of every saved result's key."""

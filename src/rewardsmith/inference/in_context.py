@@ -30,7 +30,7 @@ class InContextInference(Inference):
     ):
         options = options or InferenceOptions()
         self.loaded = loaded
-        self.bf16 = loaded.bf16 if options.bf16 is None else options.bf16
+        self.bf16 = options.runs_bf16(loaded)
         self.encoder = loaded.encoder()
         # A forward pass holds at most max_tokens padded tokens.
         rows = options.batch_size if max_tokens is None else max(1, max_tokens // loaded.max_length)

@@ -27,7 +27,7 @@ class ScalarInference(Inference):
     ):
         options = options or InferenceOptions()
         self.loaded = loaded
-        self.bf16 = loaded.bf16 if options.bf16 is None else options.bf16
+        self.bf16 = options.runs_bf16(loaded)
         self.encoder = loaded.encoder()
         self.scorer = RewardScorer(
             loaded.model,

@@ -52,6 +52,7 @@ from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.processes import before_group, launched_processes, release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
+from rewardsmith.models.precision import use_bf16
 from rewardsmith.train.cost import sample_batches, training_cost
 from rewardsmith.train.debias import debiased
 from rewardsmith.train.objectives import Objective, StepInfo, TrainingHooks, build_objective
@@ -291,9 +292,10 @@ class Trainer:
         check_requested_engine(engine)
         if launched_processes() > 1:
             before_group()
+        bf16 = use_bf16(cfg.bf16, "cuda" if torch.cuda.is_available() else "cpu")
         # DeepSpeed needs cpu=False to start its engine, also on its CPU accelerator (DS_ACCELERATOR=cpu).
         accelerator = Accelerator(
-            mixed_precision="bf16" if cfg.bf16 else "no",
+            mixed_precision="bf16" if bf16 else "no",
             gradient_accumulation_steps=cfg.grad_accum,
             cpu=not torch.cuda.is_available() and engine != "deepspeed",
             **accelerator_options(cfg.report_to, self.run_dir),
