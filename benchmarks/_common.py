@@ -16,12 +16,26 @@ from pathlib import Path
 from typing import Any
 
 
+def cpu_model() -> str | None:
+    """The CPU's model name (/proc/cpuinfo; platform's answer elsewhere): timings differ from one CPU to another."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
 def machine() -> dict[str, Any]:
     import torch
 
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
+        "cpu": cpu_model(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "bf16_native": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),

@@ -1,6 +1,8 @@
 """Whole commands timed from outside on a machine with other work: `make demo`'s command idle and beside one
-CPU-bound process, and a short training run with OpenMP's threads waiting passively (the `rewardsmith` command's
-default, rewardsmith/launch.py) against spinning (OMP_WAIT_POLICY=ACTIVE), each beside one CPU-bound process.
+CPU-bound process, and a short training run, idle and beside one CPU-bound process, with OpenMP's threads waiting
+passively (OMP_WAIT_POLICY=PASSIVE), spinning (ACTIVE), and as the `rewardsmith` command chooses when the variable
+is unset (rewardsmith/launch.py: ACTIVE on an idle machine, PASSIVE beside other work; the run's choice is read back
+from its metrics.json).
 
     .venv/bin/python benchmarks/bench_contention.py [--rounds 3] [--only demo threads]
 
@@ -44,20 +46,30 @@ class Load:
         self.proc.wait()
 
 
-def timed(args: list[str], env: dict[str, str], steps: list[dict[str, float]] | None = None) -> float:
-    """Seconds of one fresh `rewardsmith` process, its --out a new folder; with `steps`, the run's own seconds per
-    step (metrics.json's step_seconds, the demo's) are appended to it."""
+def timed(
+    args: list[str],
+    env: dict[str, str | None],
+    steps: list[dict[str, float]] | None = None,
+    chosen: list[str | None] | None = None,
+) -> float:
+    """Seconds of one fresh `rewardsmith` process, its --out a new folder, under os.environ with `env` over it (a
+    None value unsets the variable); with `steps`, the run's own seconds per step (metrics.json's step_seconds, the
+    demo's) are appended to it, with `chosen` the OMP_WAIT_POLICY it ran under (metrics.json's environment)."""
+    merged = {**os.environ, "HF_HUB_OFFLINE": "1", **env}
     with tempfile.TemporaryDirectory(prefix="rewardsmith-bench-") as tmp:
         start = time.perf_counter()
         subprocess.run(
             [EXE, *args, "--out", str(Path(tmp) / "run")],
             check=True,
             capture_output=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
+            env={k: v for k, v in merged.items() if v is not None},
         )
         seconds = time.perf_counter() - start
+        metrics = json.loads((Path(tmp) / "run" / "metrics.json").read_text(encoding="utf-8"))
         if steps is not None:
-            steps.append(json.loads((Path(tmp) / "run" / "metrics.json").read_text(encoding="utf-8"))["step_seconds"])
+            steps.append(metrics["step_seconds"])
+        if chosen is not None:
+            chosen.append(metrics["environment"].get("omp_wait_policy"))
         return seconds
 
 
@@ -79,22 +91,35 @@ def demo(rounds: int) -> dict[str, Any]:
     return {k: {**_summary(v), "step_seconds": steps[k]} for k, v in seconds.items()}
 
 
+# The threads comparison's variants: OMP_WAIT_POLICY as set for the run; None leaves it unset (the command chooses).
+POLICIES: dict[str, dict[str, str | None]] = {
+    "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
+    "unset": {"OMP_WAIT_POLICY": None},
+}
+CONDITIONS = ("idle", "beside one CPU-bound process")
+
+
 def threads(rounds: int) -> dict[str, Any]:
-    """A short training run beside one CPU-bound process, OpenMP threads waiting passively against spinning."""
-    variants = {"PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}, "ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"}}
-    seconds: dict[str, list[float]] = {k: [] for k in variants}
-    for r in range(rounds):
-        for variant in rotated(list(variants), r):
-            with Load():
-                seconds[variant].append(timed(TRAIN, variants[variant]))
-    ratios = [a / p for a, p in zip(seconds["ACTIVE"], seconds["PASSIVE"], strict=True)]
-    return {
-        **{
-            k: {"median_s": round(statistics.median(v), 1), "runs_s": [round(x, 1) for x in v]}
-            for k, v in seconds.items()
-        },
-        "active_over_passive": spread(ratios),
-    }
+    """A short training run, idle and beside one CPU-bound process, under each OMP_WAIT_POLICY variant."""
+    out: dict[str, Any] = {}
+    for condition in CONDITIONS:
+        seconds: dict[str, list[float]] = {k: [] for k in POLICIES}
+        chosen: list[str | None] = []
+        for r in range(rounds):
+            for variant in rotated(list(POLICIES), r):
+                record = chosen if variant == "unset" else None
+                if condition == "idle":
+                    seconds[variant].append(timed(TRAIN, POLICIES[variant], chosen=record))
+                else:
+                    with Load():
+                        seconds[variant].append(timed(TRAIN, POLICIES[variant], chosen=record))
+        out[condition] = {
+            **{k: _summary(v) for k, v in seconds.items()},
+            "unset_chose": chosen,
+            "active_over_passive": spread([a / p for a, p in zip(seconds["ACTIVE"], seconds["PASSIVE"], strict=True)]),
+        }
+    return out
 
 
 def main() -> None:
@@ -103,23 +128,36 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=["demo", "threads"], default=["demo", "threads"])
     args = parser.parse_args()
     out: dict[str, Any] = {
-        "command": "python benchmarks/bench_contention.py --rounds " + str(args.rounds),
+        "command": "python benchmarks/bench_contention.py --rounds "
+        + str(args.rounds)
+        + ("" if set(args.only) == {"demo", "threads"} else " --only " + " ".join(args.only)),
         "rounds": args.rounds,
     }
+    # A section not run this time is kept from the last results, with the command and machine that measured it.
+    previous = json.loads(RESULT.read_text(encoding="utf-8")) if RESULT.exists() else {}
+    for section in ("demo", "threads"):
+        if section not in args.only and section in previous:
+            out[section] = previous[section]
+            out.setdefault("kept", {})[section] = previous.get("kept", {}).get(section) or {
+                "command": previous.get("command"),
+                "machine": previous.get("machine"),
+            }
     lines = ["| measure | variant | median s | runs |", "|---|---|---|---|"]
     if "demo" in args.only:
         out["demo"] = demo(args.rounds)
         lines += [f"| make demo | {k} | {v['median_s']} | {v['runs_s']} |" for k, v in out["demo"].items()]
     if "threads" in args.only:
         out["threads"] = threads(args.rounds)
+        for condition, result in out["threads"].items():
+            lines += [
+                f"| train 30 steps, {condition} | OMP_WAIT_POLICY={k} | {r['median_s']} | {r['runs_s']} |"
+                for k, r in ((k, result[k]) for k in POLICIES)
+            ]
         lines += [
-            f"| train 30 steps, one CPU-bound process beside | OMP_WAIT_POLICY={k} | {v['median_s']} | {v['runs_s']} |"
-            for k, v in out["threads"].items()
-            if k in ("PASSIVE", "ACTIVE")
+            f"{condition}: ACTIVE / PASSIVE seconds, median of paired rounds {r['active_over_passive']['median']}; "
+            f"unset chose {r['unset_chose']}"
+            for condition, r in out["threads"].items()
         ]
-        lines.append(
-            f"ACTIVE / PASSIVE seconds, median of paired rounds: {out['threads']['active_over_passive']['median']}"
-        )
     write_results(RESULT, out, "\n".join(lines))
 
 

@@ -32,6 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import markdown_table, rotated, spread, write_results
 
+from rewardsmith.models.precision import bf16_native
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "train_process.json"
 EXE = str(HERE.parent / ".venv" / "bin" / "rewardsmith")
@@ -122,6 +124,14 @@ def main() -> None:
         pairs_file = Path(tmp) / "pairs.jsonl"
         write_pairs(pairs_file, args.pairs, args.max_length, args.data_dir)
         for precision in args.precision:
+            if precision == "bf16" and not bf16_native("cpu"):
+                reason = (
+                    "this CPU has no native bf16: rewardsmith runs a bf16 request in fp32 (models/precision.py), "
+                    "TRL in emulated bf16, so the two would not time the same work"
+                )
+                out["results"].append({"precision": precision, "not_run": reason})
+                rows.append([precision, "not run", "", "", "", reason])
+                continue
             runs: dict[str, list[dict[str, Any]]] = {t: [] for t in TOOLS}
             for r in range(args.rounds):
                 for tool in rotated(list(TOOLS), r):

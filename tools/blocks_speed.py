@@ -210,6 +210,15 @@ def block_batching() -> str:
     )
 
 
+def _machine_text(result: dict[str, Any]) -> str:
+    """'Measured on CPU (capability, bf16 native or not). ' from a result's machine record; '' where it has none."""
+    m = result.get("machine", {})
+    if not m.get("cpu"):
+        return ""
+    bf16 = "native bf16" if m.get("bf16_native") else "no native bf16"
+    return f"Measured on {m['cpu']} ({m.get('cpus')} cores, {m.get('cpu_capability')}, {bf16}). "
+
+
 def block_first_run() -> str:
     """A first run as a user starts one, whole processes timed from outside: `rewardsmith train` against a TRL
     script (benchmarks/results/train_process.json) and `rewardsmith demo` idle and beside one CPU-bound process,
@@ -220,6 +229,9 @@ def block_first_run() -> str:
         t = json.loads(process.read_text(encoding="utf-8"))
         rows = []
         for r in t["results"]:
+            if "not_run" in r:
+                rows.append([r["precision"], "not run", "not run", r["not_run"], "not run"])
+                continue
             ratio, med, loop = r["trl_over_rewardsmith_seconds"], r["median_seconds"], r["median_loop_seconds"]
             rows.append(
                 [
@@ -236,7 +248,8 @@ def block_first_run() -> str:
             "writes (run folder, report, plots) against a script that trains TRL's RewardTrainer; seconds from "
             f"outside, median of {t['rounds']} rounds, tools alternating; bar: 2x):\n\n"
             + _table(["precision", "rewardsmith s", "TRL s", "TRL / rewardsmith, median (range)", "2x bar"], rows)
-            + f"\n\nCommand: `.venv/bin/{t['command']}`; results: `benchmarks/results/train_process.json`."
+            + f"\n\n{_machine_text(t)}Command: `.venv/bin/{t['command']}`; results: "
+            "`benchmarks/results/train_process.json`."
         )
     contention = BENCH / "contention.json"
     if contention.exists():
@@ -257,31 +270,40 @@ def block_first_run() -> str:
                     f"{'met' if v['median_s'] < bar else 'not met'} (< {bar} s)",
                 ]
             )
-        threads = c.get("threads")
-        if threads:
-            for k in ("PASSIVE", "ACTIVE"):
+        threads = c.get("threads") or {}
+        for condition, result in threads.items():
+            for k in ("PASSIVE", "ACTIVE", "unset"):
+                chose = ", ".join(sorted(set(map(str, result["unset_chose"])))) if k == "unset" else ""
                 rows.append(
                     [
-                        f"train, 30 steps, one CPU-bound process beside, OMP_WAIT_POLICY={k}",
-                        f"{threads[k]['median_s']:.0f}",
-                        ", ".join(f"{x:.0f}" for x in threads[k]["runs_s"]),
+                        f"train, 30 steps, {condition}, OMP_WAIT_POLICY="
+                        + (f"unset (the command chose {chose})" if k == "unset" else k),
+                        f"{result[k]['median_s']:.0f}",
+                        ", ".join(f"{x:.0f}" for x in result[k]["runs_s"]),
                         "-",
                         "-",
                     ]
                 )
-        ratio = (threads or {}).get("active_over_passive")
+        ratios = "; ".join(
+            f"{condition}: {with_range(result['active_over_passive'])}" for condition, result in threads.items()
+        )
         parts.append(
-            f"**Whole commands on a loaded machine** ({c['rounds']} fresh runs each, variants alternating; the load "
-            "is one Python process spinning on one of the 2 cores):\n\n"
+            f"**Whole commands idle and on a loaded machine** ({c['rounds']} fresh runs each, variants alternating; "
+            "the load is one Python process spinning on one of the 2 cores):\n\n"
             + _table(["command", "median s", "runs s", "median s per step", "bar"], rows)
             + (
-                f"\n\nSpinning over passive OpenMP threads under that load: "
-                f"{with_range(ratio)} the seconds (the `rewardsmith` "
-                "command sets OMP_WAIT_POLICY=PASSIVE unless it is set)."
-                if ratio
+                f"\n\nSpinning over passive OpenMP threads, the seconds of the same run: {ratios}. Where "
+                "OMP_WAIT_POLICY is unset, the `rewardsmith` command spins on an idle machine and sleeps beside other "
+                "work or in `serve` (rewardsmith/launch.py)."
+                if ratios
                 else ""
             )
-            + f" Command: `.venv/bin/{c['command']}`; results: `benchmarks/results/contention.json`."
+            + f" {_machine_text(c)}Command: `.venv/bin/{c['command']}`; results: `benchmarks/results/contention.json`."
+            + "".join(
+                f" The {section} rows are kept from an earlier run, `.venv/bin/{k['command']}`"
+                + (f", on {k['machine']['cpu']}." if (k.get("machine") or {}).get("cpu") else " (CPU not recorded).")
+                for section, k in c.get("kept", {}).items()
+            )
         )
     return (
         "\n\n".join(parts) if parts else "Not run yet: no `benchmarks/results/train_process.json` or `contention.json`."

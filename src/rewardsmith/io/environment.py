@@ -59,5 +59,8 @@ def environment_info(seed: int | None = None) -> dict[str, Any]:
         "git_commit": git_commit(),
         "seed": seed,
         "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),  # the `rewardsmith` command's choice (launch.py)
         "cuda": torch.cuda.is_available(),
+        # False: bf16 asked for on this CPU ran in fp32 (models/precision.py)
+        "bf16_native": torch.cuda.is_available() or bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
     }
