@@ -241,7 +241,7 @@ class TrainConfig:
     swap_pairs: bool = option(
         True, "randomly swap chosen/rejected (label -> 1 - label); a seeded choice per pair and epoch"
     )
-    bf16: bool = option(False, "bf16 autocast for the backbone (pooling and heads stay fp32)")
+    bf16: bool = option(False, "bf16 autocast of the backbone (fp32 where not native)")
     batches: str = option(
         "length-grouped",
         "how pairs form micro-batches: length-grouped (pairs of similar length together, in a seeded random "

@@ -271,7 +271,8 @@ InferenceBf16 = Annotated[
     bool | None,
     typer.Option(
         "--bf16/--fp32",
-        help="bf16 autocast of the backbone (pooling and heads stay fp32)  [default: as the model was trained]",
+        help="bf16 autocast of the backbone (pooling and heads stay fp32; fp32 on a CPU without native bf16)  "
+        "[default: as the model was trained]",
         show_default=False,
     ),
 ]

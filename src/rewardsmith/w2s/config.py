@@ -134,7 +134,9 @@ class MethodConfig:
 class ShiftEvalConfig:
     n_boot: int = option(1000, "bootstrap replicates for every CI", min=0)
     confidence: float = option(0.95, "CI level", min=0.5, max=0.999)
-    bf16: bool = option(True, "bf16 autocast when scoring (3x faster on CPU; pooling and head stay fp32)")
+    bf16: bool = option(
+        True, "bf16 autocast when scoring (pooling and head stay fp32; fp32 on a CPU without native bf16)"
+    )
     batch_size: int = option(64, "pairs per scoring batch", min=1, volatile=True)
 
 
