@@ -30,12 +30,14 @@ def cpu_model() -> str | None:
 def machine() -> dict[str, Any]:
     import torch
 
+    from rewardsmith.io.environment import cpu_bf16_native
+
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu": cpu_model(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "bf16_native": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
+        "bf16_native": cpu_bf16_native(),
         "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),

@@ -43,7 +43,7 @@ def test_a_cpu_without_native_bf16_scores_a_bf16_request_in_fp32(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(precision, "bf16_native", lambda device: False)
-    monkeypatch.setattr(precision, "_SAID", [])
+    precision._say_fp32_instead.cache_clear()
     model, tok, pairs = _model_and_pairs(24)
     fp32 = np.stack(score_pairs(model, tok, pairs, 128, 48, 32, bf16=False))
     asked = np.stack(score_pairs(model, tok, pairs, 128, 48, 32, bf16=True))

@@ -10,8 +10,8 @@ from rewardsmith.models import precision
 
 
 @pytest.fixture(autouse=True)
-def _fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(precision, "_SAID", [])
+def _fresh() -> None:
+    precision._say_fp32_instead.cache_clear()
 
 
 def test_an_emulating_cpu_runs_fp32_and_is_told_once(

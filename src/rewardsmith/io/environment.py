@@ -43,6 +43,14 @@ def git_commit(path: Path | None = None) -> str | None:
     return out.stdout.strip() or None
 
 
+def cpu_bf16_native() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX-512 BF16 or AMX), as oneDNN reports it: where it does not,
+    bf16 is emulated and rewardsmith runs fp32 instead (models/precision.py)."""
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
 def environment_info(seed: int | None = None) -> dict[str, Any]:
     versions: dict[str, str | None] = {}
     for name in _PACKAGES:
@@ -62,5 +70,5 @@ def environment_info(seed: int | None = None) -> dict[str, Any]:
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),  # the `rewardsmith` command's choice (launch.py)
         "cuda": torch.cuda.is_available(),
         # False: bf16 asked for on this CPU ran in fp32 (models/precision.py)
-        "bf16_native": torch.cuda.is_available() or bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
+        "bf16_native": torch.cuda.is_available() or cpu_bf16_native(),
     }

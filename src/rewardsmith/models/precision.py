@@ -11,18 +11,17 @@ line on stderr, once per process, says so before it starts. A run folder's envir
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import torch
 
-_SAID: list[bool] = []  # not empty once the line has been printed in this process
+from rewardsmith.io.environment import cpu_bf16_native
 
 
 def bf16_native(device: torch.device | str) -> bool:
     """Whether bf16 products run natively on `device`: always on an accelerator, on a CPU where oneDNN says so."""
-    if torch.device(device).type != "cpu":
-        return True
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return torch.device(device).type != "cpu" or cpu_bf16_native()
 
 
 FP32_INSTEAD = (
@@ -38,7 +37,11 @@ def use_bf16(asked: bool | None, device: torch.device | str) -> bool:
         return False
     if bf16_native(device):
         return True
-    if not _SAID:
-        _SAID.append(True)
-        print(FP32_INSTEAD, file=sys.stderr, flush=True)
+    _say_fp32_instead()
     return False
+
+
+@functools.cache
+def _say_fp32_instead() -> None:
+    """FP32_INSTEAD on stderr, the first time only (cached: once per process)."""
+    print(FP32_INSTEAD, file=sys.stderr, flush=True)

@@ -134,13 +134,13 @@ class PooledBackbone(nn.Module):
         if not torch.equal(mask.bool(), torch.arange(width, device=mask.device) < ends[:, None]):
             raise ValueError("forward groups need right-padded rows (collate_pairs' default)")
         groups = batch["forward_group"]
-        embedded = {"inputs_embeds": self.backbone.get_input_embeddings()(batch["input_ids"])}
+        embeds = self.backbone.get_input_embeddings()(batch["input_ids"])
         rows_of, lasts, states_of = [], [], []
         for g in torch.unique(groups).tolist():
             rows = (groups == g).nonzero().squeeze(1)
             cut = int(ends[rows].max())
             part = {k: v[rows, :cut] for k, v in batch.items() if k != "forward_group" and v.dim() == 2}
-            part.update({k: v[rows, :cut] for k, v in embedded.items()})
+            part["inputs_embeds"] = embeds[rows, :cut]
             last, states = self.encode(part, hidden_layers)
             rows_of.append(rows)
             lasts.append(nn.functional.pad(last, (0, 0, 0, width - cut)))

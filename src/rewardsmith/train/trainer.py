@@ -292,12 +292,12 @@ class Trainer:
         check_requested_engine(engine)
         if launched_processes() > 1:
             before_group()
-        bf16 = use_bf16(cfg.bf16, "cuda" if torch.cuda.is_available() else "cpu")
+        gpu = torch.cuda.is_available()
         # DeepSpeed needs cpu=False to start its engine, also on its CPU accelerator (DS_ACCELERATOR=cpu).
         accelerator = Accelerator(
-            mixed_precision="bf16" if bf16 else "no",
+            mixed_precision="bf16" if use_bf16(cfg.bf16, "cuda" if gpu else "cpu") else "no",
             gradient_accumulation_steps=cfg.grad_accum,
-            cpu=not torch.cuda.is_available() and engine != "deepspeed",
+            cpu=not gpu and engine != "deepspeed",
             **accelerator_options(cfg.report_to, self.run_dir),
         )
         run_fsdp2_on_cpu_processes(accelerator, engine)
