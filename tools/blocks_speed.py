@@ -47,6 +47,12 @@ def block_speed() -> str:
         )
     if kernels_path.exists():
         parts.append(_kernels_part(json.loads(kernels_path.read_text(encoding="utf-8"))))
+    if parts:
+        parts.append(
+            "The bf16 rows above come from a CPU that multiplies bf16 natively (bf16 ran faster than fp32 there). On a "
+            "CPU without native bf16 (AVX2 only) rewardsmith runs a bf16 request in fp32 and says so in one line "
+            "(`src/rewardsmith/models/precision.py`), so there its fp32 rows apply."
+        )
     return "\n\n".join(parts) if parts else "Not measured yet."
 
 
