@@ -33,10 +33,14 @@ def test_stress_test_note_follows_the_gap_interval() -> None:
     covered = stress_test_note(
         {"gap_ceiling_minus_teacher": {"id": {"value": -4.3, "ci": [-11.3, 2.7]}}, "sizes": sizes}
     )
-    assert covered.startswith("At the demo's size the ceiling does not beat the teacher")
+    assert "is not told apart from the teacher's (the CI covers 0): -4.3" in covered
     assert "600 training pairs" in covered and "300 gold pairs" in covered
     above = stress_test_note({"gap_ceiling_minus_teacher": {"id": {"value": 9.0, "ci": [2.0, 16.0]}}, "sizes": sizes})
     assert above.startswith("The ceiling beats the teacher in domain by 9.0")
+    below = stress_test_note(
+        {"gap_ceiling_minus_teacher": {"id": {"value": -9.0, "ci": [-16.0, -2.0]}}, "sizes": sizes}
+    )
+    assert "falls below the teacher's: -9.0" in below
 
 
 def test_calibration_gains_show_pebs_against_pooled_and_per_rater_ols() -> None:

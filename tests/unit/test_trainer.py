@@ -228,3 +228,46 @@ def test_unwrapped_is_accelerates_unwrap_without_importing_deepspeed() -> None:
     with no_deepspeed_probe():
         assert other.is_deepspeed_available() is ("deepspeed" in sys.modules and probe())
     assert other.is_deepspeed_available is probe
+
+
+FROZEN_CFG = ModelConfig(backbone="tiny-bert", max_length=32, min_prompt_tokens=8, freeze_backbone=True)
+
+
+def _train_frozen(run_dir: Path, cache: bool, monkeypatch) -> tuple[Trainer, int]:
+    """A linear probe (frozen tiny backbone) trained 3 epochs on 32 pairs; returns it and the rows the backbone ran."""
+    import rewardsmith.train.trainer as trainer_module
+
+    if not cache:
+        monkeypatch.setattr(trainer_module, "deterministic_frozen", lambda model: False)
+    cfg = TrainConfig(epochs=3, batch_size=8, lr=1e-3, head_lr=1e-2, checkpoint_every=0, progress=False)
+    model, tok = build_reward_model(FROZEN_CFG, seed=0)
+    rows = []
+    embeddings = model.backbone.get_input_embeddings()
+    handle = embeddings.register_forward_hook(lambda _m, args, _out: rows.append(args[0].shape[0]))
+    try:
+        trainer = train_pairs(model, tok, easy_pairs(32), cfg, FROZEN_CFG, run_dir)
+    finally:
+        handle.remove()
+    return trainer, sum(rows)
+
+
+def test_a_frozen_backbone_runs_once_per_text_and_trains_the_same_head(tmp_path, monkeypatch) -> None:
+    cached, cached_rows = _train_frozen(tmp_path / "cached", True, monkeypatch)
+    monkeypatch.undo()
+    plain, plain_rows = _train_frozen(tmp_path / "plain", False, monkeypatch)
+    texts = {(p.prompt, p.chosen) for p in easy_pairs(32)} | {(p.prompt, p.rejected) for p in easy_pairs(32)}
+    assert plain_rows == 3 * 2 * 32  # every epoch runs the backbone on both texts of every pair
+    assert cached_rows == len(texts)  # with the cache, each distinct text once
+    torch.testing.assert_close(cached.model.head.weight, plain.model.head.weight, rtol=1e-4, atol=1e-6)
+    assert cached.model.feature_cache is None  # dropped when training ends: scoring runs the backbone
+
+
+def test_the_feature_cache_is_only_for_a_frozen_backbone_without_dropout() -> None:
+    from rewardsmith.models.reward_model import deterministic_frozen
+
+    frozen, _ = build_reward_model(FROZEN_CFG)
+    assert deterministic_frozen(frozen)
+    trainable, _ = build_reward_model(MODEL_CFG)
+    assert not deterministic_frozen(trainable)
+    dropout = ModelConfig(backbone="tiny-bert", max_length=32, freeze_backbone=True, dropout=0.1)
+    assert not deterministic_frozen(build_reward_model(dropout)[0])

@@ -4,7 +4,8 @@ the in-context utility and confidence heads."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,44 @@ def pool(
     return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
 
 
+def _row_keys(batch: dict[str, torch.Tensor]) -> list[bytes]:
+    """One key per row: the tokens it attends to and the response tokens it pools (with token types where the
+    batch has them), so two rows share a key exactly when the backbone and pooling see the same text."""
+    ends = batch["attention_mask"].sum(dim=1).tolist()
+    fields = [batch[k] for k in ("input_ids", "response_mask", "token_type_ids") if k in batch]
+    return [
+        b"".join(f[i, : int(n)].to(torch.int64).cpu().numpy().tobytes() for f in fields) for i, n in enumerate(ends)
+    ]
+
+
+def deterministic_frozen(model: nn.Module) -> bool:
+    """Whether the backbone of `model` is frozen and gives one output per text in training mode: no backbone
+    parameter trains and no dropout is active (no Dropout module with p > 0, no attention dropout in its config)."""
+    backbone = getattr(model, "backbone", None)
+    if backbone is None or any(p.requires_grad for p in backbone.parameters()):
+        return False
+    if any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in backbone.modules()):
+        return False
+    config = getattr(backbone, "config", None)
+    names = ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop")
+    return not any(float(getattr(config, name, 0.0) or 0.0) > 0 for name in names)
+
+
+@contextmanager
+def frozen_features(model: nn.Module, enabled: bool = True) -> Iterator[None]:
+    """While open (and enabled), a PooledBackbone `model` keeps each text's pooled representation after its first
+    forward (PooledBackbone.pooled); closed, the cache is dropped. For a backbone that deterministic_frozen says
+    gives one output per text; anything else leaves the model as it is."""
+    if not enabled or not isinstance(model, PooledBackbone):
+        yield
+        return
+    model.feature_cache = {}
+    try:
+        yield
+    finally:
+        model.feature_cache = None
+
+
 class PooledBackbone(nn.Module):
     """backbone -> hidden states -> response-pooled representation (B, H) in float32.
 
@@ -76,6 +115,8 @@ class PooledBackbone(nn.Module):
         self.backbone_name = backbone_name
         # Set for decoders with last-token pooling (see pool); None keeps the attention-mask rule of older models.
         self.pad_token_id: int | None = None
+        # text -> pooled representation while a frozen, deterministic backbone trains (frozen_features)
+        self.feature_cache: dict[bytes, torch.Tensor] | None = None
 
     @property
     def config(self) -> Any:
@@ -155,6 +196,28 @@ class PooledBackbone(nn.Module):
         last, _ = self.encode(batch)
         return self.pool(last, batch)
 
+    def pooled(
+        self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
+    ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
+        """(pooled (B, H) float32, the requested hidden layers) of a batch. With a feature cache (frozen_features)
+        and no layers asked for, each distinct text runs the backbone once: the rows not yet cached run as one
+        sub-batch, and every row reads its representation from the cache."""
+        cache = self.feature_cache
+        if cache is None or hidden_layers:
+            last, states = self.encode(batch, hidden_layers)
+            return self.pool(last, batch), states
+        keys = _row_keys(batch)
+        missing = [i for i, key in enumerate(keys) if key not in cache]
+        if missing:
+            rows = torch.tensor(missing, device=batch["input_ids"].device)
+            size = batch["input_ids"].shape[0]
+            sub = {k: v[rows] for k, v in batch.items() if v.dim() >= 1 and v.shape[0] == size}
+            with torch.no_grad():
+                fresh = self.embed(sub)
+            for j, i in enumerate(missing):
+                cache[keys[i]] = fresh[j]
+        return torch.stack([cache[key] for key in keys]), {}
+
     def pool(self, last: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return pool(
             last,
@@ -183,8 +246,7 @@ class RewardModel(PooledBackbone):
 
     def forward(self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()) -> RewardOutput:
         """batch: tensors from collate_pairs / pad_texts, each (B, T). Returns RewardOutput."""
-        last, states = self.encode(batch, hidden_layers)
-        pooled = self.pool(last, batch)
+        pooled, states = self.pooled(batch, hidden_layers)
         with torch.autocast(device_type=pooled.device.type, enabled=False):
             rewards = self.head(pooled.float()).squeeze(-1)
             if self.debias is not None and self.training:

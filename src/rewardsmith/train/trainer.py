@@ -53,6 +53,7 @@ from rewardsmith.io.processes import before_group, launched_processes, release_a
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.models.precision import use_bf16
+from rewardsmith.models.reward_model import deterministic_frozen, frozen_features
 from rewardsmith.train.cost import sample_batches, training_cost
 from rewardsmith.train.debias import debiased
 from rewardsmith.train.objectives import Objective, StepInfo, TrainingHooks, build_objective
@@ -337,6 +338,9 @@ class Trainer:
         if accelerator.is_main_process:
             truncate_log(log_path, start_step)
         model.train()
+        # A frozen backbone without dropout gives each text one representation: run it once per text, not once
+        # an epoch (a linear probe's later epochs train the head alone; one process, where the cache is whole).
+        frozen = accelerator.num_processes == 1 and deterministic_frozen(self.model)
         t0 = time.perf_counter()
         seen = 0
         terms: dict[str, float] = {}
@@ -351,6 +355,7 @@ class Trainer:
             progress,
             log_path.open("a", encoding="utf-8") as log,
             tracking(accelerator, cfg.report_to, self.run_dir, start_step, to_dict(cfg), log_path),
+            frozen_features(self.model, frozen),
         ):
             for b in range(start_batch, self.total_batches):
                 planned = self.plan.batch(b, accelerator.process_index, accelerator.num_processes)
