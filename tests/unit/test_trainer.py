@@ -271,3 +271,21 @@ def test_the_feature_cache_is_only_for_a_frozen_backbone_without_dropout() -> No
     assert not deterministic_frozen(trainable)
     dropout = ModelConfig(backbone="tiny-bert", max_length=32, freeze_backbone=True, dropout=0.1)
     assert not deterministic_frozen(build_reward_model(dropout)[0])
+
+
+def test_a_frozen_probe_resumed_after_a_stop_trains_the_same_head_bit_for_bit(tmp_path) -> None:
+    """The cache is refilled after a resume from other batches than the first run's: each text's representation
+    must not depend on the batch it first came in."""
+    cfg = TrainConfig(epochs=3, batch_size=8, lr=1e-3, head_lr=1e-2, checkpoint_every=3, progress=False)
+
+    def train(run_dir: Path, stop_at: int | None = None) -> Trainer:
+        model, tok = build_reward_model(FROZEN_CFG, seed=0)
+        hooks = [stop_after(stop_at)] if stop_at else []
+        return train_pairs(model, tok, easy_pairs(32), cfg, FROZEN_CFG, run_dir, on_step=hooks)
+
+    whole = train(tmp_path / "whole")
+    with pytest.raises(Stop):
+        train(tmp_path / "stopped", stop_at=8)
+    resumed = train(tmp_path / "stopped")
+    assert resumed.result.resumed_from_step == 6
+    assert torch.equal(whole.model.head.weight, resumed.model.head.weight)

@@ -200,22 +200,20 @@ class PooledBackbone(nn.Module):
         self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
     ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """(pooled (B, H) float32, the requested hidden layers) of a batch. With a feature cache (frozen_features)
-        and no layers asked for, each distinct text runs the backbone once: the rows not yet cached run as one
-        sub-batch, and every row reads its representation from the cache."""
+        and no layers asked for, each distinct text runs the backbone once, alone and unpadded, so its
+        representation is the same whichever batch first holds it (a resumed run trains on the same numbers as an
+        uninterrupted one), and every row reads it from the cache."""
         cache = self.feature_cache
         if cache is None or hidden_layers:
             last, states = self.encode(batch, hidden_layers)
             return self.pool(last, batch), states
         keys = _row_keys(batch)
-        missing = [i for i, key in enumerate(keys) if key not in cache]
-        if missing:
-            rows = torch.tensor(missing, device=batch["input_ids"].device)
-            size = batch["input_ids"].shape[0]
-            sub = {k: v[rows] for k, v in batch.items() if v.dim() >= 1 and v.shape[0] == size}
-            with torch.no_grad():
-                fresh = self.embed(sub)
-            for j, i in enumerate(missing):
-                cache[keys[i]] = fresh[j]
+        ends = batch["attention_mask"].sum(dim=1).tolist()
+        for i, key in enumerate(keys):
+            if key not in cache:
+                alone = {k: v[i : i + 1, : int(ends[i])] for k, v in batch.items() if v.dim() == 2}
+                with torch.no_grad():
+                    cache[key] = self.embed(alone)[0]
         return torch.stack([cache[key] for key in keys]), {}
 
     def pool(self, last: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:
