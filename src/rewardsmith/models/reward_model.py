@@ -4,7 +4,7 @@ the in-context utility and confidence heads."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,15 +84,22 @@ def deterministic_frozen(model: nn.Module) -> bool:
 
 
 @contextmanager
-def frozen_features(model: nn.Module, enabled: bool = True) -> Iterator[None]:
-    """While open (and enabled), a PooledBackbone `model` keeps each text's pooled representation after its first
-    forward (PooledBackbone.pooled); closed, the cache is dropped. For a backbone that deterministic_frozen says
-    gives one output per text; anything else leaves the model as it is."""
+def frozen_features(
+    model: nn.Module, enabled: bool = True, texts: Iterable[dict[str, torch.Tensor]] = ()
+) -> Iterator[None]:
+    """While open (and enabled), a PooledBackbone `model` reads each text's pooled representation from a cache
+    (PooledBackbone.pooled), first filled from `texts` (batches of model inputs, in the order given); closed, the
+    cache is dropped. For a backbone that deterministic_frozen says gives one output per text; anything else
+    leaves the model as it is. Filled in a fixed order, the cache holds the same numbers in a run and in its
+    resumption, whichever batch comes first."""
     if not enabled or not isinstance(model, PooledBackbone):
         yield
         return
     model.feature_cache = {}
     try:
+        device = next(model.parameters()).device
+        for batch in texts:
+            model.cache_features({k: v.to(device) for k, v in batch.items()})
         yield
     finally:
         model.feature_cache = None
@@ -196,13 +203,21 @@ class PooledBackbone(nn.Module):
         last, _ = self.encode(batch)
         return self.pool(last, batch)
 
+    def cache_features(self, batch: dict[str, torch.Tensor]) -> None:
+        """Puts the pooled representation of every row of pad_texts tensors into the feature cache."""
+        if self.feature_cache is None:
+            raise RuntimeError("no feature cache is open (frozen_features)")
+        with torch.no_grad():
+            pooled = self.embed(batch)
+        for key, row in zip(_row_keys(batch), pooled, strict=True):
+            self.feature_cache.setdefault(key, row)
+
     def pooled(
         self, batch: dict[str, torch.Tensor], hidden_layers: Sequence[int] = ()
     ) -> tuple[torch.Tensor, dict[int, torch.Tensor]]:
         """(pooled (B, H) float32, the requested hidden layers) of a batch. With a feature cache (frozen_features)
-        and no layers asked for, each distinct text runs the backbone once, alone and unpadded, so its
-        representation is the same whichever batch first holds it (a resumed run trains on the same numbers as an
-        uninterrupted one), and every row reads it from the cache."""
+        and no layers asked for, every row reads its representation from the cache; a text the cache lacks runs
+        the backbone alone and unpadded (the same numbers whichever batch holds it) and is kept."""
         cache = self.feature_cache
         if cache is None or hidden_layers:
             last, states = self.encode(batch, hidden_layers)
@@ -211,9 +226,7 @@ class PooledBackbone(nn.Module):
         ends = batch["attention_mask"].sum(dim=1).tolist()
         for i, key in enumerate(keys):
             if key not in cache:
-                alone = {k: v[i : i + 1, : int(ends[i])] for k, v in batch.items() if v.dim() == 2}
-                with torch.no_grad():
-                    cache[key] = self.embed(alone)[0]
+                self.cache_features({k: v[i : i + 1, : int(ends[i])] for k, v in batch.items() if v.dim() == 2})
         return torch.stack([cache[key] for key in keys]), {}
 
     def pool(self, last: torch.Tensor, batch: dict[str, torch.Tensor]) -> torch.Tensor:

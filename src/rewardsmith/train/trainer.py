@@ -28,7 +28,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -43,6 +43,7 @@ from rewardsmith.data.collate import (
     encode_pairs,
     forward_groups,
     length_grouped_batches,
+    pad_texts,
     random_batches,
 )
 from rewardsmith.data.schema import PreferencePair, stable_hash
@@ -169,6 +170,18 @@ class PairBatchPlan:
             else:
                 self._epochs = {epoch: length_grouped_batches(self.lengths, self.batch_size, seed)}
         return self._epochs[epoch]
+
+    def texts(self, batch_size: int = 64) -> Iterator[dict[str, torch.Tensor]]:
+        """Every distinct text of the plan once, as pad_texts tensors in batches of similar length, in an order
+        that depends on the pairs alone (what a frozen-feature cache is filled with: models.reward_model)."""
+        distinct = {
+            (tuple(t.input_ids), tuple(t.response_mask), tuple(t.token_type_ids)): t
+            for p in self.encoded
+            for t in (p.chosen, p.rejected)
+        }
+        ordered = sorted(distinct.values(), key=lambda t: (len(t.input_ids), t.input_ids, t.response_mask))
+        for start in range(0, len(ordered), batch_size):
+            yield pad_texts(ordered[start : start + batch_size], self.pad_id)
 
     def batch(self, index: int, process_index: int = 0, num_processes: int = 1) -> PlannedBatch:
         epoch, within = divmod(index, self.batches_per_epoch)
@@ -341,6 +354,7 @@ class Trainer:
         # A frozen backbone without dropout gives each text one representation: run it once per text, not once
         # an epoch (a linear probe's later epochs train the head alone; one process, where the cache is whole).
         frozen = accelerator.num_processes == 1 and deterministic_frozen(self.model)
+        texts = getattr(self.plan, "texts", None) if frozen else None
         t0 = time.perf_counter()
         seen = 0
         terms: dict[str, float] = {}
@@ -355,7 +369,7 @@ class Trainer:
             progress,
             log_path.open("a", encoding="utf-8") as log,
             tracking(accelerator, cfg.report_to, self.run_dir, start_step, to_dict(cfg), log_path),
-            frozen_features(self.model, frozen),
+            frozen_features(self.model, frozen, texts() if texts is not None else ()),
         ):
             for b in range(start_batch, self.total_batches):
                 planned = self.plan.batch(b, accelerator.process_index, accelerator.num_processes)
