@@ -9,13 +9,14 @@ from blocks_common import load
 from blocks_common import source as _source
 from blocks_common import table as _table
 
-from rewardsmith.report.demo import PEBS, calibration_gains, helpful_note, steering_agreement, stress_test_note
-
-
-def _depth(train: dict) -> str:
-    """ " (its first k of 6 layers)" when the demo's model keeps k layers, else nothing."""
-    layers = train["config"]["model"].get("num_layers")
-    return f" (its first {layers} of 6 layers)" if layers else ""
+from rewardsmith.report.demo import (
+    PEBS,
+    calibration_gains,
+    helpful_note,
+    model_depth,
+    steering_agreement,
+    stress_test_note,
+)
 
 
 def block_demo() -> str:
@@ -27,7 +28,7 @@ def block_demo() -> str:
     rows = [
         [
             "1. train",
-            f"MiniLM{_depth(train)} on {train['train']['pairs']} HH-RLHF harmless pairs, {held['n']} held out",
+            f"MiniLM{model_depth(train)} on {train['train']['pairs']} HH-RLHF harmless pairs, {held['n']} held out",
             f"accuracy {_ci(held['accuracy'], held['accuracy_ci'])}; length rule "
             f"{held['length_rule_accuracy']:.1f}; length-controlled "
             f"{_ci(held['length_controlled_accuracy'], held['length_controlled_accuracy_ci'])}. "

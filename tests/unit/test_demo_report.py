@@ -75,3 +75,11 @@ def test_the_helpful_note_reads_the_helpful_set_of_the_train_step() -> None:
     above = helpful_note({"hh-rlhf/helpful-base": {**block, "accuracy": 48.0, "accuracy_ci": [44.0, 52.0]}})
     assert "below chance" not in above and "anti-correlated" in above
     assert helpful_note({}) == ""
+
+
+def test_model_depth_names_the_layers_kept() -> None:
+    from rewardsmith.report.demo import model_depth
+
+    assert model_depth({"config": {"model": {"num_layers": 2}}}) == " (its first 2 of 6 layers)"
+    assert model_depth({"config": {"model": {"num_layers": None}}}) == ""
+    assert model_depth({}) == ""

@@ -67,6 +67,12 @@ def steering_agreement(metrics: Mapping[str, Any]) -> list[tuple[str, float, lis
     return out
 
 
+def model_depth(train: Mapping[str, Any]) -> str:
+    """ " (its first k of 6 layers)" when step 1's MiniLM keeps k layers (model.num_layers), else nothing."""
+    layers = (train.get("config") or {}).get("model", {}).get("num_layers")
+    return f" (its first {layers} of 6 layers)" if layers else ""
+
+
 def stress_test_note(shift: Mapping[str, Any]) -> str:
     """One plain sentence on what the stress test at the demo's size can show: a weak-to-strong gain needs the
     strong ceiling to beat the weak teacher in domain; when its CI does not lie above 0, the sentence says so."""
@@ -170,7 +176,8 @@ def demo_index(results: Mapping[str, Any], folder: RunFolder, quick: bool) -> tu
         1,
         "Train a reward model",
         f"held-out accuracy {acc}% (length rule {held['length_rule_accuracy']:.1f}%, length-controlled {lc}%)",
-        f"MiniLM trained on {train['train']['pairs']} HH-RLHF harmless pairs, scored on {held['n']} held-out "
+        f"MiniLM{model_depth(train)} trained on {train['train']['pairs']} HH-RLHF harmless pairs, scored on "
+        f"{held['n']} held-out "
         f"conversations. It prefers the longer response in {held['prefers_longer_rate']:.0f}% of pairs: the "
         "length rule and the length-controlled accuracy show how much of what it learned is length. "
         + helpful_note(train["eval"]),
