@@ -106,7 +106,9 @@ class PlannedBatch:
 
 class BatchPlan(Protocol):
     """Serves the micro-batches of a run. natural_batches: how many micro-batches `cfg.epochs` passes make
-    (None for endless plans such as sampled episodes, which need cfg.max_steps)."""
+    (None for endless plans such as sampled episodes, which need cfg.max_steps). A plan may also offer
+    `texts()`, its distinct texts as model inputs in a fixed order (PairBatchPlan.texts): with it, a frozen,
+    dropout-free backbone runs once per text (models.reward_model.frozen_features)."""
 
     natural_batches: int | None
 
