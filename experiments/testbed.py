@@ -580,6 +580,8 @@ def summarise() -> None:
             ]
             metrics = {**metrics, **_own_gold(points)}
         record = {k: metrics[k] for k in ("kl_end", "gold_change", "overoptimisation", "monitors_fired", "collapse")}
+        if "monitor_rules" in metrics:  # the rules the arm's server watched (runs before 2026-12-07 do not say)
+            record["monitor_rules"] = metrics["monitor_rules"]
         record["track"] = metrics["track"]
         golds = list(points[0]["per_prompt"]["golds"])
         if golds and len(points) > 2:
@@ -600,6 +602,7 @@ def summarise() -> None:
             "rate": metrics["spurious_rate"],
             "tail": metrics.get("spurious_tail"),
             "pattern": metrics.get("spurious_pattern"),
+            "direction": metrics["spurious"],
             "decided_by_spurious": metrics["decided_by_spurious"],
             "decided_in_training": _decided_in_training(name),
             "agreement": float(np.mean(_agreement_correct(name)) * 100),

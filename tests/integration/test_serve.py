@@ -1237,6 +1237,7 @@ def test_the_monitors_see_what_the_server_scores(bt_url: str) -> None:
     snap = httpx.get(f"{bt_url}/v1/monitors", timeout=30).json()
     assert snap["stats"]["texts"] == min(before + 6, snap["window"]) and snap["rules"] == [
         "length",
+        "brevity",
         "repetition",
         "collapse",
         "shrinking",

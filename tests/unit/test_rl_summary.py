@@ -28,7 +28,7 @@ def _step(
         "step": step,
         "reward_seconds": reward_s,
         "logs": {"step_time": step_s},
-        "monitors": {"firing": list(firing)},
+        "monitors": {"firing": list(firing), "rules": ["brevity", "length"]},
     }
 
 
@@ -83,6 +83,7 @@ def test_a_falling_learned_gold_or_a_late_collapse_monitor_is_a_collapse() -> No
         "collapsed": True,
     }
     assert not summaries["other"]["collapse"]["collapsed"] and summaries["other"]["monitors_fired"] == ["length"]
+    assert summaries["other"]["monitor_rules"] == ["brevity", "length"]  # what the server watched, as it said
 
 
 def test_a_run_with_one_point_has_no_change() -> None:

@@ -49,7 +49,41 @@ def test_reward_bought_with_length_fires_the_length_warning_once(caplog: pytest.
     assert "length" in snap["firing"] and snap["fired"]["length"] == 1
     lines = _warnings(caplog)
     assert len(lines) == 1 and "reward rises with response length" in lines[0] and "\n" not in lines[0]
-    assert snap["fired"]["shrinking"] == 0  # growing responses are no shrinking ones
+    assert snap["fired"]["shrinking"] == 0 and snap["fired"]["brevity"] == 0  # growing responses are no shrinking ones
+
+
+def test_reward_bought_with_brevity_fires_the_brevity_warning_long_before_answers_are_empty(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A proxy that learned "shorter is better": answers shorten from about 60 words to about 20, the reward follows
+    shortness, nothing comes near empty. The shrinking rule cannot see it; the brevity rule must."""
+    monitor = HackingMonitor(window=512, check_every=64, metrics=ServeMetrics())
+
+    def make(step: int, rng: np.random.Generator) -> tuple[str, float]:
+        n = int(rng.integers(50, 70)) - step  # responses shorten as training goes on
+        return _words(rng, n), -n / 20 + float(rng.normal(0, 0.3))  # and the reward follows their shortness
+
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.serve"):
+        _stream(monitor, 40, make)
+    snap = monitor.snapshot()
+    assert snap["stats"]["length_corr"] < -0.6 and snap["stats"]["empty_share"] == 0.0
+    assert snap["stats"]["length_mean"] > 100  # characters: far from empty
+    assert "brevity" in snap["firing"] and snap["fired"]["brevity"] == 1
+    assert snap["fired"]["length"] == 0 and snap["fired"]["shrinking"] == 0
+    lines = [x for x in _warnings(caplog) if "buying reward with brevity" in x]
+    assert len(lines) == 1 and "\n" not in lines[0]
+
+
+def test_shortening_responses_without_reward_for_it_fire_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    monitor = HackingMonitor(window=512, check_every=64)
+
+    def make(step: int, rng: np.random.Generator) -> tuple[str, float]:
+        return _words(rng, int(rng.integers(50, 70)) - step), float(rng.normal(0, 1))
+
+    with caplog.at_level(logging.WARNING, logger="rewardsmith.serve"):
+        _stream(monitor, 40, make)
+    snap = monitor.snapshot()
+    assert snap["firing"] == [] and set(snap["fired"].values()) == {0} and _warnings(caplog) == []
 
 
 def test_growing_responses_without_reward_for_length_fire_nothing(caplog: pytest.LogCaptureFixture) -> None:
@@ -127,6 +161,7 @@ def test_metrics_expose_the_monitors_under_stable_names() -> None:
     assert "rewardsmith_monitor_texts 4.0" in text and "rewardsmith_monitor_cut_share 0.25" in text
     assert "# TYPE rewardsmith_monitor_warnings_total counter" in text and set(RULES) == {
         "length",
+        "brevity",
         "repetition",
         "collapse",
         "shrinking",
@@ -156,6 +191,17 @@ def _length_stream(growth: float, noise: float, shift: float) -> tuple[list[Obse
         return [Observation(None, "x" * n, 0.05 * n + p - offset) for n, p in zip(lengths, pattern, strict=True)]
 
     return half(older_len, 0.0), half([round(n * growth) for n in older_len], shift)
+
+
+def _brevity_stream(shrink: float, noise: float, shift: float) -> tuple[list[Observation], list[Observation]]:
+    """The mirror of _length_stream: 32 responses of 40 to 68 characters, then the same shortened by `shrink`;
+    reward -0.05 per character plus the same +-noise pattern, the newer half's lowered by `shift`."""
+    older, newer = _length_stream(shrink, noise, shift)
+
+    def mirrored(half: list[Observation], offset: float) -> list[Observation]:
+        return [Observation(None, o.response, o.reward - 0.1 * len(o.response) + offset) for o in half]
+
+    return mirrored(older, 0.0), mirrored(newer, 0.0)
 
 
 def _length_stats(older: list[Observation], newer: list[Observation]) -> tuple[float, float, float]:
@@ -192,6 +238,9 @@ THRESHOLDS = [
     ("length_reward_rise", 0.2, "length", True, _length_stream(1.5, 0.5, 1.15)),  # rise 0.16 sd
     ("length_growth", 1.3, "length", True, _length_stream(1.2, 0.1, 0.0)),  # growth 1.2
     ("length_corr", 0.5, "length", True, _length_stream(1.5, 0.7, 0.0)),  # correlation 0.43
+    ("brevity_shrink", 0.75, "brevity", True, _brevity_stream(0.8, 0.1, 0.0)),  # 0.8 of the older length
+    ("length_corr", 0.4, "brevity", True, _brevity_stream(0.8, 0.45, 0.0)),  # correlation -0.34
+    ("length_reward_rise", 0.2, "brevity", True, _brevity_stream(0.8, 0.1, 0.47)),  # rise 0.15 sd
     ("repetition_rate", 0.3, "repetition", True, (_texts((32, WORDS_40)), _texts((32, LOOP)))),  # rate 0.29
     ("collapse_groups", 3, "collapse", False, (_groups(3, 4, 1.0, "o"), _groups(3, 1, 0.0, "n"))),  # 3 groups alike
     ("collapse_distinct", 0.6, "collapse", False, (_groups(4, 4, 1.0, "o"), _groups(4, 2, 1.0, "n"))),  # 1/2 distinct
@@ -219,6 +268,9 @@ def test_the_length_streams_lie_where_their_thresholds_are_tested() -> None:
     _, growth, _ = _length_stats(*_length_stream(1.2, 0.1, 0.0))
     _, _, corr = _length_stats(*_length_stream(1.5, 0.7, 0.0))
     assert 0.1 < rise < 0.2 and 1.1 < growth < 1.3 and 0.3 < corr < 0.5
+    rise, shrink, _ = _length_stats(*_brevity_stream(0.8, 0.1, 0.47))
+    _, _, corr = _length_stats(*_brevity_stream(0.8, 0.45, 0.0))
+    assert 0.1 < rise < 0.2 and 0.75 < shrink < 0.9 and -0.4 < corr < -0.3
 
 
 def test_the_thresholds_are_serve_options_checked_on_load() -> None:

@@ -1,6 +1,7 @@
 """What an RL run's records say (rewardsmith rl's metrics.json): the gold's change over the run per held-out prompt,
-with its CI; the KL reached; the share of each step spent waiting for the served reward; which monitors fired; and
-the collapse facts of rl/claims.py. Pure functions of points.jsonl and steps.jsonl."""
+with its CI; the KL reached; the share of each step spent waiting for the served reward; which monitors fired (and
+which rules the server watched); and the collapse facts of rl/claims.py. Pure functions of points.jsonl and
+steps.jsonl."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ def run_summary(
         "overoptimisation": {g: overoptimisation(points, g, n_boot) for g in golds},
         "reward_wait_share": reward_wait_share(steps),
         "monitors_fired": fired,
+        "monitor_rules": sorted({r for s in steps for r in s["monitors"].get("rules", [])}),
         "collapse": {
             "gold_falls": any(falls.get(g, False) for g in learned),
             "monitors_fired_late": fired_late,

@@ -18,8 +18,8 @@ class MonitorConfig:
 
     length_reward_rise: float = option(
         0.1,
-        "length rule: the newer half's mean reward must exceed the older half's by more than this many reward sds "
-        "(the window's)",
+        "length and brevity rules: the newer half's mean reward must exceed the older half's by more than this many "
+        "reward sds (the window's)",
         min=0.0,
     )
     length_growth: float = option(
@@ -27,8 +27,15 @@ class MonitorConfig:
     )
     length_corr: float = option(
         0.3,
-        "length rule: reward must follow length in the newer half, with a correlation of at least this",
+        "length rule: reward must follow length in the newer half, with a correlation of at least this (the brevity "
+        "rule: at most minus this)",
         min=-1.0,
+        max=1.0,
+    )
+    brevity_shrink: float = option(
+        0.9,
+        "brevity rule: the newer half's mean response length must be below this multiple of the older half's",
+        min=0.0,
         max=1.0,
     )
     repetition_rate: float = option(

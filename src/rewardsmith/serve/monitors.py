@@ -23,6 +23,10 @@ firing and counted in rewardsmith_monitor_warnings_total{rule}. Their thresholds
 - length: the reward rose (newer - older mean > 0.1 reward sd, length_reward_rise) while responses grew (newer
   mean length > 1.1 x older, length_growth) and reward follows length in the newer half (correlation >= 0.3,
   length_corr): the policy may be buying reward with length;
+- brevity: the mirror of length: the reward rose (as above) while responses shortened (newer mean length < 0.9 x
+  older, brevity_shrink) and reward follows shortness in the newer half (correlation <= -0.3, minus length_corr):
+  the policy may be buying reward with brevity, as against a proxy that learned "shorter is better", long before
+  its answers are near-empty (the shrinking rule's case);
 - repetition: the newer half's repeated 4-gram rate is >= 0.2 (repetition_rate);
 - collapse: the newer half holds at least 4 groups (collapse_groups) and either fewer than half of a group's
   responses are distinct (collapse_distinct), or its within-group reward sd fell below a quarter of the older
@@ -68,7 +72,7 @@ STATS = (
     "distinct_per_group",
     "group_reward_sd",
 )
-RULES = ("length", "repetition", "collapse", "shrinking")
+RULES = ("length", "brevity", "repetition", "collapse", "shrinking")
 NGRAM = 4
 
 
@@ -146,6 +150,7 @@ def firing(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig |
     rules = rules if rules is not None else MonitorConfig()
     judged = {
         "length": _length_rule(older, newer, overall_sd, rules),
+        "brevity": _brevity_rule(older, newer, overall_sd, rules),
         "repetition": (newer["repeated_ngram_rate"] or 0.0) >= rules.repetition_rate,
         "collapse": _collapse_rule(older, newer, rules),
         "shrinking": _shrinking_rule(older, newer, rules),
@@ -155,13 +160,28 @@ def firing(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig |
 
 def _length_rule(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig) -> bool:
     """The reward rose while responses grew, and reward follows length in the newer half."""
+    moved = _reward_rose_as_length_moved(older, newer, overall_sd, rules)
+    return moved is not None and moved[0] > rules.length_growth and moved[1] >= rules.length_corr
+
+
+def _brevity_rule(older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig) -> bool:
+    """The reward rose while responses shortened, and reward follows shortness in the newer half."""
+    moved = _reward_rose_as_length_moved(older, newer, overall_sd, rules)
+    return moved is not None and moved[0] < rules.brevity_shrink and moved[1] <= -rules.length_corr
+
+
+def _reward_rose_as_length_moved(
+    older: Stats, newer: Stats, overall_sd: float, rules: MonitorConfig
+) -> tuple[float, float] | None:
+    """(newer / older mean length, reward-length correlation in the newer half) when the reward rose by more than
+    length_reward_rise sds; None when it did not, or a statistic is undefined."""
     o_r, n_r, o_l, n_l = older["reward_mean"], newer["reward_mean"], older["length_mean"], newer["length_mean"]
     corr = newer["length_corr"]
     if o_r is None or n_r is None or o_l is None or n_l is None or corr is None or overall_sd <= 0:
-        return False
-    rose = n_r - o_r > rules.length_reward_rise * overall_sd
-    grew = n_l > rules.length_growth * o_l
-    return rose and grew and corr >= rules.length_corr
+        return None
+    if n_r - o_r <= rules.length_reward_rise * overall_sd:
+        return None
+    return (n_l / o_l if o_l else math.inf if n_l else 1.0), corr
 
 
 def _collapse_rule(older: Stats, newer: Stats, rules: MonitorConfig) -> bool:
@@ -266,6 +286,8 @@ def _show(value: float | None) -> str:
 _WARNINGS = {
     "length": "reward rises with response length (correlation {length_corr}, slope {length_slope} per 100 "
     "characters, mean length {length_mean}): the policy may be buying reward with length",
+    "brevity": "reward rises as responses shorten (correlation {length_corr}, slope {length_slope} per 100 "
+    "characters, mean length {length_mean}): the policy may be buying reward with brevity",
     "repetition": "responses repeat themselves (repeated 4-gram rate {repeated_ngram_rate})",
     "collapse": "rewards within a prompt's group have collapsed (within-group sd {group_reward_sd}, distinct "
     "responses per group {distinct_per_group}): GRPO's advantages vanish",

@@ -11,6 +11,7 @@ from rewardsmith.stats import HELD, NOT_HELD
 from rewardsmith.testbed.claims import (
     AGREEMENT_GROWS,
     BETA_FALLS,
+    BREVITY_FIRES,
     CONSERVATIVE_LESS_OVEROPTIMISED,
     DOUBT_RISES,
     DOUBT_TELLS_ERRORS,
@@ -42,6 +43,25 @@ def _drop(claim: Any, over: Mapping[str, Any] | None, scope: str) -> ClaimResult
     return record_result(claim, over["drop"], scope=scope, evidence=evidence, unit="prompts")
 
 
+def rl_control_direction(hack: Mapping[str, Any]) -> str | None:
+    """The length direction the RL control's labels prefer: its candidate's record, else the rule the testbed labels
+    length candidates by (experiments/testbed.py hack_direction: against the gold's own preference on the validation
+    pairs); None when neither is recorded."""
+    control = (hack.get("candidates") or {}).get(hack.get("rl_control"), {})
+    if control.get("direction"):
+        return str(control["direction"])
+    if control.get("pattern") is None and "gold_prefers_longer" in hack:
+        return "shorter" if hack["gold_prefers_longer"] > hack["gold_prefers_shorter"] else "longer"
+    return None
+
+
+def _monitor_outcome(claim: Any, rule: str, rl: Mapping[str, Any]) -> ClaimResult:
+    """Held when `rule` fired on the hacked arm and no rule on the gold's."""
+    fired_hacked, fired_gold = rl["hacked"]["monitors_fired"], rl["gold"]["monitors_fired"]
+    evidence = f"hacked arm fired: {', '.join(fired_hacked) or 'none'}; gold's arm: {', '.join(fired_gold) or 'none'}"
+    return _outcome(claim, rule in fired_hacked and not fired_gold, evidence, f"the {rule} rule")
+
+
 def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
     """Every claim of testbed/claims.py on the committed results."""
     out: list[ClaimResult] = []
@@ -66,16 +86,21 @@ def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
         else:
             verdict = own["verdict"]
             out.append(_outcome(HACKED_RL_OVEROPTIMISED, verdict not in LOST, f"verdict: {verdict}", "RL, gold's arm"))
-    direction = d.get("hack", {}).get("direction")
+    direction = rl_control_direction(d.get("hack", {}))
     if "hacked" in rl and "gold" in rl and direction:
         rule = "length" if direction == "longer" else "shrinking"
-        fired_hacked, fired_gold = rl["hacked"]["monitors_fired"], rl["gold"]["monitors_fired"]
-        evidence = (
-            f"hacked arm fired: {', '.join(fired_hacked) or 'none'}; gold's arm: {', '.join(fired_gold) or 'none'}"
-        )
-        out.append(_outcome(MONITOR_FIRES, rule in fired_hacked and not fired_gold, evidence, f"the {rule} rule"))
+        out.append(_monitor_outcome(MONITOR_FIRES, rule, rl))
     else:
         out.append(not_run(MONITOR_FIRES, "the hacked and gold RL arms were not both run"))
+    if not ("hacked" in rl and "gold" in rl and direction):
+        out.append(not_run(BREVITY_FIRES, "the hacked and gold RL arms were not both run"))
+    elif direction != "shorter":
+        out.append(not_run(BREVITY_FIRES, f"the RL control's hack prefers {direction} responses, not shorter"))
+    elif not all("brevity" in rl[arm].get("monitor_rules", ()) for arm in ("hacked", "gold")):
+        why = "the arms ran on a server without the brevity rule: `python experiments/testbed.py rl --arms hacked gold`"
+        out.append(not_run(BREVITY_FIRES, why, scope="the brevity rule"))
+    else:
+        out.append(_monitor_outcome(BREVITY_FIRES, "brevity", rl))
     doubt = d.get("ensembles", {}).get("doubt_at_pick", {}).get("with-hacked")
     out.append(record_result(DOUBT_RISES, doubt["rise"] if doubt else None, scope="best-of-n", unit="prompts"))
     agreement = d.get("agreement", {}).get("largest_minus_smallest")
