@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "rater_stats": ["bench_rater_stats.py"],
     "bon": ["bench_bon.py"],
     "contention": ["bench_contention.py"],
+    "policy_load": ["bench_policy_load.py"],
 }
 
 

@@ -12,9 +12,15 @@ from rewardsmith.data.sources import ENV_VAR, find_data_dir
 
 def pytest_configure(config: pytest.Config) -> None:
     """Under `make test`'s pytest-xdist workers (one per core), each worker's torch computes on one thread: two
-    workers of two threads each on two cores only wait for each other. Commands the tests start inherit it."""
+    workers of two threads each on two cores only wait for each other. Commands the tests start inherit it. The
+    tests' cache (SmolLM2 de-quantised: models/gguf.py) is one folder in the system's temporary folder, shared by
+    the workers and by later runs, not the user's (REWARDSMITH_CACHE_DIR, where set, is kept)."""
+    import getpass
     import os
+    import tempfile
 
+    cache = Path(tempfile.gettempdir()) / f"rewardsmith-tests-{getpass.getuser()}"
+    os.environ.setdefault("REWARDSMITH_CACHE_DIR", str(cache))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
         import torch

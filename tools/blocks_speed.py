@@ -311,6 +311,23 @@ def block_first_run() -> str:
                 for section, k in c.get("kept", {}).items()
             )
         )
+    load = BENCH / "policy_load.json"
+    if load.exists():
+        b = json.loads(load.read_text(encoding="utf-8"))
+        labels = {
+            "gguf": "read from its GGUF (de-quantised on every load)",
+            "cache": "read from the de-quantised cache folder",
+            "build": "the cache folder's build (the first load, once)",
+        }
+        timed = {**b["median"], "build": b["build"]}
+        rows = [[labels[k], f"{timed[k]['load_seconds']:.1f}", f"{timed[k]['process_seconds']:.1f}"] for k in labels]
+        parts.append(
+            "**Loading the embedded SmolLM2** (the policy of `bon`, `rl`, `sample` and `label`; "
+            f"{b['rounds']} fresh processes each, variants alternating):\n\n"
+            + _table(["load", "load s (median)", "process s (median)"], rows)
+            + f"\n\nGGUF over cache, whole process: {with_range(b['gguf_over_cache_process'])}. {_machine_text(b)}"
+            f"Command: `.venv/bin/{b['command']}`; results: `benchmarks/results/policy_load.json`."
+        )
     return (
         "\n\n".join(parts) if parts else "Not run yet: no `benchmarks/results/train_process.json` or `contention.json`."
     )

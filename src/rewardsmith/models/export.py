@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rewardsmith.errors import ConfigError
-from rewardsmith.models.backbone import without_gguf_marker
+from rewardsmith.models.gguf import without_gguf_marker
 from rewardsmith.models.loading import EXPORT_KEY, LoadedModel, SequenceClassifierReward
 from rewardsmith.models.reward_model import RewardModel
 

