@@ -112,3 +112,14 @@ def test_a_damaged_entry_is_not_used_nor_replaced(fake_gguf: Path, capsys: pytes
     assert dequantised(fake_gguf) is None
     assert str(folder) in capsys.readouterr().err
     assert weights_file.stat().st_size == 100  # left as it is, for its owner to see
+
+
+def test_an_entry_owned_by_another_user_is_not_used(
+    fake_gguf: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    folder = dequantised(fake_gguf)
+    assert folder is not None
+    monkeypatch.setattr(os, "getuid", lambda: folder.stat().st_uid + 1)  # as if another user had built it
+    assert dequantised(fake_gguf) is None and str(folder) in capsys.readouterr().err

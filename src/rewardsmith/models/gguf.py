@@ -9,7 +9,8 @@ marker, its tokenizer) into a cache folder that later loads read as any safetens
 The folder is keyed by the GGUF file's sha256 and transformers' version. It is built in a temporary folder beside its
 place and renamed into it only after a check against what was read from the GGUF: every tensor equal bit for bit,
 the same configuration, the same token ids for probe texts (special tokens, non-ASCII text, whitespace) and the same
-chat template. A later load checks that its files are all there at the sizes the build recorded. Where the folder
+chat template. A later load checks that the folder is the user's own and its files are all there at the sizes the
+build recorded. Where the folder
 cannot be written (a read-only home) or the check fails, nothing is cached and the GGUF is read as before, with one
 line on stderr saying why. The cache holds only what this module wrote; the root is $REWARDSMITH_CACHE_DIR, else
 $XDG_CACHE_HOME/rewardsmith, else ~/.cache/rewardsmith.
@@ -156,8 +157,11 @@ def _config(model: Any) -> dict[str, Any]:
 
 
 def _complete(folder: Path) -> bool:
-    """A finished cache entry: its record there and every file it lists at its recorded size."""
+    """A finished cache entry: the user's own folder (not one another user planted in a shared temporary folder),
+    its record there and every file it lists at its recorded size."""
     try:
+        if hasattr(os, "getuid") and folder.stat().st_uid != os.getuid():
+            return False
         record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
         return all((folder / name).stat().st_size == size for name, size in record["files"].items())
     except (OSError, ValueError, KeyError, AttributeError, TypeError):
