@@ -10,9 +10,9 @@ The folder is keyed by the GGUF file's sha256 and transformers' version. It is b
 place and renamed into it only after a check against what was read from the GGUF: every tensor equal bit for bit,
 the same configuration, the same token ids for probe texts (special tokens, non-ASCII text, whitespace) and the same
 chat template. A later load checks that the folder is the user's own and its files are all there at the sizes the
-build recorded. Where the folder
-cannot be written (a read-only home) or the check fails, nothing is cached and the GGUF is read as before, with one
-line on stderr saying why. The cache holds only what this module wrote; the root is $REWARDSMITH_CACHE_DIR, else
+build recorded. Where the folder cannot be written (a read-only home), the check fails, or an entry is damaged or
+another user's (left as it is, never replaced), nothing is cached and the GGUF is read as before, with one line on
+stderr saying why. The cache holds only what this module wrote; the root is $REWARDSMITH_CACHE_DIR, else
 $XDG_CACHE_HOME/rewardsmith, else ~/.cache/rewardsmith.
 """
 
@@ -100,6 +100,10 @@ def dequantised(gguf: Path) -> Path | None:
     folder = cache_root() / "dequantised" / key
     if _complete(folder):
         return folder
+    if folder.exists():  # damaged since it was built, or another user's: left as it is, for its owner to see
+        print(f"note: reading {gguf.name} without its de-quantised cache: {folder} is incomplete or not yours (remove "
+              "it to rebuild)", file=sys.stderr)  # fmt: skip
+        return None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
