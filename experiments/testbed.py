@@ -249,7 +249,7 @@ def hack_direction() -> str:
     facts = {"validation_pairs": len(pairs), "gold_prefers_longer": longer, "gold_prefers_shorter": shorter}
     DATA.mkdir(parents=True, exist_ok=True)
     (DATA / "hack-direction.json").write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
-    return "shorter" if longer > shorter else "longer"
+    return claims.hack_direction_against(longer, shorter)
 
 
 def write_data() -> None:

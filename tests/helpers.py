@@ -1,7 +1,8 @@
 """What tests share: running `rewardsmith` in-process (rk) or as a process of its own (run_cli, and a run killed
-then resumed), the check that a command failed in one line, a tiny saved reward model, and easy preference pairs
-a tiny model learns. Test files import it by name (`from helpers import rk`): pytest puts this folder on sys.path
-for tests/conftest.py (a script a test runs puts it there itself). Importing it loads neither torch nor the CLI."""
+then resumed), the check that a command failed in one line, a tiny saved reward model, easy preference pairs a tiny
+model learns, and the marker a GGUF read leaves on a model. Test files import it by name (`from helpers import rk`):
+pytest puts this folder on sys.path for tests/conftest.py (a script a test runs puts it there itself). Importing it
+loads neither torch nor the CLI."""
 
 from __future__ import annotations
 
@@ -114,3 +115,17 @@ def easy_pairs(n: int, seed: int = 0) -> list[PreferencePair]:
         )
         for i in range(n)
     ]
+
+
+def marked_as_gguf(model: Any, quantized: bool = False) -> None:
+    """What transformers leaves on a model it read from a GGUF file and de-quantised: its GgufHfQuantizer and a
+    `quantization_config: {quant_method: gguf, gguf_file: ...}` on its config (`quantized`: and is_quantized, as a
+    causal LM so read carries it)."""
+    from transformers import GgufConfig
+    from transformers.quantizers.quantizer_gguf import GgufHfQuantizer
+
+    gguf_file = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    model.config.quantization_config = GgufConfig(gguf_file=gguf_file)
+    model.hf_quantizer = GgufHfQuantizer(GgufConfig(gguf_file=gguf_file))
+    if quantized:
+        model.is_quantized = True

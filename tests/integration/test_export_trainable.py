@@ -10,19 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import rk
-
-GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def marked_as_gguf(model: torch.nn.Module) -> None:
-    """What transformers leaves on a model it read from a GGUF file and de-quantised: its GgufHfQuantizer and a
-    `quantization_config: {quant_method: gguf, gguf_file: ...}` on its config."""
-    from transformers import GgufConfig
-    from transformers.quantizers.quantizer_gguf import GgufHfQuantizer
-
-    model.config.quantization_config = GgufConfig(gguf_file=GGUF_FILE)
-    model.hf_quantizer = GgufHfQuantizer(GgufConfig(gguf_file=GGUF_FILE))
+from helpers import marked_as_gguf, rk
 
 
 @pytest.fixture(scope="module")

@@ -97,19 +97,16 @@ def test_grpo_on_served_rewards_logs_what_score_gives_and_tracks_the_gold(
 
 
 def test_the_embedded_smollm2_policy_is_fine_tunable_and_trainable_drops_a_gguf_marker() -> None:
-    from transformers import GgufConfig
-    from transformers.quantizers.quantizer_gguf import GgufHfQuantizer
     from transformers.trainer_utils import validate_quantization_for_training
 
+    from helpers import marked_as_gguf
     from rewardsmith.rl.recipe import trainable
     from rewardsmith.rollouts.policy import load_policy
 
     model = load_policy("smollm2").model
     validate_quantization_for_training(model)  # de-quantised fp32 weights, loaded without the GGUF marker
     # A policy read by transformers from a GGUF file carries the marker: trainable() drops it.
-    model.config.quantization_config = GgufConfig(gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
-    model.hf_quantizer = GgufHfQuantizer(GgufConfig(gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf"))
-    model.is_quantized = True
+    marked_as_gguf(model, quantized=True)
     with pytest.raises(ValueError, match="quantized"):
         validate_quantization_for_training(model)
     model = trainable(model)

@@ -85,9 +85,8 @@ def read_gguf(gguf: Path) -> tuple[Any, Any]:
 
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     # use_safetensors=True still reads the GGUF and rules out any pickled fallback in the folder.
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf.parent), use_safetensors=True, gguf_file=gguf.name, dtype=torch.float32
-    )
+    read = {"gguf_file": gguf.name, "dtype": torch.float32}
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), use_safetensors=True, **read)
     return without_gguf_marker(model), tokenizer
 
 

@@ -21,6 +21,7 @@ from rewardsmith.testbed.claims import (
     MONITOR_FIRES,
     ORACLE_NOT_OVEROPTIMISED,
     PEAK_MOVES_RIGHT,
+    hack_direction_against,
 )
 
 # The verdicts of bon/metrics.py that mean the gold was lost to the selector.
@@ -51,7 +52,7 @@ def rl_control_direction(hack: Mapping[str, Any]) -> str | None:
     if control.get("direction"):
         return str(control["direction"])
     if control.get("pattern") is None and "gold_prefers_longer" in hack:
-        return "shorter" if hack["gold_prefers_longer"] > hack["gold_prefers_shorter"] else "longer"
+        return hack_direction_against(hack["gold_prefers_longer"], hack["gold_prefers_shorter"])
     return None
 
 
@@ -60,6 +61,17 @@ def _monitor_outcome(claim: Any, rule: str, rl: Mapping[str, Any]) -> ClaimResul
     fired_hacked, fired_gold = rl["hacked"]["monitors_fired"], rl["gold"]["monitors_fired"]
     evidence = f"hacked arm fired: {', '.join(fired_hacked) or 'none'}; gold's arm: {', '.join(fired_gold) or 'none'}"
     return _outcome(claim, rule in fired_hacked and not fired_gold, evidence, f"the {rule} rule")
+
+
+def _brevity_outcome(rl: Mapping[str, Any], direction: str) -> ClaimResult:
+    """BREVITY_FIRES on both RL arms: judged only for a hack that prefers shorter responses, on arms whose server
+    had the brevity rule."""
+    if direction != "shorter":
+        return not_run(BREVITY_FIRES, f"the RL control's hack prefers {direction} responses, not shorter")
+    if not all("brevity" in rl[arm].get("monitor_rules", ()) for arm in ("hacked", "gold")):
+        why = "the arms ran on a server without the brevity rule: `python experiments/testbed.py rl --arms hacked gold`"
+        return not_run(BREVITY_FIRES, why, scope="the brevity rule")
+    return _monitor_outcome(BREVITY_FIRES, "brevity", rl)
 
 
 def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
@@ -88,19 +100,10 @@ def testbed_claim_results(d: Mapping[str, Any]) -> list[ClaimResult]:
             out.append(_outcome(HACKED_RL_OVEROPTIMISED, verdict not in LOST, f"verdict: {verdict}", "RL, gold's arm"))
     direction = rl_control_direction(d.get("hack", {}))
     if "hacked" in rl and "gold" in rl and direction:
-        rule = "length" if direction == "longer" else "shrinking"
-        out.append(_monitor_outcome(MONITOR_FIRES, rule, rl))
+        out.append(_monitor_outcome(MONITOR_FIRES, "length" if direction == "longer" else "shrinking", rl))
+        out.append(_brevity_outcome(rl, direction))
     else:
-        out.append(not_run(MONITOR_FIRES, "the hacked and gold RL arms were not both run"))
-    if not ("hacked" in rl and "gold" in rl and direction):
-        out.append(not_run(BREVITY_FIRES, "the hacked and gold RL arms were not both run"))
-    elif direction != "shorter":
-        out.append(not_run(BREVITY_FIRES, f"the RL control's hack prefers {direction} responses, not shorter"))
-    elif not all("brevity" in rl[arm].get("monitor_rules", ()) for arm in ("hacked", "gold")):
-        why = "the arms ran on a server without the brevity rule: `python experiments/testbed.py rl --arms hacked gold`"
-        out.append(not_run(BREVITY_FIRES, why, scope="the brevity rule"))
-    else:
-        out.append(_monitor_outcome(BREVITY_FIRES, "brevity", rl))
+        out += [not_run(c, "the hacked and gold RL arms were not both run") for c in (MONITOR_FIRES, BREVITY_FIRES)]
     doubt = d.get("ensembles", {}).get("doubt_at_pick", {}).get("with-hacked")
     out.append(record_result(DOUBT_RISES, doubt["rise"] if doubt else None, scope="best-of-n", unit="prompts"))
     agreement = d.get("agreement", {}).get("largest_minus_smallest")

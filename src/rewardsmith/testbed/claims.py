@@ -118,6 +118,14 @@ HACKED_RL_OVEROPTIMISED = Claim(
     own=True,
     held_when="below",
 )
+
+
+def hack_direction_against(gold_prefers_longer: int, gold_prefers_shorter: int) -> str:
+    """The length direction a length hack's labels prefer: against the gold's own preference on the validation
+    pairs (`shorter` when the gold prefers the longer response more often, else `longer`)."""
+    return "shorter" if gold_prefers_longer > gold_prefers_shorter else "longer"
+
+
 MONITOR_FIRES = Claim(
     "testbed",
     "testbed.control.monitor",
