@@ -263,6 +263,13 @@ class TrainConfig:
     checkpoint_every: int = option(
         50, "optimiser steps between atomic checkpoints (0 = none: a killed run starts again)", min=0, volatile=True
     )
+    checkpoint_minutes: float = option(
+        20.0,
+        "also write a checkpoint once this many minutes have passed since the last one, so a run of slow steps "
+        "loses at most this much to a kill (0 = by steps only; none at all when checkpoint_every is 0)",
+        min=0,
+        volatile=True,
+    )
     progress: bool = option(
         True, "show progress (a bar in a terminal, a line every few percent in a log)", volatile=True
     )

@@ -71,6 +71,54 @@ def test_resume_from_checkpoint_matches_uninterrupted(tmp_path) -> None:
     assert steps == sorted(set(steps)) and steps[-1] == full.total_steps
 
 
+class _Clock:
+    """The trainer's clock, moved a minute by every optimiser step's hook (after that step's checkpoint check)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def tick(self, end: StepEnd) -> None:
+        self.now += 60.0
+
+
+def test_a_checkpoint_is_written_once_its_minutes_have_passed(tmp_path, monkeypatch) -> None:
+    """With steps of a minute and checkpoint_minutes 2.5, the checkpoints come after steps 4 and 7 (the clock
+    restarts at each), none from checkpoint_every: a run stopped after step 6 resumes at 4, with the weights of
+    an uninterrupted run."""
+    from rewardsmith.train import trainer as trainer_module
+
+    full = _train(tmp_path / "full", checkpoint_every=100)
+    clock = _Clock()
+    monkeypatch.setattr(trainer_module, "time", clock)
+    cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, checkpoint_every=100, checkpoint_minutes=2.5, progress=False)
+
+    def train(stop_at: int | None = None) -> Trainer:
+        model, tok = build_reward_model(MODEL_CFG, seed=cfg.seed)
+        hooks = [clock.tick, *([stop_after(stop_at)] if stop_at else [])]
+        return train_pairs(model, tok, easy_pairs(64), cfg, MODEL_CFG, tmp_path / "timed", on_step=hooks)
+
+    with pytest.raises(Stop):
+        train(stop_at=6)
+    resumed = train()
+    assert resumed.result.resumed_from_step == 4
+    for (name, a), (_, b) in zip(full.model.state_dict().items(), resumed.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
+@pytest.mark.parametrize("settings", [{"checkpoint_minutes": 0.0}, {"checkpoint_every": 0, "checkpoint_minutes": 1e-9}])
+def test_no_checkpoint_by_time_when_switched_off(tmp_path, settings) -> None:
+    """checkpoint_minutes 0 leaves checkpoints to checkpoint_every; checkpoint_every 0 writes none at all."""
+    with pytest.raises(Stop):
+        _train(tmp_path, stop_at=7, **{"checkpoint_every": 100, **settings})
+    assert not (tmp_path / CHECKPOINT_DIR).exists()
+
+
 def test_options_change_training(tmp_path) -> None:
     base = _train(tmp_path / "a", max_steps=4)
     for key, value in {"swap_pairs": False, "seed": 1, "lr": 5e-4, "grad_accum": 2}.items():

@@ -64,6 +64,7 @@ TRAIN_OPTIONS: dict[str, str | Flag] = {
     "train.batches": "--batches",
     "train.max_steps": "--max-steps",
     "train.checkpoint_every": "--checkpoint-every",
+    "train.checkpoint_minutes": "--checkpoint-minutes",
     "train.seed": "--seed",
     "train.debias.kind": "--debias",
     "train.report_to": "--report-to",

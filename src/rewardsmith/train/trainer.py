@@ -50,7 +50,7 @@ from rewardsmith.data.schema import PreferencePair, stable_hash
 from rewardsmith.data.templates import encoder_for
 from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.io.jsonsafe import jsonl_lines
-from rewardsmith.io.processes import before_group, launched_processes, release_at_exit
+from rewardsmith.io.processes import Processes, agree, before_group, launched_processes, release_at_exit
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.state import load_state, save_state
 from rewardsmith.models.precision import use_bf16
@@ -358,6 +358,8 @@ class Trainer:
         frozen = accelerator.num_processes == 1 and deterministic_frozen(self.model)
         texts = getattr(self.plan, "texts", None) if frozen else None
         t0 = time.perf_counter()
+        saved_at = time.monotonic()
+        procs = Processes(accelerator.process_index, accelerator.num_processes, accelerator.device)
         seen = 0
         terms: dict[str, float] = {}
         progress = Progress(
@@ -405,8 +407,9 @@ class Trainer:
                         },
                     )
                     progress.update(done, f"loss {terms.get('total', terms.get('bt', float('nan'))):.3f}")
-                if cfg.checkpoint_every and done % cfg.checkpoint_every == 0 and done < self.total_steps:
+                if self._checkpoint_due(done, saved_at, procs):
                     self._save(accelerator, model, optimizer, scheduler, b + 1)
+                    saved_at = time.monotonic()
                 if accelerator.is_main_process:
                     for hook in self.on_step:
                         hook(StepEnd(done, self.total_steps, terms))
@@ -450,12 +453,27 @@ class Trainer:
             cfg.grad_accum,
             self.total_steps - start_batch // cfg.grad_accum,
             cfg.bf16,
-            checkpoints=bool(cfg.checkpoint_every) and self.total_steps > cfg.checkpoint_every,
+            checkpoints=bool(cfg.checkpoint_every)
+            and (self.total_steps > cfg.checkpoint_every or cfg.checkpoint_minutes > 0),
         )
         if cost is not None and cost.worth_saying():
             print(cost.line(), file=sys.stderr, flush=True)
 
     # -- checkpoints ------------------------------------------------------------------------------------
+    def _checkpoint_due(self, done: int, saved_at: float, procs: Processes) -> bool:
+        """Whether to checkpoint after optimiser step `done`: every `checkpoint_every` steps, or once
+        `checkpoint_minutes` have passed since the last checkpoint (or the start), as the main process's clock
+        says (every process gets its answer, so all save together); never after the last step or with
+        `checkpoint_every` 0."""
+        cfg = self.cfg
+        if not cfg.checkpoint_every or done >= self.total_steps:
+            return False
+        if done % cfg.checkpoint_every == 0:
+            return True
+        if not cfg.checkpoint_minutes:
+            return False
+        return bool(agree(int(time.monotonic() - saved_at >= 60 * cfg.checkpoint_minutes), procs))
+
     def _items_per_batch(self) -> int:
         """Items (pairs or episodes) in one micro-batch of the plan, all processes together."""
         return int(getattr(self.plan, "batch_size", None) or self.cfg.batch_size)
