@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, list[str]] = {
     "bon": ["bench_bon.py"],
     "contention": ["bench_contention.py"],
     "policy_load": ["bench_policy_load.py"],
+    "sampling": ["bench_sampling.py"],
 }
 
 

@@ -328,6 +328,21 @@ def block_first_run() -> str:
             + f"\n\nGGUF over cache, whole process: {with_range(b['gguf_over_cache_process'])}. {_machine_text(b)}"
             f"Command: `.venv/bin/{b['command']}`; results: `benchmarks/results/policy_load.json`."
         )
+    sampling = BENCH / "sampling.json"
+    if sampling.exists():
+        m = json.loads(sampling.read_text(encoding="utf-8"))
+        rows = [
+            [k, f"{m['median']['sampler 1'][k]:.1f}", f"{m['median']['sampler 2'][k]:.1f}", with_range(ratio)]
+            for k, ratio in m["sampler_1_over_sampler_2"].items()
+        ]
+        parts.append(
+            f"**Sampling the policy** (`sample`, `bon --policy`, the RL gold tracker; {m['prompts']} HH-RLHF prompts, "
+            f"{m['n']} completions of {m['max_new_tokens']} tokens each, {m['rounds']} fresh processes each, "
+            "alternating): sampler 2 reads the prompt once for all rows and draws without sorting the vocabulary; "
+            "sampler 1 read the prompt in every row and sorted the vocabulary at every step.\n\n"
+            + _table(["setting", "sampler 1 s (median)", "sampler 2 s (median)", "sampler 1 / 2"], rows)
+            + f"\n\n{_machine_text(m)}Command: `.venv/bin/{m['command']}`; results: `benchmarks/results/sampling.json`."
+        )
     return (
         "\n\n".join(parts) if parts else "Not run yet: no `benchmarks/results/train_process.json` or `contention.json`."
     )

@@ -182,6 +182,15 @@ def test_sample_writes_what_bon_reads_and_resumes(tmp_path: Path, chat_tokenizer
     assert run_cli([*args, "--out", killed], {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"}).returncode == -9
     assert run_cli([*args, "--out", killed]).returncode == 0
     assert (killed / "samples.jsonl").read_text() == (whole / "samples.jsonl").read_text()
+    assert json.loads((whole / "sampler.json").read_text()) == {"sampler": 2}
+    # Completions another sampler drew are not continued by this one: one line, exit 2, nothing lost.
+    other = tmp_path / "other"
+    assert run_cli([*args, "--out", other], {"REWARDSMITH_FAULT_KILL_AFTER_PROMPT": "2"}).returncode == -9
+    (other / "sampler.json").write_text('{"sampler": 1}\n')
+    drawn = (other / "samples.jsonl").read_text()
+    refused = run_cli([*args, "--out", other])
+    assert refused.returncode == 2 and "drawn by sampler 1" in refused.stderr, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and (other / "samples.jsonl").read_text() == drawn
     lines = [json.loads(x) for x in (whole / "samples.jsonl").read_text().splitlines()]
     assert len(lines) == 4 and all(len(x["responses"]) == 3 and x["prompt"] for x in lines)
     from rewardsmith.rollouts.sampling import read_samples_file

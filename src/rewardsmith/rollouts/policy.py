@@ -16,7 +16,9 @@ samples of one prompt share a batch (at most `batch_size` rows), so no row is pa
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,9 @@ from rewardsmith.errors import CheckpointError, ConfigError, first_line
 from rewardsmith.rollouts.prompt import BonPrompt
 
 SMOLLM2 = "smollm2"
+# How completions are drawn (SeededSampling, sample_prompt); a sampling run records it and refuses to go on under
+# another, whose completions would differ.
+SAMPLER = 2
 
 
 @dataclass
@@ -104,7 +109,12 @@ def sample_seed(seed: int, prompt_id: str, index: int) -> int:
 class SeededSampling:
     """A logits processor that samples each row's next token from its own generator (temperature, then nucleus
     top-p), and returns scores that make greedy decoding pick that token: transformers' generate loop then samples
-    as `do_sample=True` would, row by row reproducibly. generators: one per row of the batch."""
+    as `do_sample=True` would, row by row reproducibly. generators: one per row of the batch.
+
+    Each row draws one uniform u a step and takes the token where the cumulative probability first passes u times
+    the total (the inverse CDF): over the vocabulary in its own order at top_p 1, over the nucleus sorted by
+    probability otherwise. The nucleus comes from a top-k that grows until its last token lies outside it, so no
+    step sorts the whole vocabulary (SAMPLER 2; sampler 1 sorted it every step, a fifth of sampling's time)."""
 
     def __init__(self, generators: Sequence[torch.Generator], temperature: float, top_p: float):
         self.generators = list(generators)
@@ -113,23 +123,31 @@ class SeededSampling:
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         """scores: (B, V) next-token logits -> (B, V), 0 at the sampled token and -inf elsewhere."""
-        logits = scores.float() / self.temperature
-        probs = torch.softmax(logits, dim=-1)
-        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
-        cumulative = torch.cumsum(sorted_probs, dim=-1)
-        # Nucleus: the smallest prefix whose mass reaches top_p, its last token kept (as transformers' top-p).
-        sorted_probs = torch.where(
-            cumulative - sorted_probs >= self.top_p, torch.zeros_like(sorted_probs), sorted_probs
-        )
-        cumulative = torch.cumsum(sorted_probs, dim=-1)
-        picks = []
-        for row, generator in enumerate(self.generators):
-            u = torch.rand((), generator=generator, dtype=torch.float64).item() * float(cumulative[row, -1])
-            k = int(torch.searchsorted(cumulative[row].double(), torch.tensor([u], dtype=torch.float64), right=True)[0])
-            picks.append(int(order[row, min(k, order.shape[1] - 1)]))
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
+        kept, order = (probs, None) if self.top_p >= 1.0 else nucleus(probs, self.top_p)
+        cumulative = torch.cumsum(kept, dim=-1).double()
+        u = torch.tensor([torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators])
+        at = torch.searchsorted(cumulative, (u.double() * cumulative[:, -1]).unsqueeze(1), right=True)
+        at = at.clamp(max=cumulative.shape[1] - 1)
+        picks = (at if order is None else order.gather(1, at)).squeeze(1)
         out = torch.full_like(scores, float("-inf"))
-        out[torch.arange(len(picks)), torch.tensor(picks)] = 0.0
+        out[torch.arange(len(picks)), picks] = 0.0
         return out
+
+
+def nucleus(probs: torch.Tensor, top_p: float, first: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """(kept, order): each row's most probable tokens, in decreasing probability (order: their vocabulary ids),
+    with the probability of those outside the nucleus set to 0. The nucleus is the smallest prefix whose mass
+    reaches top_p, its last token kept (as transformers' top-p). Read from a top-k of `first` tokens, grown 4x
+    until every row's last token is outside its nucleus (the whole vocabulary at worst)."""
+    vocab = probs.shape[-1]
+    k = min(first, vocab)
+    while True:
+        head, order = torch.topk(probs, k, dim=-1)
+        before = torch.cumsum(head, dim=-1) - head  # the mass of the tokens ahead of each
+        if k == vocab or bool((before[:, -1] >= top_p).all()):
+            return torch.where(before >= top_p, torch.zeros_like(head), head), order
+        k = min(4 * k, vocab)
 
 
 @dataclass(frozen=True)
@@ -156,7 +174,9 @@ def sample_prompt(
     first: int = 0,
 ) -> list[Completion]:
     """Completions first..n-1 of one prompt, in chunks of at most batch_size rows (one prompt per batch: no
-    padding); sample k draws the same numbers whatever first and n are."""
+    padding); sample k draws the same numbers whatever first and n are. The prompt is read once, for one row, and
+    its cache copied to every row (_prompt_cache): each row then continues from the same numbers, whatever the
+    batch, and the prompt costs one row's forward pass, not one per row."""
     from transformers import GenerationConfig, LogitsProcessorList
 
     ids = policy.prompt_ids(prompt)
@@ -168,15 +188,21 @@ def sample_prompt(
     config = GenerationConfig(
         do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=tok.pad_token_id, use_cache=True
     )
+    shared = _prompt_cache(policy.model, ids, device)
     out: list[Completion] = []
     for start in range(first, n, batch_size):
         rows = list(range(start, min(n, start + batch_size)))
         generators = [torch.Generator().manual_seed(sample_seed(seed, prompt.id, k)) for k in rows]
         inputs = torch.tensor([ids] * len(rows), device=device)
+        cache = None
+        if shared is not None:
+            cache = copy.deepcopy(shared)
+            cache.batch_repeat_interleave(len(rows))
         with torch.no_grad():
             generated = policy.model.generate(
                 input_ids=inputs,
                 attention_mask=torch.ones_like(inputs),
+                **({_cache_keyword(policy.model): cache} if cache is not None else {}),
                 generation_config=config,
                 logits_processor=LogitsProcessorList([SeededSampling(generators, temperature, top_p)]),
             )
@@ -187,3 +213,22 @@ def sample_prompt(
             text = tok.decode(body, skip_special_tokens=True).strip()
             out.append(Completion(text, len(ids_taken), not ended, ids_taken))
     return out
+
+
+def _prompt_cache(model: Any, ids: list[int], device: torch.device) -> Any:
+    """The KV cache of every prompt token but the last, computed for one row (generate runs the last token itself,
+    so its first logits come from its own loop); None when the prompt is one token or the model's cache cannot be
+    copied across rows (then each row reads the prompt itself)."""
+    if len(ids) < 2:
+        return None
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids[:-1]], device=device), use_cache=True)
+    cache = out.get("cache", out.get("past_key_values"))  # its name since transformers 5.x, and before
+    return cache if hasattr(cache, "batch_repeat_interleave") else None
+
+
+def _cache_keyword(model: Any) -> str:
+    """The name under which `generate` takes a cache to continue: the model's forward's own, `cache` in recent
+    transformers (whose generate still takes `past_key_values`, with a deprecation warning), `past_key_values`
+    before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"

@@ -23,7 +23,7 @@ from typing import Any
 from rewardsmith.config import MAX_SEED, option, volatile_keys
 from rewardsmith.data.adapters.generic import iter_records
 from rewardsmith.data.schema import sanitise_text
-from rewardsmith.errors import DataError
+from rewardsmith.errors import CheckpointError, DataError
 from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.io.progress import Progress
 from rewardsmith.io.runfolder import RunFolder, differing_keys
@@ -33,6 +33,7 @@ from rewardsmith.rollouts.prompts import read_prompt_record
 SAMPLES_FILE = "samples.jsonl"
 SAMPLING_FILE = "sampling.json"
 EARLIER_FILE = "samples.earlier.jsonl"
+SAMPLER_FILE = "sampler.json"
 # A real SIGKILL after this many prompts are sampled (tests of resume).
 KILL_AFTER_PROMPT_ENV = "REWARDSMITH_FAULT_KILL_AFTER_PROMPT"
 
@@ -158,15 +159,31 @@ def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> l
     return [record for _, record in _leading_records(text, prompts, lambda count: count == n)]
 
 
+def _same_sampler(folder: RunFolder, drawn: bool, sampler: int) -> None:
+    """Records the sampler that draws this folder's completions; when some are already drawn (a resume or an
+    extension), refuses in one line if another sampler drew them (a folder without the record was drawn by
+    sampler 1), since the rest would not be the completions one uninterrupted run gives."""
+    text = folder.read_text(SAMPLER_FILE)
+    before = json.loads(text).get("sampler") if text else 1
+    if drawn and before != sampler:
+        raise CheckpointError(
+            f"{folder.path}: its completions were drawn by sampler {before}, this rewardsmith draws with sampler "
+            f"{sampler} (rollouts/policy.py), so the rest would not match them; sample into a new folder, or "
+            "--overwrite"
+        )
+    folder.write_json(SAMPLER_FILE, {"sampler": sampler})
+
+
 def sample_into(
     cfg: SampleConfig, folder: RunFolder, prompts: Sequence[BonPrompt], progress: bool
 ) -> tuple[list[list[str]], dict[str, Any]]:
     """Every prompt's cfg.n completions, sampled (or read back from an earlier run of this folder) into
     samples.jsonl, and the sampling's facts (module docstring)."""
-    from rewardsmith.rollouts.policy import load_policy, sample_prompt
+    from rewardsmith.rollouts.policy import SAMPLER, load_policy, sample_prompt
 
     assert cfg.policy is not None
     folder.claim(SAMPLES_FILE)
+    folder.claim(SAMPLER_FILE)
     text = folder.read_text(SAMPLES_FILE)
     earlier = _earlier(folder, text, prompts, cfg.n)
     records = _sampled_so_far(text, prompts, cfg.n)
@@ -175,7 +192,9 @@ def sample_into(
     saved = folder.read_text(SAMPLING_FILE)
     if len(records) == len(prompts) and saved is not None:
         return [list(r["responses"]) for r in records], json.loads(saved)
-    facts: dict[str, Any] = {"policy": cfg.policy, "resumed_at_prompt": len(records), "seconds": 0.0}
+    _same_sampler(folder, bool(records or earlier), SAMPLER)
+    facts: dict[str, Any] = {"policy": cfg.policy, "sampler": SAMPLER, "resumed_at_prompt": len(records)}
+    facts["seconds"] = 0.0
     if earlier:
         facts["extended_from_n"] = min(len(r["responses"]) for r in earlier.values())
     if len(records) < len(prompts):
