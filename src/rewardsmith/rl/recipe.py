@@ -7,6 +7,7 @@ nothing else changes, since the reward comes over HTTP either way (experiments/r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,15 @@ def trainable(model: Any) -> Any:
     to fine-tune a model so marked (models.gguf.without_gguf_marker drops it). Other quantizers (weights still
     quantized) are left alone."""
     return without_gguf_marker(model)
+
+
+def no_activation_recompute(config_class: Any) -> dict[str, Any]:
+    """The TrainingArguments option that turns off recomputing activations (TRL's GRPO turns it on), by the name
+    this transformers reads without a deprecation warning: `activation_checkpointing`, `gradient_checkpointing`
+    before it. A 135M-parameter policy fits without recomputing; recomputing would cost a third more compute per
+    step and switch the KV cache off."""
+    names = {f.name for f in dataclasses.fields(config_class)}
+    return {"activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing": False}
 
 
 def grpo_trainer(
@@ -91,9 +101,7 @@ def grpo_trainer(
         # generator's state out of the checkpoint, so a resumed run would draw another order from its second epoch.
         shuffle_dataset=False,
         seed=s.seed,
-        # A 135M-parameter policy fits without recomputing activations; checkpointing would cost a third more
-        # compute per step and switch the KV cache off.
-        gradient_checkpointing=False,
+        **no_activation_recompute(GRPOConfig),
     )
     source = Path(str(getattr(model.config, "name_or_path", "") or ""))
     if s.beta and source.is_dir() and not (source / "config.json").is_file():
