@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blocks_common import BENCH, ci_text, claim_results_block, load, policy_name, table
+from blocks_common import BENCH, ci_text, claim_results_block, load, policy_name, sampler_line, table
 from blocks_common import source as _source
 
 from rewardsmith.bon.claim_results import bon_claim_results
@@ -165,7 +165,7 @@ def block_steps() -> str:
     seconds = sum(int(x.split()[1]) for x in lines if x.startswith("# ") and x.split()[1].isdigit())
     return (
         "Each command with its measured wall time, in the order `experiments/bon.py run` ran them: "
-        f"{seconds / 60:.0f} min end to end on the 2-core machine.\n\n"
+        f"{seconds / 60:.0f} min end to end on the 2-core machine. {sampler_line(d['sampling'].get('sampler'))}\n\n"
         + "```\n"
         + "\n".join(lines)
         + "\n```\n\n"

