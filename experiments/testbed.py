@@ -498,13 +498,6 @@ def _is_setting(value: object) -> bool:
     return type(value) in (int, float)
 
 
-def _sampler(folder: Path) -> int:
-    """The sampler that drew a sampling folder's completions (rollouts/policy.py; a folder without the record was
-    drawn by sampler 1)."""
-    record = folder / "sampler.json"
-    return int(json.loads(record.read_text())["sampler"]) if record.exists() else 1
-
-
 def summarise() -> None:
     """docs/results/testbed.json from the run folders (every figure with its CI; the claims' results are built from
     it by rewardsmith.testbed.claim_results)."""
@@ -512,6 +505,7 @@ def summarise() -> None:
     from rewardsmith.evaluate.best_of_n import kl_bound
     from rewardsmith.io.atomic import atomic_write_text
     from rewardsmith.models.ensemble import read_ensemble
+    from rewardsmith.rollouts.sampling import drawn_by
     from rewardsmith.testbed.analysis import (
         agreement,
         choose_hack,
@@ -623,7 +617,7 @@ def summarise() -> None:
         "command": "python experiments/testbed.py run && python experiments/testbed.py summarise",
         "design": design,
         "prompts": json.loads((RUNS / "prompts" / "facts.json").read_text()),
-        "sampler": {name: _sampler(RUNS / name) for name in ("pool", "eval")},
+        "sampler": {name: drawn_by(RUNS / name) for name in ("pool", "eval")},
         "gold": {"eval": json.loads((RUNS / "gold" / "metrics.json").read_text()).get("eval")},
         "labels": {k: label_metrics[k] for k in ("texts", "pairs_formed", "pairs_written", "ties_dropped")},
         "hack": {

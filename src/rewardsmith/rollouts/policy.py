@@ -126,8 +126,8 @@ class SeededSampling:
         probs = torch.softmax(scores.float() / self.temperature, dim=-1)
         kept, order = (probs, None) if self.top_p >= 1.0 else nucleus(probs, self.top_p)
         cumulative = torch.cumsum(kept, dim=-1).double()
-        u = torch.tensor([torch.rand((), generator=g, dtype=torch.float64).item() for g in self.generators])
-        at = torch.searchsorted(cumulative, (u.double() * cumulative[:, -1]).unsqueeze(1), right=True)
+        u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in self.generators])
+        at = torch.searchsorted(cumulative, (u * cumulative[:, -1]).unsqueeze(1), right=True)
         at = at.clamp(max=cumulative.shape[1] - 1)
         picks = (at if order is None else order.gather(1, at)).squeeze(1)
         out = torch.full_like(scores, float("-inf"))
@@ -189,6 +189,7 @@ def sample_prompt(
         do_sample=False, max_new_tokens=max_new_tokens, eos_token_id=eos, pad_token_id=tok.pad_token_id, use_cache=True
     )
     shared = _prompt_cache(policy.model, ids, device)
+    keyword = _cache_keyword(policy.model)
     out: list[Completion] = []
     for start in range(first, n, batch_size):
         rows = list(range(start, min(n, start + batch_size)))
@@ -202,7 +203,7 @@ def sample_prompt(
             generated = policy.model.generate(
                 input_ids=inputs,
                 attention_mask=torch.ones_like(inputs),
-                **({_cache_keyword(policy.model): cache} if cache is not None else {}),
+                **({keyword: cache} if cache is not None else {}),
                 generation_config=config,
                 logits_processor=LogitsProcessorList([SeededSampling(generators, temperature, top_p)]),
             )

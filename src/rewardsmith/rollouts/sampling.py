@@ -159,12 +159,18 @@ def _sampled_so_far(text: str | None, prompts: Sequence[BonPrompt], n: int) -> l
     return [record for _, record in _leading_records(text, prompts, lambda count: count == n)]
 
 
+def drawn_by(folder: Path) -> int:
+    """The sampler (rollouts/policy.py: SAMPLER) that drew a sampling folder's completions, as its sampler.json
+    records it; a folder without one was drawn by sampler 1."""
+    record = folder / SAMPLER_FILE
+    return int(json.loads(record.read_text(encoding="utf-8"))["sampler"]) if record.is_file() else 1
+
+
 def _same_sampler(folder: RunFolder, drawn: bool, sampler: int) -> None:
     """Records the sampler that draws this folder's completions; when some are already drawn (a resume or an
     extension), refuses in one line if another sampler drew them (a folder without the record was drawn by
     sampler 1), since the rest would not be the completions one uninterrupted run gives."""
-    text = folder.read_text(SAMPLER_FILE)
-    before = json.loads(text).get("sampler") if text else 1
+    before = drawn_by(folder.path)
     if drawn and before != sampler:
         raise CheckpointError(
             f"{folder.path}: its completions were drawn by sampler {before}, this rewardsmith draws with sampler "
@@ -193,8 +199,12 @@ def sample_into(
     if len(records) == len(prompts) and saved is not None:
         return [list(r["responses"]) for r in records], json.loads(saved)
     _same_sampler(folder, bool(records or earlier), SAMPLER)
-    facts: dict[str, Any] = {"policy": cfg.policy, "sampler": SAMPLER, "resumed_at_prompt": len(records)}
-    facts["seconds"] = 0.0
+    facts: dict[str, Any] = {
+        "policy": cfg.policy,
+        "sampler": SAMPLER,
+        "resumed_at_prompt": len(records),
+        "seconds": 0.0,
+    }
     if earlier:
         facts["extended_from_n"] = min(len(r["responses"]) for r in earlier.values())
     if len(records) < len(prompts):
