@@ -16,21 +16,10 @@ from pathlib import Path
 from typing import Any
 
 
-def cpu_model() -> str | None:
-    """The CPU's model name (/proc/cpuinfo; platform's answer elsewhere): timings differ from one CPU to another."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
-
-
 def machine() -> dict[str, Any]:
     import torch
 
-    from rewardsmith.io.environment import cpu_bf16_native
+    from rewardsmith.io.environment import cpu_bf16_native, cpu_model
 
     return {
         "python": platform.python_version(),

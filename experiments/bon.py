@@ -31,12 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
+
+from steps import note_machine, run_step  # experiments/steps.py: each step logged with its times
 
 from rewardsmith.io.jsonsafe import jsonl_lines
 
@@ -59,15 +58,8 @@ def data_dir() -> Path:
 
 
 def command(args: list[str], log: Path) -> None:
-    """Runs one rewardsmith command (a finished run folder is reported, not redone) and records it."""
-    line = shlex.join(["rewardsmith", *args])
-    with log.open("a", encoding="utf-8") as handle:
-        handle.write(line + "\n")
-    print(f"$ {line}", flush=True)
-    start = time.perf_counter()
-    subprocess.run([EXE, *args], cwd=ROOT, check=True)
-    with log.open("a", encoding="utf-8") as handle:
-        handle.write(f"# {time.perf_counter() - start:.0f} s\n")
+    """Runs one rewardsmith command (a finished run folder is reported, not redone), logged with its times."""
+    run_step(EXE, args, log, ROOT)
 
 
 def _pair_record(pair: Any) -> dict[str, Any]:
@@ -147,6 +139,7 @@ GOLD = "runs/bon/gold/model"
 
 def run() -> None:
     log = RUNS / "commands.txt"
+    note_machine(log)
     counts = write_data()
     print(f"data: {counts}", flush=True)
     command(["train", "--config", "configs/train-harmless.yaml", "--out", "runs/harmless", "-q"], log)

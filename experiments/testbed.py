@@ -3,7 +3,7 @@ declared before any result): a gold reward model labels every pair the proxies l
 strength are trained on N of those labels, and the gold judges what the policy does, so every effect exists by
 construction and an instrument that misses it is broken. Built from rewardsmith's own commands; this script only
 orders them. Each step is a run folder, reused when finished (a session may end mid-way); each command and its
-seconds go to runs/testbed/commands.txt.
+wall and CPU seconds go to runs/testbed/commands.txt (experiments/steps.py).
 
     .venv/bin/python experiments/testbed.py run [--until STEP]     # every step below, in order
     .venv/bin/python experiments/testbed.py summarise                # docs/results/testbed.json
@@ -33,13 +33,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from steps import machines, note_machine, run_step, step_times  # experiments/steps.py: each step logged with its times
 
 from rewardsmith.io.jsonsafe import jsonl_lines
 from rewardsmith.testbed import claims
@@ -68,16 +66,8 @@ def data_dir() -> Path:
 
 
 def command(args: list[str]) -> None:
-    """Runs one rewardsmith command (a finished run folder is reported, not redone) and records it with its time."""
-    line = shlex.join(["rewardsmith", *args])
-    LOG.parent.mkdir(parents=True, exist_ok=True)
-    with LOG.open("a", encoding="utf-8") as handle:
-        handle.write(line + "\n")
-    print(f"$ {line}", flush=True)
-    start = time.perf_counter()
-    subprocess.run([EXE, *args], cwd=ROOT, check=True)
-    with LOG.open("a", encoding="utf-8") as handle:  # the command again: steps run side by side interleave lines
-        handle.write(f"# {time.perf_counter() - start:.0f} s: {line}\n")
+    """Runs one rewardsmith command (a finished run folder is reported, not redone), logged with its times."""
+    run_step(EXE, args, LOG, ROOT)
 
 
 def write_prompts() -> dict[str, int]:
@@ -670,6 +660,7 @@ def summarise() -> None:
         "rl": rl_arms,
         **({"icrm": _icrm_facts(drop_diff, labels, judged)} if "icrm" in labels else {}),
         "seconds": _seconds(),
+        "machines": machines(LOG.read_text(encoding="utf-8") if LOG.exists() else ""),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_text(RESULTS / "testbed.json", json.dumps(out, indent=1) + "\n")
@@ -724,16 +715,8 @@ def _icrm_facts(drop_diff: Any, labels: dict[str, str], judged: dict[str, Any]) 
 
 
 def _seconds() -> list[dict[str, object]]:
-    """Each finished command of commands.txt (`# <seconds> s: <command>`) with its seconds: its longest run (a rerun
-    that finds the run folder finished takes seconds)."""
-    lines = LOG.read_text().splitlines() if LOG.exists() else []
-    out: dict[str, float] = {}
-    for line in lines:
-        if line.startswith("# ") and " s: " in line:
-            seconds, finished = line[2:].split(" s: ", 1)
-            name = finished.replace(f"{ROOT}/", "")  # paths as from the repository root
-            out[name] = max(out.get(name, 0.0), float(seconds))
-    return [{"command": k, "seconds": v} for k, v in out.items()]
+    """Each command of commands.txt with its times and the runs of it killed on the way (steps.step_times)."""
+    return step_times(LOG.read_text(encoding="utf-8") if LOG.exists() else "", ROOT)
 
 
 def main() -> None:
@@ -745,6 +728,7 @@ def main() -> None:
     if args.step == "summarise":
         summarise()
         return
+    note_machine(LOG)  # which machine ran the steps that follow (a log several sessions wrote names each)
     if args.step == "rl":
         rl(args.arms)
         return

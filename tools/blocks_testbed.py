@@ -208,13 +208,47 @@ def icrm() -> str:
     return text + _source(NAME)
 
 
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
+
+
+def _machine(m: dict[str, object]) -> str:
+    bf16 = "native bf16" if m.get("bf16_native") else "no native bf16: bf16 runs in fp32"
+    return f"{m.get('cpu') or 'a CPU of unknown model'}, {m.get('cpus')} cores, {bf16}"
+
+
 def cost() -> str:
     d = load(NAME)
-    rows = [[f"`{r['command'][:110]}`", f"{r['seconds'] / 60:.1f}"] for r in d["seconds"]]
-    total = sum(r["seconds"] for r in d["seconds"]) / 60
+    records = d["seconds"]
+    measured = any("cpu_seconds" in r for r in records)  # results from before 2026-12-08 hold wall times only
+    header = ["command", "minutes", *(["CPU minutes", "runs killed"] if measured else [])]
+    rows = [
+        [f"`{r['command'][:110]}`", _minutes(r["seconds"])]
+        + ([_minutes(r.get("cpu_seconds")), str(r.get("killed", 0))] if measured else [])
+        for r in records
+    ]
+    total = sum(r["seconds"] or 0.0 for r in records) / 60
+    cpu = [r.get("cpu_seconds") for r in records if r["seconds"] is not None]
+    cpu_total = f", {sum(cpu) / 60:.0f} CPU minutes" if measured and all(c is not None for c in cpu) else ""
+    killed = sum(r.get("killed", 0) for r in records)
+    machines = d.get("machines", [])
+    where = "on " + "; then on ".join(_machine(m) for m in machines) if machines else "on the 2-core CPU"
     return (
-        table(["command", "minutes"], rows)
-        + f"\n\n{total:.0f} minutes in all on the 2-core CPU. {sampler_line(d.get('sampler', {}).get('eval'))}\n\n"
+        table(header, rows)
+        + f"\n\n{total:.0f} minutes in all{cpu_total}, {where}. "
+        + (
+            "Minutes are wall-clock, counting any time the machine was shared or the run stopped; CPU minutes are"
+            " not (-: not recorded). "
+            if measured
+            else ""
+        )
+        + (
+            f"{killed} {'run was' if killed == 1 else 'runs were'} killed on the way (a session ended); each step"
+            " resumed from its run folder, and its row's times are its finishing run's, which did only the rest. "
+            if killed
+            else ""
+        )
+        + f"{sampler_line(d.get('sampler', {}).get('eval'))}\n\n"
         + _source(NAME)
     )
 

@@ -1,5 +1,5 @@
-"""What a run folder records about the software it ran on (versions, git commit, seed), and whether the hub may
-be asked."""
+"""What a run folder records about the software it ran on (versions, git commit, seed) and the CPU, and whether the
+hub may be asked."""
 
 from __future__ import annotations
 
@@ -41,6 +41,17 @@ def git_commit(path: Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name (/proc/cpuinfo; platform's answer elsewhere): timings differ from one CPU to another."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
 
 
 def cpu_bf16_native() -> bool:

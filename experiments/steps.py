@@ -1,0 +1,102 @@
+"""A long experiment's steps (experiments/bon.py, experiments/testbed.py): each one rewardsmith command, run in its
+own process and logged with what it cost, so a report can say what each step took, even when sessions end mid-way
+and the machine is shared.
+
+The log (the experiment's commands.txt) holds, for every run of a command, its line as it starts and, when it ends,
+`# <wall> s, cpu <cpu> s: <line>`: wall-clock seconds (which count any time the process sat stopped or shared the
+machine) and the CPU seconds of the command and the processes it waited for (which do not). A start with no end
+after it was killed (its run folder resumes it, so the run that finished did only the rest). Each `run` of an
+experiment first writes `## machine: {...}` (the CPU, its count, whether it has native bf16), so a log that several
+sessions wrote says which machines ran it. Logs written before 2026-12-08 end a run with `# <wall> s: <line>`, or
+with `# <wall> s` alone on the line after the start; both read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shlex
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+_MACHINE = "## machine: "
+_END = re.compile(r"^# (\d+(?:\.\d+)?) s(?:, cpu (\d+(?:\.\d+)?) s)?(?:: (.*))?$")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def note_machine(log: Path) -> None:
+    """Appends this machine's line to the log (module docstring)."""
+    from rewardsmith.io.environment import cpu_bf16_native, cpu_model
+
+    facts = {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_native": cpu_bf16_native()}
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(_MACHINE + json.dumps(facts) + "\n")
+
+
+def machines(text: str) -> list[dict[str, object]]:
+    """The distinct machines a log's `run`s noted, in the order first seen."""
+    out: list[dict[str, object]] = []
+    for line in text.splitlines():
+        if line.startswith(_MACHINE) and (facts := json.loads(line[len(_MACHINE) :])) not in out:
+            out.append(facts)
+    return out
+
+
+def run_step(exe: str, args: Sequence[str], log: Path, cwd: Path) -> None:
+    """Runs `exe args` in cwd (a non-zero exit raises) and logs its start and its end with its times (module
+    docstring). A finished run folder is reported by the command itself, not redone, so a rerun logs seconds."""
+    line = shlex.join(["rewardsmith", *args])
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+    print(f"$ {line}", flush=True)
+    start, cpu = time.perf_counter(), _children_cpu()
+    subprocess.run([exe, *args], cwd=cwd, check=True)
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    with log.open("a", encoding="utf-8") as handle:  # the line again: steps run side by side interleave lines
+        handle.write(f"# {wall:.0f} s, cpu {cpu:.0f} s: {line}\n")
+
+
+def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
+    """Each command of a log's text, in the order first started: `seconds` and `cpu_seconds` (None where the log
+    did not record CPU) of its longest finished run (a rerun that finds the run folder finished takes seconds), and
+    `killed`: its runs that started and never ended. Paths under `root` are written relative to it."""
+
+    def name(line: str) -> str:
+        return line.replace(f"{root}/", "") if root is not None else line
+
+    out: dict[str, dict[str, object]] = {}
+    started: dict[str, int] = {}
+    last = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        end = _END.match(line)
+        if end is None and line.startswith("#"):  # a note (the machine's)
+            continue
+        if end is None:
+            last = name(line)
+            started[last] = started.get(last, 0) + 1
+            out.setdefault(last, {"command": last, "seconds": None, "cpu_seconds": None, "killed": 0})
+            continue
+        command = name(end.group(3)) if end.group(3) is not None else last
+        if command is None or command not in out:
+            continue
+        started[command] = started.get(command, 0) - 1
+        record = out[command]
+        wall = float(end.group(1))
+        if record["seconds"] is None or wall > float(record["seconds"]):  # type: ignore[arg-type]
+            record["seconds"] = wall
+            record["cpu_seconds"] = float(end.group(2)) if end.group(2) is not None else None
+    for command, record in out.items():
+        record["killed"] = max(started.get(command, 0), 0)
+    return list(out.values())
