@@ -69,9 +69,11 @@ def run_step(exe: str, args: Sequence[str], log: Path, cwd: Path) -> None:
 def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
     """Each command of a log's text, in the order first started: `seconds` and `cpu_seconds` (None where the log
     did not record CPU) of its longest finished run (a rerun that finds the run folder finished takes seconds), and
-    `killed`: its runs that started and never ended. Paths under `root` are written relative to it."""
+    `killed`: its runs that started and never ended. Paths under `root` are written relative to it; a trailing `-q`
+    is left out (testbed.py ran its commands quiet before 2026-12-08; it now shows their progress)."""
 
     def name(line: str) -> str:
+        line = line.removesuffix(" -q")  # the quiet flag changes nothing a command computes (logs before 2026-12-08)
         return line.replace(f"{root}/", "") if root is not None else line
 
     out: dict[str, dict[str, object]] = {}

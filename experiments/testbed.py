@@ -97,7 +97,7 @@ def sample(name: str, n: int, batch: int) -> None:
     prompts = str(RUNS / "prompts" / f"{name}.jsonl")
     out = str(RUNS / name)
     command(["sample", "--policy", "smollm2", "--prompts", prompts, "--n", str(n), *SAMPLING, "--sample-batch-size",
-             str(batch), "--out", out, "-q"])  # fmt: skip
+             str(batch), "--out", out])  # fmt: skip
 
 
 def _pair_record(pair: object) -> dict[str, object]:
@@ -118,7 +118,7 @@ def gold() -> None:
         RUNS.mkdir(parents=True, exist_ok=True)
         text = "".join(json.dumps(_pair_record(p), ensure_ascii=False) + "\n" for p in pairs)
         pairs_file.write_text(text, encoding="utf-8")
-    command(["train", "--config", "configs/testbed-gold.yaml", "--out", str(RUNS / "gold"), "-q"])
+    command(["train", "--config", "configs/testbed-gold.yaml", "--out", str(RUNS / "gold")])
 
 
 GOLD = str(RUNS / "gold" / "model")
@@ -196,7 +196,7 @@ def label() -> None:
     candidate's labels (hack_candidates)."""
     base = ["label", "--gold", GOLD, "--input", str(RUNS / "pool" / "samples.jsonl")]
     drawn = ["--pairs-per-prompt", str(claims.POOL_PAIRS_PER_PROMPT)]
-    rest = ["--seed", "0", "--bf16", "-q"]
+    rest = ["--seed", "0", "--bf16"]
     command([*base, *drawn, *rest, "--out", str(RUNS / "labels")])
     for name, options in hack_candidates().items():
         pairs = [] if name == HACK_DOSE_NAME else drawn  # the dose: every pair, write_data draws its phrase pairs there
@@ -299,9 +299,9 @@ def proxies() -> None:
         n, seed = (claims.HACK_N, 0) if is_hacked else (int(name[1:].split("-")[0]), int(name.split("-s")[1]))
         data = DATA / (f"{name}-{n}.jsonl" if is_hacked else f"train-{n}.jsonl")
         command(["train", "--config", "configs/testbed-proxy.yaml", "--path", str(data), "--seed", str(seed),
-                 "--out", str(out), "-q"])  # fmt: skip
+                 "--out", str(out)])  # fmt: skip
         command(["eval", "--model", str(out / "model"), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
-                 "--out", str(RUNS / "agreement" / name), "-q"])  # fmt: skip
+                 "--out", str(RUNS / "agreement" / name)])  # fmt: skip
 
 
 def _members(models: list[str]) -> list[str]:
@@ -321,16 +321,16 @@ def ensembles() -> None:
         if (out / "ensemble.json").exists():
             continue
         args = ["ensemble", *_members(members), "--rule", rule, *reference, "-o", str(out)]
-        command([*args, *(["--lambda", str(lam)] if lam is not None else []), "-q"])
+        command([*args, *(["--lambda", str(lam)] if lam is not None else [])])
     for name in hack_names():
         out = RUNS / "ensembles" / f"with-{name}"
         if not (out / "ensemble.json").exists():
             with_hacked = [str(RUNS / "proxies" / name / "model"), *members[:4]]
-            command(["ensemble", *_members(with_hacked), "--rule", "mean", *reference, "-o", str(out), "-q"])
+            command(["ensemble", *_members(with_hacked), "--rule", "mean", *reference, "-o", str(out)])
     # The doubt against the gold's disagreement: every ensemble on the held-out pool pairs (eval's doubt block).
     for folder in sorted((RUNS / "ensembles").iterdir()):
         command(["eval", "--model", str(folder), "--dataset", "file", "--path", str(DATA / "agreement.jsonl"),
-                 "--out", str(RUNS / "agreement" / f"ens-{folder.name}"), "-q"])  # fmt: skip
+                 "--out", str(RUNS / "agreement" / f"ens-{folder.name}")])  # fmt: skip
 
 
 ICRM_RUN, ICRM_BT_RUN = RUNS / "icrm", RUNS / "icrm-bt"
@@ -347,8 +347,8 @@ def icrm() -> None:
 
     config = ["icrm", "train", "-c", "configs/testbed-icrm.yaml"]
     bt_pairs = str(claims.PROXY_SIZES[-1])
-    command([*config, "--bt", "--backbone", "minilm", "--bt-pairs", bt_pairs, "--out", str(ICRM_BT_RUN), "-q"])
-    command([*config, "--out", str(ICRM_RUN), "-q"])
+    command([*config, "--bt", "--backbone", "minilm", "--bt-pairs", bt_pairs, "--out", str(ICRM_BT_RUN)])
+    command([*config, "--out", str(ICRM_RUN)])
     rows = jsonl_lines((DATA / "reference.jsonl").read_text())
     ICRM_DEMOS.write_text("".join(x + "\n" for x in random.Random(0).sample(rows, claims.ICRM_DEMOS)), "utf-8")
 
@@ -368,7 +368,7 @@ def bon() -> None:
     args = ["bon", "--samples", str(RUNS / "eval" / "samples.jsonl"), "--n", str(claims.EVAL_N), "--gold", GOLD]
     for model in selectors().values():
         args += ["--proxy", model]
-    command([*args, "--bf16", "--out", str(RUNS / "bon"), "-q"])
+    command([*args, "--bf16", "--out", str(RUNS / "bon")])
 
 
 def _bon_labels(names: list[str] | None = None) -> dict[str, str]:
@@ -422,7 +422,7 @@ def rl(arms: list[str] | None = None) -> None:
                  "--generations", "8", "--max-new-tokens", "32", "--lr", str(claims.RL_LR),
                  "--track-every", str(claims.RL_TRACK_EVERY), "--track-samples", str(claims.RL_TRACK_SAMPLES),
                  "--track-max-new-tokens", "32", "--save-every", "5",
-                 "--out", str(RUNS / "rl" / arm), "-q"])  # fmt: skip
+                 "--out", str(RUNS / "rl" / arm)])  # fmt: skip
 
 
 W2S_SOURCES = ("hh-rlhf/helpful-base", "hh-rlhf/helpful-rejection-sampled")  # the shift's source; the rest: target
@@ -444,7 +444,7 @@ def w2s() -> None:
     ):
         if not (DATA / name).exists():
             (DATA / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    command(["shift", "--config", "configs/testbed-w2s.yaml", "--out", str(RUNS / "w2s"), "--seeds", "0,1,2", "-q"])
+    command(["shift", "--config", "configs/testbed-w2s.yaml", "--out", str(RUNS / "w2s"), "--seeds", "0,1,2"])
 
 
 STEPS = {

@@ -44,8 +44,8 @@ def test_killed_runs_are_counted_and_the_longest_finished_run_is_kept(steps: Mod
     text = "\n".join(
         [
             "rewardsmith sample --out /work/clone/runs/pool",  # killed at a session's end
-            "rewardsmith train --out /work/clone/runs/gold",
-            "# 2817 s: rewardsmith train --out /work/clone/runs/gold",  # the format before CPU seconds
+            "rewardsmith train --out /work/clone/runs/gold -q",
+            "# 2817 s: rewardsmith train --out /work/clone/runs/gold -q",  # the format before CPU seconds, quiet
             "rewardsmith sample --out /work/clone/runs/pool",  # killed again
             "rewardsmith train --out /work/clone/runs/gold",
             "# 3 s, cpu 2 s: rewardsmith train --out /work/clone/runs/gold",  # found finished
