@@ -4,8 +4,9 @@ and the machine is shared.
 
 The log (the experiment's commands.txt) holds, for every run of a command, its line as it starts and, when it ends,
 `# <wall> s, cpu <cpu> s: <line>`: wall-clock seconds (which count any time the process sat stopped or shared the
-machine) and the CPU seconds of the command and the processes it waited for (which do not). A start with no end
-after it was killed (its run folder resumes it, so the run that finished did only the rest). Each `run` of an
+machine) and the CPU seconds of the command and the processes it waited for (which do not); or, when it fails,
+`# exit <code> after <wall> s, cpu <cpu> s: <line>`. A start with no end after it was killed with the experiment
+(a session ended; its run folder resumes it, so the run that finished did only the rest). Each `run` of an
 experiment first writes `## machine: {...}` (the CPU, its count, whether it has native bf16), so a log that several
 sessions wrote says which machines ran it. Logs written before 2026-12-08 end a run with `# <wall> s: <line>`, or
 with `# <wall> s` alone on the line after the start; both read.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 _MACHINE = "## machine: "
 _END = re.compile(r"^# (\d+(?:\.\d+)?) s(?:, cpu (\d+(?:\.\d+)?) s)?(?:: (.*))?$")
+_FAILED = re.compile(r"^# exit -?\d+ after \d+ s, cpu \d+ s: (.*)$")
 
 
 def _children_cpu() -> float:
@@ -60,17 +62,20 @@ def run_step(exe: str, args: Sequence[str], log: Path, cwd: Path) -> None:
         handle.write(line + "\n")
     print(f"$ {line}", flush=True)
     start, cpu = time.perf_counter(), _children_cpu()
-    subprocess.run([exe, *args], cwd=cwd, check=True)
+    done = subprocess.run([exe, *args], cwd=cwd, check=False)
     wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    failed = f"exit {done.returncode} after " if done.returncode else ""
     with log.open("a", encoding="utf-8") as handle:  # the line again: steps run side by side interleave lines
-        handle.write(f"# {wall:.0f} s, cpu {cpu:.0f} s: {line}\n")
+        handle.write(f"# {failed}{wall:.0f} s, cpu {cpu:.0f} s: {line}\n")
+    done.check_returncode()
 
 
 def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
     """Each command of a log's text, in the order first started: `seconds` and `cpu_seconds` (None where the log
-    did not record CPU) of its longest finished run (a rerun that finds the run folder finished takes seconds), and
-    `killed`: its runs that started and never ended. Paths under `root` are written relative to it; a trailing `-q`
-    is left out (testbed.py ran its commands quiet before 2026-12-08; it now shows their progress)."""
+    did not record CPU) of its longest finished run (a rerun that finds the run folder finished takes seconds),
+    `failed`: its runs that exited with an error, and `killed`: its runs that started and never ended. Paths under
+    `root` are written relative to it; a trailing `-q` is left out (testbed.py ran its commands quiet before
+    2026-12-08; it now shows their progress)."""
 
     def name(line: str) -> str:
         line = line.removesuffix(" -q")  # the quiet flag changes nothing a command computes (logs before 2026-12-08)
@@ -83,12 +88,17 @@ def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
         if not line.strip():
             continue
         end = _END.match(line)
+        failed = _FAILED.match(line)
+        if failed is not None and name(failed.group(1)) in out:
+            started[name(failed.group(1))] -= 1
+            out[name(failed.group(1))]["failed"] += 1  # type: ignore[operator]
+            continue
         if end is None and line.startswith("#"):  # a note (the machine's)
             continue
         if end is None:
             last = name(line)
             started[last] = started.get(last, 0) + 1
-            out.setdefault(last, {"command": last, "seconds": None, "cpu_seconds": None, "killed": 0})
+            out.setdefault(last, {"command": last, "seconds": None, "cpu_seconds": None, "failed": 0, "killed": 0})
             continue
         command = name(end.group(3)) if end.group(3) is not None else last
         if command is None or command not in out:

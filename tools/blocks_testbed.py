@@ -231,6 +231,7 @@ def cost() -> str:
     cpu = [r.get("cpu_seconds") for r in records if r["seconds"] is not None]
     cpu_total = f", {sum(cpu) / 60:.0f} CPU minutes" if measured and all(c is not None for c in cpu) else ""
     killed = sum(r.get("killed", 0) for r in records)
+    failed = sum(r.get("failed", 0) for r in records)
     machines = d.get("machines", [])
     where = "on " + "; then on ".join(_machine(m) for m in machines) if machines else "on the 2-core CPU"
     return (
@@ -248,6 +249,7 @@ def cost() -> str:
             if killed
             else ""
         )
+        + (f"{failed} {'run' if failed == 1 else 'runs'} exited with an error and ran again. " if failed else "")
         + f"{sampler_line(d.get('sampler', {}).get('eval'))}\n\n"
         + _source(NAME)
     )

@@ -34,9 +34,11 @@ def test_a_step_is_logged_with_its_wall_and_cpu_seconds_and_read_back(steps: Mod
     assert record["cpu_seconds"] is not None and record["cpu_seconds"] >= 1.0  # the child's 1.2 s, to the second
     assert record["seconds"] is not None and record["seconds"] >= 1.0
     assert float(end.split(", cpu ")[1].split(" s")[0]) == record["cpu_seconds"]
-    with pytest.raises(subprocess.CalledProcessError):  # a failing command raises, and its end is not logged
+    with pytest.raises(subprocess.CalledProcessError):  # a failing command raises, its exit logged
         steps.run_step(sys.executable, ["-c", "raise SystemExit(2)"], log, tmp_path)
-    assert steps.step_times(log.read_text())[1]["killed"] == 1
+    assert log.read_text().splitlines()[-1].startswith("# exit 2 after ")
+    failed = steps.step_times(log.read_text())[1]
+    assert (failed["seconds"], failed["failed"], failed["killed"]) == (None, 1, 0)
 
 
 def test_killed_runs_are_counted_and_the_longest_finished_run_is_kept(steps: ModuleType) -> None:
