@@ -19,15 +19,13 @@ from typing import Any
 def machine() -> dict[str, Any]:
     import torch
 
-    from rewardsmith.io.environment import cpu_bf16_native, cpu_model
+    from rewardsmith.io.environment import cpu_facts
 
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "cpu": cpu_model(),
+        **cpu_facts(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "bf16_native": cpu_bf16_native(),
-        "cpus": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }

@@ -15,13 +15,13 @@ with `# <wall> s` alone on the line after the start; both read.
 from __future__ import annotations
 
 import json
-import os
 import re
 import resource
 import shlex
 import subprocess
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 _MACHINE = "## machine: "
@@ -36,12 +36,11 @@ def _children_cpu() -> float:
 
 def note_machine(log: Path) -> None:
     """Appends this machine's line to the log (module docstring)."""
-    from rewardsmith.io.environment import cpu_bf16_native, cpu_model
+    from rewardsmith.io.environment import cpu_facts
 
-    facts = {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_native": cpu_bf16_native()}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a", encoding="utf-8") as handle:
-        handle.write(_MACHINE + json.dumps(facts) + "\n")
+        handle.write(_MACHINE + json.dumps(cpu_facts()) + "\n")
 
 
 def machines(text: str) -> list[dict[str, object]]:
@@ -70,6 +69,15 @@ def run_step(exe: str, args: Sequence[str], log: Path, cwd: Path) -> None:
     done.check_returncode()
 
 
+@dataclass
+class _Times:
+    command: str
+    seconds: float | None = None
+    cpu_seconds: float | None = None
+    failed: int = 0
+    killed: int = 0  # starts not yet matched by an end
+
+
 def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
     """Each command of a log's text, in the order first started: `seconds` and `cpu_seconds` (None where the log
     did not record CPU) of its longest finished run (a rerun that finds the run folder finished takes seconds),
@@ -81,34 +89,24 @@ def step_times(text: str, root: Path | None = None) -> list[dict[str, object]]:
         line = line.removesuffix(" -q")  # the quiet flag changes nothing a command computes (logs before 2026-12-08)
         return line.replace(f"{root}/", "") if root is not None else line
 
-    out: dict[str, dict[str, object]] = {}
-    started: dict[str, int] = {}
+    out: dict[str, _Times] = {}
     last = None
     for line in text.splitlines():
-        if not line.strip():
+        end, failed = _END.match(line), _FAILED.match(line)
+        if not line.strip() or (line.startswith("#") and end is None and failed is None):  # a note (the machine's)
             continue
-        end = _END.match(line)
-        failed = _FAILED.match(line)
-        if failed is not None and name(failed.group(1)) in out:
-            started[name(failed.group(1))] -= 1
-            out[name(failed.group(1))]["failed"] += 1  # type: ignore[operator]
-            continue
-        if end is None and line.startswith("#"):  # a note (the machine's)
-            continue
-        if end is None:
+        if end is None and failed is None:  # a start
             last = name(line)
-            started[last] = started.get(last, 0) + 1
-            out.setdefault(last, {"command": last, "seconds": None, "cpu_seconds": None, "failed": 0, "killed": 0})
+            out.setdefault(last, _Times(last)).killed += 1
             continue
-        command = name(end.group(3)) if end.group(3) is not None else last
-        if command is None or command not in out:
+        ended = failed.group(1) if failed is not None else end.group(3) if end is not None else None
+        record = out.get(name(ended) if ended is not None else last or "")
+        if record is None:
             continue
-        started[command] = started.get(command, 0) - 1
-        record = out[command]
-        wall = float(end.group(1))
-        if record["seconds"] is None or wall > float(record["seconds"]):  # type: ignore[arg-type]
-            record["seconds"] = wall
-            record["cpu_seconds"] = float(end.group(2)) if end.group(2) is not None else None
-    for command, record in out.items():
-        record["killed"] = max(started.get(command, 0), 0)
-    return list(out.values())
+        record.killed -= 1
+        if failed is not None:
+            record.failed += 1
+        elif end is not None and (record.seconds is None or float(end.group(1)) > record.seconds):
+            record.seconds = float(end.group(1))
+            record.cpu_seconds = float(end.group(2)) if end.group(2) is not None else None
+    return [{**asdict(r), "killed": max(r.killed, 0)} for r in out.values()]

@@ -659,8 +659,7 @@ def summarise() -> None:
         },
         "rl": rl_arms,
         **({"icrm": _icrm_facts(drop_diff, labels, judged)} if "icrm" in labels else {}),
-        "seconds": _seconds(),
-        "machines": machines(LOG.read_text(encoding="utf-8") if LOG.exists() else ""),
+        **_costs(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     atomic_write_text(RESULTS / "testbed.json", json.dumps(out, indent=1) + "\n")
@@ -714,9 +713,11 @@ def _icrm_facts(drop_diff: Any, labels: dict[str, str], judged: dict[str, Any]) 
     }
 
 
-def _seconds() -> list[dict[str, object]]:
-    """Each command of commands.txt with its times and the runs of it killed on the way (steps.step_times)."""
-    return step_times(LOG.read_text(encoding="utf-8") if LOG.exists() else "", ROOT)
+def _costs() -> dict[str, object]:
+    """commands.txt read once: each command's times and the runs of it killed on the way (steps.step_times), and the
+    machines that ran them."""
+    log = LOG.read_text(encoding="utf-8") if LOG.exists() else ""
+    return {"seconds": step_times(log, ROOT), "machines": machines(log)}
 
 
 def main() -> None:

@@ -62,6 +62,11 @@ def cpu_bf16_native() -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
+def cpu_facts() -> dict[str, Any]:
+    """The CPU a timing ran on: its model, how many cores, whether it has native bf16."""
+    return {"cpu": cpu_model(), "cpus": os.cpu_count(), "bf16_native": cpu_bf16_native()}
+
+
 def environment_info(seed: int | None = None) -> dict[str, Any]:
     versions: dict[str, str | None] = {}
     for name in _PACKAGES:
